@@ -1,0 +1,88 @@
+import path from "path";
+
+/** Every service name a process may run; `SERVICES` picks from these. */
+export const ALL_SERVICES = ["api", "errors", "status"] as const;
+
+export interface Config {
+	databaseUrl: string | null;
+	transporter: string | null;
+	services: string[];
+	nodeId: string | null;
+	host: string;
+	port: number;
+	dataDir: string;
+	logLevel: string;
+	apiTokens: string[];
+	allowAnonymous: boolean;
+	embeddedPgPort: number;
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"];
+
+function isLoopback(host: string): boolean {
+	return host === "localhost" || host === "::1" || /^127\./.test(host);
+}
+
+function parsePort(name: string, raw: string | undefined, fallback: number): number {
+	if (raw === undefined || raw === "") return fallback;
+	const port = Number(raw);
+	if (!Number.isInteger(port) || port < 0 || port > 65535)
+		throw new ConfigError(`${name} must be a port number from 0 to 65535, got "${raw}"`);
+	return port;
+}
+
+/** Reads the configuration from the environment; throws ConfigError naming the variable at fault. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+	const services = (env.SERVICES || "")
+		.split(",")
+		.map(s => s.trim())
+		.filter(Boolean);
+	for (const s of services) {
+		if (s !== "all" && !(ALL_SERVICES as readonly string[]).includes(s))
+			throw new ConfigError(
+				`SERVICES names an unknown service "${s}" (known: ${ALL_SERVICES.join(", ")})`
+			);
+	}
+	const logLevel = (env.LOG_LEVEL || "info").toLowerCase();
+	if (!LOG_LEVELS.includes(logLevel))
+		throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}`);
+	const transporter = env.TRANSPORTER || null;
+	if (transporter && !/^nats:\/\//.test(transporter))
+		throw new ConfigError(`TRANSPORTER must be a nats:// URL, got "${transporter}"`);
+
+	const config: Config = {
+		databaseUrl: env.DATABASE_URL || null,
+		transporter,
+		services: services.length === 0 || services.includes("all") ? [...ALL_SERVICES] : services,
+		nodeId: env.NODE_ID || null,
+		host: env.HOST || "127.0.0.1",
+		port: parsePort("PORT", env.PORT, 8000),
+		dataDir: path.resolve(env.DATA_DIR || "./data"),
+		logLevel,
+		apiTokens: (env.API_TOKENS || "")
+			.split(",")
+			.map(t => t.trim())
+			.filter(Boolean),
+		allowAnonymous: /^(1|true|yes)$/i.test(env.ALLOW_ANONYMOUS || ""),
+		embeddedPgPort: parsePort("EMBEDDED_PG_PORT", env.EMBEDDED_PG_PORT, 54329)
+	};
+	if (
+		config.services.includes("api") &&
+		!isLoopback(config.host) &&
+		config.apiTokens.length === 0 &&
+		!config.allowAnonymous
+	)
+		throw new ConfigError(
+			`HOST=${config.host} exposes the API beyond this machine without API_TOKENS; set API_TOKENS, or ALLOW_ANONYMOUS=true to accept anonymous requests`
+		);
+	return config;
+}
+
+/** Which services touch the database; a process running none of them needs no DATABASE_URL. */
+export const DB_SERVICES = ["errors", "workspaces", "status"];
+
+export function needsDatabase(config: Config): boolean {
+	return config.services.some(s => DB_SERVICES.includes(s));
+}

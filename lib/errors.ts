@@ -1,0 +1,45 @@
+import { Errors } from "moleculer";
+
+/**
+ * The service's own errors. They travel between nodes as Moleculer errors, so callers branch on
+ * the stable `type` string, never on `instanceof` (a remote error arrives as a plain
+ * MoleculerError with the same type, code and data).
+ */
+export const ErrorTypes = {
+	BAD_REQUEST: "BAD_REQUEST",
+	NOT_FOUND: "NOT_FOUND",
+	UNAUTHORIZED: "UNAUTHORIZED",
+	CONFLICT: "CONFLICT"
+} as const;
+
+export interface ErrorData {
+	/** the request field at fault, when one is */
+	field?: string;
+	/** the spec answers node and job updates in text/plain */
+	plainText?: boolean;
+}
+
+export class BadRequestError extends Errors.MoleculerClientError {
+	constructor(message: string, data: ErrorData = {}) {
+		super(message, 400, ErrorTypes.BAD_REQUEST, data);
+	}
+}
+
+/** A bad value of one named field: the message is `<field>: <problem>`. */
+export class FieldError extends BadRequestError {
+	constructor(field: string, problem: string, data: ErrorData = {}) {
+		super(`${field}: ${problem}`, { ...data, field });
+	}
+}
+
+export class NotFoundError extends Errors.MoleculerClientError {
+	constructor(message: string, data: ErrorData = {}) {
+		super(message, 404, ErrorTypes.NOT_FOUND, data);
+	}
+}
+
+export class UnauthorizedError extends Errors.MoleculerClientError {
+	constructor(message: string) {
+		super(message, 401, ErrorTypes.UNAUTHORIZED, {});
+	}
+}

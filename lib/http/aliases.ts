@@ -1,0 +1,22 @@
+/**
+ * The REST route table: `METHOD path` → action. Nothing else is exposed; internal actions stay
+ * internal. Paths are written without the trailing slash: the gateway matches both forms.
+ */
+export const ALIASES: Record<string, string> = {
+	"GET errors": "errors.list",
+	"POST errors": "errors.create",
+	"GET errors/:id": "errors.get",
+	"PATCH errors/:id": "errors.update",
+
+	"GET workspaces": "workspaces.list",
+	"POST workspaces": "workspaces.create",
+	"POST workspaces/validation": "workspaces.validate",
+	"GET workspaces/:id": "workspaces.get",
+	"PATCH workspaces/:id": "workspaces.update",
+
+	"GET status": "status.get",
+	"GET version": "status.version"
+};
+
+/** Path parameters that are integer ids: anything else in their place is a 404, as in Scale. */
+export const ID_PARAMS = ["id"];

@@ -1,0 +1,63 @@
+import type { FieldProblem } from "../validation/schema";
+import { formatProblems } from "../validation/schema";
+
+export interface HttpError {
+	status: number;
+	detail: string;
+	plainText: boolean;
+}
+
+interface ErrorLike {
+	name?: string;
+	message?: string;
+	code?: unknown;
+	status?: unknown;
+	type?: string;
+	data?: any;
+}
+
+/**
+ * Maps any error reaching the gateway to the status and `detail` a client sees. Branches on the
+ * stable `type` (errors from other nodes arrive as plain MoleculerErrors), never on classes.
+ */
+export function toHttpError(err: ErrorLike): HttpError {
+	const plainText = !!(err.data && err.data.plainText);
+	switch (err.type) {
+		case "VALIDATION_ERROR":
+			return {
+				status: 400,
+				detail: Array.isArray(err.data)
+					? formatProblems(err.data as FieldProblem[])
+					: err.message || "Invalid request",
+				plainText
+			};
+		case "BAD_REQUEST":
+		case "NOT_FOUND":
+		case "UNAUTHORIZED":
+		case "CONFLICT":
+			return { status: Number(err.code), detail: err.message || "", plainText };
+		case "SERVICE_NOT_FOUND":
+		case "SERVICE_NOT_AVAILABLE":
+		case "REQUEST_TIMEOUT":
+			return {
+				status: 503,
+				detail: "The service that answers this request is not available; try again shortly",
+				plainText
+			};
+		case "NOT_FOUND_ROUTE":
+			return { status: 404, detail: "Not found.", plainText };
+		case "entity.parse.failed":
+			return {
+				status: 400,
+				detail: `Malformed JSON in the request body: ${err.message}`,
+				plainText
+			};
+		case "entity.too.large":
+			return { status: 413, detail: "The request body is too large", plainText };
+	}
+	// body-parser errors carry `status` and `type` strings of their own
+	const status = Number(err.status ?? err.code);
+	if (status >= 400 && status < 500)
+		return { status, detail: err.message || "Bad request", plainText };
+	return { status: 500, detail: "Internal server error", plainText };
+}

@@ -1,0 +1,109 @@
+import type { Sequelize } from "sequelize";
+import { select, write } from "../db/connection";
+import { BadRequestError, FieldError, NotFoundError } from "../errors";
+import { formatDatetime } from "../list/iso8601";
+import type { ListSource } from "../list/run";
+
+export const ERROR_CATEGORIES = ["SYSTEM", "ALGORITHM", "DATA"] as const;
+export type ErrorCategory = (typeof ERROR_CATEGORIES)[number];
+
+export interface ErrorRow {
+	id: number;
+	name: string;
+	title: string | null;
+	description: string | null;
+	category: ErrorCategory;
+	is_builtin: boolean;
+	created: Date;
+	last_modified: Date;
+}
+
+export function serializeError(row: ErrorRow) {
+	return {
+		id: row.id,
+		name: row.name,
+		title: row.title,
+		description: row.description,
+		category: row.category,
+		is_builtin: row.is_builtin,
+		created: formatDatetime(row.created),
+		last_modified: formatDatetime(row.last_modified)
+	};
+}
+
+export const ERROR_LIST: ListSource = {
+	from: "error",
+	columns: "*",
+	orderable: {
+		id: "id",
+		name: "name",
+		title: "title",
+		description: "description",
+		category: "category",
+		is_builtin: "is_builtin",
+		created: "created",
+		last_modified: "last_modified"
+	},
+	defaultOrder: ["name"],
+	timeColumn: "last_modified",
+	filters: {
+		name: { column: "name", type: "string" },
+		category: { column: "category", type: "enum", values: [...ERROR_CATEGORIES] },
+		is_builtin: { column: "is_builtin", type: "boolean" }
+	}
+};
+
+export async function getError(db: Sequelize, id: number): Promise<ErrorRow> {
+	const [row] = await select<ErrorRow>(db, "SELECT * FROM error WHERE id = $1", [id]);
+	if (!row) throw new NotFoundError(`No error with id ${id}`);
+	return row;
+}
+
+export interface NewError {
+	name: string;
+	title?: string | null;
+	description?: string | null;
+	category: "ALGORITHM" | "DATA";
+}
+
+export async function createError(db: Sequelize, e: NewError): Promise<ErrorRow> {
+	// ON CONFLICT instead of a prior SELECT: two concurrent creates of one name cannot both pass.
+	const [row] = await write<ErrorRow>(
+		db,
+		`INSERT INTO error (name, title, description, category) VALUES ($1, $2, $3, $4)
+		 ON CONFLICT (name) DO NOTHING RETURNING *`,
+		[e.name, e.title ?? null, e.description ?? null, e.category]
+	);
+	if (!row) throw new FieldError("name", `an error named "${e.name}" already exists`);
+	return row;
+}
+
+export interface ErrorEdit {
+	title?: string | null;
+	description?: string | null;
+	category?: ErrorCategory;
+}
+
+export async function updateError(db: Sequelize, id: number, edit: ErrorEdit): Promise<ErrorRow> {
+	// The guard on is_builtin is in the UPDATE itself, so a check-then-write race cannot slip by.
+	const [row] = await write<ErrorRow>(
+		db,
+		`UPDATE error SET
+			title = CASE WHEN $2::boolean THEN $3 ELSE title END,
+			description = CASE WHEN $4::boolean THEN $5 ELSE description END,
+			category = COALESCE($6, category),
+			last_modified = now()
+		 WHERE id = $1 AND NOT is_builtin RETURNING *`,
+		[
+			id,
+			"title" in edit,
+			edit.title ?? null,
+			"description" in edit,
+			edit.description ?? null,
+			edit.category ?? null
+		]
+	);
+	if (row) return row;
+	const existing = await getError(db, id);
+	throw new BadRequestError(`Error "${existing.name}" is built in and cannot be edited`);
+}

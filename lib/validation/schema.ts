@@ -1,0 +1,74 @@
+import Ajv, { type ErrorObject, type ValidateFunction } from "ajv";
+import addFormats from "ajv-formats";
+
+export interface FieldProblem {
+	type: string;
+	field: string;
+	message: string;
+}
+
+/** Marks a params schema whose values come from a query string, so "5" may stand for 5. */
+export const QUERY_SCHEMA = "$$query";
+
+function makeAjv(coerce: boolean): Ajv {
+	// Bodies are checked strictly: a client sending "5" for an integer has a bug worth a 400.
+	const ajv = new Ajv({
+		allErrors: false,
+		useDefaults: true,
+		coerceTypes: coerce ? "array" : false,
+		allowUnionTypes: true,
+		strict: true
+	});
+	addFormats(ajv);
+	return ajv;
+}
+
+const strictAjv = makeAjv(false);
+const queryAjv = makeAjv(true);
+
+/** JSON pointer `/interface/input_data/1/name` → `interface.input_data[1].name` */
+export function pointerToPath(pointer: string): string {
+	return pointer
+		.split("/")
+		.slice(1)
+		.map(p => p.replace(/~1/g, "/").replace(/~0/g, "~"))
+		.reduce(
+			(acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part),
+			""
+		);
+}
+
+function describe(err: ErrorObject): FieldProblem {
+	let field = pointerToPath(err.instancePath);
+	let message = err.message || "is invalid";
+	switch (err.keyword) {
+		case "required":
+			field = field ? `${field}.${err.params.missingProperty}` : err.params.missingProperty;
+			message = "is required";
+			break;
+		case "additionalProperties":
+			field = field
+				? `${field}.${err.params.additionalProperty}`
+				: err.params.additionalProperty;
+			message = "is not allowed";
+			break;
+		case "enum":
+			message = `must be one of ${(err.params.allowedValues as unknown[]).join(", ")}`;
+			break;
+	}
+	return { type: err.keyword, field: field || "body", message };
+}
+
+export type Checker = (value: unknown) => true | FieldProblem[];
+
+/** Compiles a JSON Schema into a checker giving `true` or the problems found, each naming its field. */
+export function compileChecker(schema: Record<string, unknown>): Checker {
+	const { [QUERY_SCHEMA]: isQuery, ...jsonSchema } = schema;
+	const validate: ValidateFunction = (isQuery ? queryAjv : strictAjv).compile(jsonSchema);
+	return value => (validate(value) ? true : (validate.errors || []).map(describe));
+}
+
+/** Formats problems as one sentence for a `{"detail": ...}` body. */
+export function formatProblems(problems: FieldProblem[]): string {
+	return problems.map(p => `${p.field}: ${p.message}`).join("; ");
+}

@@ -1,0 +1,157 @@
+import type { IncomingMessage, ServerResponse } from "http";
+import type { Context, ServiceSchema } from "moleculer";
+import ApiGateway from "moleculer-web";
+import { ALIASES, ID_PARAMS } from "../lib/http/aliases";
+import { toHttpError } from "../lib/http/errors";
+import { BadRequestError, NotFoundError, UnauthorizedError } from "../lib/errors";
+import type { RequestMeta } from "../types/meta";
+
+export interface ApiSettings {
+	port: number;
+	ip: string;
+	/** bearer tokens; empty = anonymous access (only allowed on loopback unless configured) */
+	apiTokens: string[];
+	[key: string]: unknown;
+}
+
+type Req = IncomingMessage & {
+	$ctx?: Context<unknown, RequestMeta>;
+	$params: Record<string, unknown>;
+	$alias?: { keys?: { name: string }[] };
+	$requestId?: string;
+	body?: unknown;
+	originalUrl?: string;
+	query?: Record<string, unknown>;
+};
+
+const BODY_METHODS = ["POST", "PUT", "PATCH"];
+
+function sendError(this: any, req: Req, res: ServerResponse, err: any) {
+	const { status, detail, plainText } = toHttpError(err);
+	if (status >= 500) this.logger.error({ err, url: req.url }, "request failed");
+	if (res.headersSent) return;
+	if (req.$requestId) res.setHeader("X-Request-ID", req.$requestId);
+	if (status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="api"');
+	if (plainText) {
+		res.setHeader("Content-Type", "text/plain; charset=utf-8");
+		res.writeHead(status);
+		res.end(detail);
+	} else {
+		res.setHeader("Content-Type", "application/json; charset=utf-8");
+		res.writeHead(status);
+		res.end(JSON.stringify({ detail }));
+	}
+}
+
+function route(path: string) {
+	return {
+		path,
+		// Authentication runs first thing in onBeforeCall, so a client without a token learns
+		// nothing about the request's validity.
+		authentication: false,
+		autoAliases: false,
+		mappingPolicy: "restrict",
+		mergeParams: true,
+		aliases: ALIASES,
+		bodyParsers: { json: { strict: true, limit: "1mb" } },
+		callOptions: { timeout: 30000, retries: 0 },
+
+		onBeforeCall(this: any, ctx: Context<unknown, RequestMeta>, _route: unknown, req: Req) {
+			this.authenticate(req);
+			if (req.method && BODY_METHODS.includes(req.method)) {
+				const body = req.body;
+				if (
+					body !== undefined &&
+					(body === null || typeof body !== "object" || Array.isArray(body))
+				)
+					throw new BadRequestError("body: must be a JSON object");
+			}
+			for (const key of req.$alias?.keys?.map(k => k.name) || []) {
+				if (!ID_PARAMS.includes(key)) continue;
+				const value = String(req.$params[key]);
+				if (!/^\d{1,9}$/.test(value)) throw new NotFoundError("Not found.");
+				req.$params[key] = Number(value);
+			}
+			const host = req.headers.host || "127.0.0.1";
+			const proto = (req.headers["x-forwarded-proto"] as string) || "http";
+			ctx.meta.baseUrl = `${proto}://${host}`;
+			ctx.meta.apiRoot = `${proto}://${host}${path}`;
+			ctx.meta.path = (req.originalUrl || req.url || "").split("?")[0];
+			ctx.meta.query = req.query || {};
+		},
+
+		onAfterCall(
+			ctx: Context<unknown, RequestMeta>,
+			_route: unknown,
+			_req: Req,
+			_res: ServerResponse,
+			data: unknown
+		) {
+			// Actions give a path under the API root; the gateway answers with an absolute URL.
+			if (ctx.meta.$location && !/^https?:/.test(ctx.meta.$location))
+				ctx.meta.$location = `${ctx.meta.apiRoot}${ctx.meta.$location}`;
+			return data;
+		},
+
+		onError: sendError
+	};
+}
+
+const ApiService: ServiceSchema<ApiSettings> = {
+	name: "api",
+	mixins: [ApiGateway as any],
+
+	settings: {
+		port: 8000,
+		ip: "127.0.0.1",
+		apiTokens: [],
+		routes: [route("/api/v3"), route("/api")],
+		// One line per request is logged by `logRequests` below instead.
+		logRequest: null,
+		logResponse: null,
+		log4XXResponses: false,
+		logRouteRegistration: "debug",
+		onError: sendError
+	},
+
+	methods: {
+		authenticate(req: Req) {
+			const tokens = this.settings.apiTokens;
+			if (tokens.length === 0) return null;
+			const header = req.headers.authorization || "";
+			const match = /^Bearer\s+(\S+)$/i.exec(header);
+			if (!match)
+				throw new UnauthorizedError("Authentication credentials were not provided.");
+			if (!tokens.includes(match[1])) throw new UnauthorizedError("Invalid token.");
+			return { token: "***" };
+		},
+
+		/** One structured line per request, whatever route (or none) answered it. */
+		logRequests(req: Req, res: ServerResponse) {
+			const started = process.hrtime.bigint();
+			const id = (req.headers["x-request-id"] as string) || this.broker.generateUid();
+			req.headers["x-request-id"] = id;
+			req.$requestId = id;
+			res.on("finish", () => {
+				const ms = Number(process.hrtime.bigint() - started) / 1e6;
+				const line = {
+					req_id: id,
+					method: req.method,
+					url: req.originalUrl || req.url,
+					status: res.statusCode,
+					ms: Math.round(ms * 10) / 10
+				};
+				if (res.statusCode >= 500) this.logger.error(line, "request");
+				else this.logger.info(line, "request");
+			});
+		}
+	},
+
+	started() {
+		(this as any).server.prependListener("request", (req: Req, res: ServerResponse) =>
+			this.logRequests(req, res)
+		);
+	}
+};
+
+export default ApiService;

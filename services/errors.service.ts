@@ -1,0 +1,75 @@
+import type { Context, ServiceSchema } from "moleculer";
+import { DbMixin } from "../mixins/db.mixin";
+import { ListMixin } from "../mixins/list.mixin";
+import {
+	createError,
+	ERROR_LIST,
+	getError,
+	serializeError,
+	updateError,
+	type ErrorEdit,
+	type ErrorRow,
+	type NewError
+} from "../lib/models/error";
+import type { RequestMeta } from "../types/meta";
+
+const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
+const TITLE = { type: ["string", "null"], maxLength: 50 };
+const DESCRIPTION = { type: ["string", "null"], maxLength: 250 };
+const ID = { type: "integer", minimum: 1 };
+
+const ErrorsService: ServiceSchema = {
+	name: "errors",
+	mixins: [DbMixin(), ListMixin<ErrorRow>(ERROR_LIST, rows => rows.map(serializeError))],
+
+	actions: {
+		create: {
+			params: {
+				type: "object",
+				required: ["name", "category"],
+				properties: {
+					name: NAME,
+					title: TITLE,
+					description: DESCRIPTION,
+					category: { enum: ["ALGORITHM", "DATA"] }
+				}
+			} as any,
+			async handler(this: any, ctx: Context<NewError, RequestMeta>) {
+				const row = await createError(this.db, ctx.params);
+				ctx.meta.$statusCode = 201;
+				ctx.meta.$location = `/errors/${row.id}/`;
+				return serializeError(row);
+			}
+		},
+
+		get: {
+			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			async handler(this: any, ctx: Context<{ id: number }>) {
+				return serializeError(await getError(this.db, ctx.params.id));
+			}
+		},
+
+		update: {
+			params: {
+				type: "object",
+				required: ["id"],
+				properties: {
+					id: ID,
+					title: TITLE,
+					description: DESCRIPTION,
+					category: { enum: ["SYSTEM", "ALGORITHM", "DATA"] }
+				}
+			} as any,
+			async handler(this: any, ctx: Context<ErrorEdit & { id: number }>) {
+				const { id, ...fields } = ctx.params;
+				const edit: ErrorEdit = {};
+				if ("title" in fields) edit.title = fields.title;
+				if ("description" in fields) edit.description = fields.description;
+				if (fields.category) edit.category = fields.category;
+				return serializeError(await updateError(this.db, id, edit));
+			}
+		}
+	}
+};
+
+export default ErrorsService;

@@ -1,0 +1,51 @@
+import os from "os";
+import type { Context, ServiceSchema } from "moleculer";
+import { DbMixin } from "../mixins/db.mixin";
+import { readClusterState, type ClusterStatus } from "../lib/models/status";
+
+import { VERSION } from "../lib/paths";
+
+const StatusService: ServiceSchema = {
+	name: "status",
+	mixins: [DbMixin()],
+
+	actions: {
+		get: {
+			params: { type: "object" } as any,
+			async handler(this: any, _ctx: Context): Promise<ClusterStatus> {
+				const state = await readClusterState(this.db);
+				const schedulerNode = this.broker.registry
+					.getServiceList({ onlyAvailable: true })
+					.find((s: { name: string }) => s.name === "scheduler");
+				return {
+					master: {
+						hostname: os.hostname(),
+						port: Number(process.env.PORT) || 8000,
+						is_online: true
+					},
+					scheduler: {
+						hostname: schedulerNode ? schedulerNode.nodeID : null,
+						is_online: !!schedulerNode,
+						is_paused: state.isPaused
+					},
+					queue_depth: state.queueDepth,
+					// Real-time usage is not measured, so `used` is zeros, as the spec says.
+					resources: {
+						total: state.total,
+						scheduled: state.scheduled,
+						used: { cpus: 0, mem: 0, disk: 0 }
+					}
+				};
+			}
+		},
+
+		version: {
+			params: { type: "object" } as any,
+			handler() {
+				return { version: VERSION };
+			}
+		}
+	}
+};
+
+export default StatusService;
