@@ -16,7 +16,18 @@ export function createMigrator(
 	log?: (msg: string) => void
 ): Umzug<QueryInterface> {
 	return new Umzug({
-		migrations: { glob: migrationsGlob() },
+		migrations: {
+			glob: migrationsGlob(),
+			// Recorded without the extension: the same migration runs as .ts in tests and .js in dist.
+			resolve: ({ name, path: file, context }) => {
+				const migration = require(file!);
+				return {
+					name: name.replace(/\.(ts|js)$/, ""),
+					up: () => migration.up({ context, name, path: file }),
+					down: () => migration.down({ context, name, path: file })
+				};
+			}
+		},
 		context: sequelize.getQueryInterface(),
 		storage: new SequelizeStorage({ sequelize, tableName: "schema_migration" }),
 		logger: log

@@ -36,6 +36,7 @@ export function toHttpError(err: ErrorLike): HttpError {
 		case "UNAUTHORIZED":
 		case "CONFLICT":
 			return { status: Number(err.code), detail: err.message || "", plainText };
+		case "ServiceUnavailableError":
 		case "SERVICE_NOT_FOUND":
 		case "SERVICE_NOT_AVAILABLE":
 		case "REQUEST_TIMEOUT":

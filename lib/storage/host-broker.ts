@@ -1,0 +1,94 @@
+import { constants as fsConstants, promises as fs } from "fs";
+import path from "path";
+import { FieldError } from "../errors";
+import { compileChecker } from "../validation/schema";
+
+/** A validation warning: something that does not stop the workspace from working. */
+export interface ValidationWarning {
+	/** a stable key clients can recognise, e.g. `broker_type` */
+	id: string;
+	/** a human-readable description */
+	details: string;
+}
+
+/** The broker part of a workspace configuration using the host broker. */
+export interface HostBrokerConfig {
+	type: "host";
+	/** absolute path of the directory (on every node) holding the workspace's files */
+	host_path: string;
+	[key: string]: unknown;
+}
+
+/** Scale's host broker: further fields are allowed (and kept), as in Scale. */
+export const HOST_BROKER_SCHEMA = {
+	type: "object",
+	required: ["type", "host_path"],
+	properties: {
+		type: { type: "string", const: "host" },
+		host_path: { type: "string", minLength: 1, maxLength: 4096 }
+	}
+};
+
+const checkSchema = compileChecker(HOST_BROKER_SCHEMA);
+
+/** Why `error` (from stat or access) keeps the directory from the service, in a few words. */
+function fsProblem(error: NodeJS.ErrnoException): string {
+	switch (error.code) {
+		case "ENOENT":
+			return "does not exist";
+		case "ENOTDIR":
+			return "does not exist (a part of the path is not a directory)";
+		case "EACCES":
+		case "EPERM":
+			return "is not readable by the service (permission denied)";
+		case "ELOOP":
+			return "cannot be resolved (too many symbolic links)";
+		case "ENAMETOOLONG":
+			return "is too long for the file system";
+		default:
+			return `cannot be read (${error.code ?? error.message})`;
+	}
+}
+
+/**
+ * Checks the broker part of a host workspace configuration: `host_path` must be an absolute,
+ * normalised path naming an existing directory this process may list and enter. `field` is the
+ * request path of the broker object, e.g. `json_config.broker`. Throws FieldError; answers the
+ * warnings (none so far).
+ */
+export async function validateHostBroker(
+	broker: Record<string, unknown>,
+	field: string
+): Promise<ValidationWarning[]> {
+	const problems = checkSchema(broker);
+	if (problems !== true) {
+		const [p] = problems;
+		throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, p.message);
+	}
+	const hostPath = broker.host_path as string;
+	const at = `${field}.host_path`;
+	if (!path.posix.isAbsolute(hostPath))
+		throw new FieldError(at, `must be an absolute path (starting with "/"), got "${hostPath}"`);
+	// Lexical normalisation only: "a/../b" may not be "b" once symbolic links are followed, so
+	// such paths are refused rather than rewritten.
+	const normal = path.posix.normalize(hostPath);
+	if (normal !== hostPath)
+		throw new FieldError(
+			at,
+			`must be a normalised path, without "." or ".." segments or repeated slashes (did you mean "${normal}"?)`
+		);
+	let stats;
+	try {
+		stats = await fs.stat(hostPath);
+	} catch (error) {
+		throw new FieldError(at, `"${hostPath}" ${fsProblem(error as NodeJS.ErrnoException)}`);
+	}
+	if (!stats.isDirectory()) throw new FieldError(at, `"${hostPath}" is not a directory`);
+	try {
+		// Listing a directory takes read permission, entering it (reaching its files) execute.
+		await fs.access(hostPath, fsConstants.R_OK | fsConstants.X_OK);
+	} catch {
+		throw new FieldError(at, `"${hostPath}" is not readable by the service (permission denied)`);
+	}
+	return [];
+}
