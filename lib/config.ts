@@ -1,7 +1,7 @@
 import path from "path";
 
 /** Every service name a process may run; `SERVICES` picks from these. */
-export const ALL_SERVICES = ["api", "errors", "status"] as const;
+export const ALL_SERVICES = ["api", "errors", "workspaces", "status"] as const;
 
 export interface Config {
 	databaseUrl: string | null;

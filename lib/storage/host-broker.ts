@@ -88,7 +88,10 @@ export async function validateHostBroker(
 		// Listing a directory takes read permission, entering it (reaching its files) execute.
 		await fs.access(hostPath, fsConstants.R_OK | fsConstants.X_OK);
 	} catch {
-		throw new FieldError(at, `"${hostPath}" is not readable by the service (permission denied)`);
+		throw new FieldError(
+			at,
+			`"${hostPath}" is not readable by the service (permission denied)`
+		);
 	}
 	return [];
 }

@@ -1,0 +1,101 @@
+import type { Context, ServiceSchema } from "moleculer";
+import { DbMixin } from "../mixins/db.mixin";
+import { ListMixin } from "../mixins/list.mixin";
+import {
+	createWorkspace,
+	getWorkspace,
+	serializeWorkspace,
+	serializeWorkspaceDetails,
+	updateWorkspace,
+	validateWorkspace,
+	WORKSPACE_LIST,
+	type NewWorkspace,
+	type WorkspaceFields,
+	type WorkspaceRow
+} from "../lib/models/workspace";
+import type { RequestMeta } from "../types/meta";
+
+const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
+const TITLE = { type: ["string", "null"], maxLength: 50 };
+const DESCRIPTION = { type: ["string", "null"], maxLength: 500 };
+const BASE_URL = { type: ["string", "null"], maxLength: 1000 };
+const IS_ACTIVE = { type: "boolean" };
+/** The document's own checks (lib/storage/workspace-config) run in the model, naming its fields. */
+const JSON_CONFIG = { type: "object" };
+const ID = { type: "integer", minimum: 1 };
+
+/** The create body; the validation endpoint takes the same one. */
+const NEW_WORKSPACE = {
+	type: "object",
+	required: ["name", "json_config"],
+	properties: {
+		name: NAME,
+		title: TITLE,
+		description: DESCRIPTION,
+		base_url: BASE_URL,
+		is_active: IS_ACTIVE,
+		json_config: JSON_CONFIG
+	}
+};
+
+/** The fields a client may edit; as in Scale, `name` is not one of them and is ignored. */
+const EDITABLE = ["title", "description", "base_url", "is_active", "json_config"] as const;
+
+const WorkspacesService: ServiceSchema = {
+	name: "workspaces",
+	mixins: [
+		DbMixin(),
+		ListMixin<WorkspaceRow>(WORKSPACE_LIST, rows => rows.map(serializeWorkspace))
+	],
+
+	actions: {
+		create: {
+			params: NEW_WORKSPACE as any,
+			async handler(this: any, ctx: Context<NewWorkspace, RequestMeta>) {
+				const row = await createWorkspace(this.db, ctx.params);
+				ctx.meta.$statusCode = 201;
+				ctx.meta.$location = `/workspaces/${row.id}/`;
+				return serializeWorkspaceDetails(row);
+			}
+		},
+
+		validate: {
+			params: NEW_WORKSPACE as any,
+			async handler(this: any, ctx: Context<NewWorkspace>) {
+				return { warnings: await validateWorkspace(this.db, ctx.params) };
+			}
+		},
+
+		get: {
+			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			async handler(this: any, ctx: Context<{ id: number }>) {
+				return serializeWorkspaceDetails(await getWorkspace(this.db, ctx.params.id));
+			}
+		},
+
+		update: {
+			params: {
+				type: "object",
+				required: ["id"],
+				properties: {
+					id: ID,
+					title: TITLE,
+					description: DESCRIPTION,
+					base_url: BASE_URL,
+					is_active: IS_ACTIVE,
+					json_config: JSON_CONFIG
+				}
+			} as any,
+			async handler(this: any, ctx: Context<WorkspaceFields & { id: number }>) {
+				const edit: Record<string, unknown> = {};
+				for (const field of EDITABLE)
+					if (field in ctx.params) edit[field] = ctx.params[field];
+				return serializeWorkspaceDetails(
+					await updateWorkspace(this.db, ctx.params.id, edit)
+				);
+			}
+		}
+	}
+};
+
+export default WorkspacesService;
