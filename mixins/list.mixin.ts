@@ -3,11 +3,21 @@ import { runList, type ListSource } from "../lib/list/run";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
 
+/**
+ * A repeatable query parameter. qs turns one repeated more than 20 times into an object keyed
+ * "0", "1", ... (lib/list/params reads both forms), so that form must pass validation too.
+ */
+const REPEATABLE = {
+	type: ["array", "object"],
+	items: { type: "string" },
+	additionalProperties: { type: "string" }
+};
+
 /** The JSON Schema of the paging and ordering parameters every list endpoint accepts. */
 export const LIST_PARAMS = {
 	page: { type: "integer", minimum: 1 },
 	page_size: { type: "integer", minimum: 1, maximum: 1000 },
-	order: { type: "array", items: { type: "string" } },
+	order: REPEATABLE,
 	started: { type: "string" },
 	ended: { type: "string" }
 };
@@ -26,10 +36,7 @@ export function ListMixin<Row>(
 	serialize: (rows: Row[]) => unknown[] | Promise<unknown[]>
 ): Partial<ServiceSchema> {
 	const filterParams = Object.fromEntries(
-		Object.keys(source.filters).map(name => [
-			name,
-			{ type: "array", items: { type: "string" } }
-		])
+		Object.keys(source.filters).map(name => [name, REPEATABLE])
 	);
 	return {
 		actions: {

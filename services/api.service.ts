@@ -3,7 +3,8 @@ import type { Context, ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
 import { ALIASES, ID_PARAMS } from "../lib/http/aliases";
 import { toHttpError } from "../lib/http/errors";
-import { BadRequestError, NotFoundError, UnauthorizedError } from "../lib/errors";
+import { BadRequestError, FieldError, NotFoundError, UnauthorizedError } from "../lib/errors";
+import { checkStorableText } from "../lib/validation/text";
 import type { RequestMeta } from "../types/meta";
 
 export interface ApiSettings {
@@ -18,6 +19,7 @@ type Req = IncomingMessage & {
 	$ctx?: Context<unknown, RequestMeta>;
 	$params: Record<string, unknown>;
 	$alias?: { keys?: { name: string }[] };
+	$route?: unknown;
 	$requestId?: string;
 	body?: unknown;
 	originalUrl?: string;
@@ -27,6 +29,15 @@ type Req = IncomingMessage & {
 const BODY_METHODS = ["POST", "PUT", "PATCH"];
 
 function sendError(this: any, req: Req, res: ServerResponse, err: any) {
+	// Body parsing (malformed JSON, too large) fails before onBeforeCall authenticates; a client
+	// without a valid token must still learn nothing but that.
+	if (req.$route) {
+		try {
+			this.authenticate(req);
+		} catch (authError) {
+			err = authError;
+		}
+	}
 	const { status, detail, plainText } = toHttpError(err);
 	if (status >= 500) this.logger.error({ err, url: req.url }, "request failed");
 	if (res.headersSent) return;
@@ -58,19 +69,25 @@ function route(path: string) {
 
 		onBeforeCall(this: any, ctx: Context<unknown, RequestMeta>, _route: unknown, req: Req) {
 			this.authenticate(req);
-			if (req.method && BODY_METHODS.includes(req.method)) {
-				const body = req.body;
-				if (
-					body !== undefined &&
-					(body === null || typeof body !== "object" || Array.isArray(body))
-				)
-					throw new BadRequestError("body: must be a JSON object");
-			}
-			for (const key of req.$alias?.keys?.map(k => k.name) || []) {
+			const pathKeys = req.$alias?.keys?.map(k => k.name) || [];
+			for (const key of pathKeys) {
 				if (!ID_PARAMS.includes(key)) continue;
 				const value = String(req.$params[key]);
-				if (!/^\d{1,9}$/.test(value)) throw new NotFoundError("Not found.");
+				if (!/^\d{1,9}$/.test(value) || Number(value) < 1)
+					throw new NotFoundError("Not found.");
 				req.$params[key] = Number(value);
+			}
+			if (req.method && BODY_METHODS.includes(req.method)) {
+				const body = req.body ?? {};
+				if (body === null || typeof body !== "object" || Array.isArray(body))
+					throw new BadRequestError("body: must be a JSON object");
+				if (Object.prototype.hasOwnProperty.call(body, "__proto__"))
+					throw new FieldError("__proto__", "is not allowed");
+				checkStorableText(body, "");
+				// A write takes its fields from the body and the path only: moleculer-web merged the
+				// query over the body, so `?name=x` could otherwise replace the body's name.
+				const pathParams = Object.fromEntries(pathKeys.map(k => [k, req.$params[k]]));
+				req.$params = { ...(body as Record<string, unknown>), ...pathParams };
 			}
 			const host = req.headers.host || "127.0.0.1";
 			const proto = (req.headers["x-forwarded-proto"] as string) || "http";

@@ -14,8 +14,10 @@ import {
 import type { RequestMeta } from "../types/meta";
 
 const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
-const TITLE = { type: ["string", "null"], maxLength: 50 };
-const DESCRIPTION = { type: ["string", "null"], maxLength: 250 };
+// No NUL: PostgreSQL text cannot hold it, and Sequelize would silently store "\0" instead.
+const NO_NUL = "^[^\\u0000]*$";
+const TITLE = { type: ["string", "null"], maxLength: 50, pattern: NO_NUL };
+const DESCRIPTION = { type: ["string", "null"], maxLength: 250, pattern: NO_NUL };
 const ID = { type: "integer", minimum: 1 };
 
 const ErrorsService: ServiceSchema = {

@@ -1,4 +1,4 @@
-import { QueryTypes, Sequelize, type Transaction } from "sequelize";
+import { Sequelize, type Transaction } from "sequelize";
 
 /**
  * One Sequelize instance per database URL per process, shared by the services of the process
@@ -32,6 +32,30 @@ export async function releaseSequelize(url: string): Promise<void> {
 	await entry.sequelize.close();
 }
 
+interface PgConnection {
+	query(sql: string, values: unknown[]): Promise<{ rows: any[] }>;
+}
+
+/**
+ * Runs one statement on a pooled connection (the transaction's, when given) through the `pg`
+ * client directly: Sequelize's query pipeline costs a quarter of a millisecond per statement,
+ * as much as PostgreSQL itself on an index-backed page, for nothing we use.
+ */
+async function run(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction) {
+	const conn = (transaction as unknown as { connection?: PgConnection } | undefined)?.connection;
+	if (conn) return (await conn.query(sql, bind)).rows;
+	const manager = db.connectionManager as unknown as {
+		getConnection(o: { type: string }): Promise<PgConnection>;
+		releaseConnection(c: PgConnection): void;
+	};
+	const pooled = await manager.getConnection({ type: "write" });
+	try {
+		return (await pooled.query(sql, bind)).rows;
+	} finally {
+		manager.releaseConnection(pooled);
+	}
+}
+
 /** Runs a SELECT with positional binds ($1, $2 ...) and returns its rows. */
 export async function select<T = Record<string, any>>(
 	db: Sequelize,
@@ -39,8 +63,7 @@ export async function select<T = Record<string, any>>(
 	bind: unknown[] = [],
 	transaction?: Transaction
 ): Promise<T[]> {
-	const rows = await db.query(sql, { bind, type: QueryTypes.SELECT, transaction, raw: true });
-	return rows as unknown as T[];
+	return run(db, sql, bind, transaction) as Promise<T[]>;
 }
 
 /** Runs an INSERT/UPDATE/DELETE ... RETURNING and returns the returned rows. */
@@ -50,6 +73,5 @@ export async function write<T = Record<string, any>>(
 	bind: unknown[] = [],
 	transaction?: Transaction
 ): Promise<T[]> {
-	const [rows] = await db.query(sql, { bind, transaction, raw: true });
-	return rows as T[];
+	return run(db, sql, bind, transaction) as Promise<T[]>;
 }

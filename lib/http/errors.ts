@@ -22,7 +22,8 @@ interface ErrorLike {
  */
 export function toHttpError(err: ErrorLike): HttpError {
 	const plainText = !!(err.data && err.data.plainText);
-	switch (err.type) {
+	// moleculer-web's own errors (ServiceUnavailableError...) have no type, only a class name.
+	switch (err.type ?? err.name) {
 		case "VALIDATION_ERROR":
 			return {
 				status: 400,

@@ -5,10 +5,10 @@ import { formatDatetime } from "../list/iso8601";
 import type { ListSource } from "../list/run";
 import {
 	checkWorkspaceConfig,
-	textProblem,
 	type ValidationWarning,
 	type WorkspaceConfig
 } from "../storage/workspace-config";
+import { textProblem } from "../validation/text";
 
 export interface WorkspaceRow {
 	id: number;

@@ -5,10 +5,10 @@ import { BadRequestError } from "../../lib/errors";
 import {
 	checkWorkspaceConfig,
 	parseWorkspaceConfig,
-	textProblem,
 	validateBroker
 } from "../../lib/storage/workspace-config";
 import { validateHostBroker } from "../../lib/storage/host-broker";
+import { textProblem } from "../../lib/validation/text";
 
 let dir: string;
 let file: string;

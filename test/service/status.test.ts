@@ -1,0 +1,144 @@
+import os from "os";
+import { createTestDatabase, type TestDatabase } from "../helpers/db";
+import { request, startServices, type TestApi } from "../helpers/broker";
+
+let tdb: TestDatabase;
+let app: TestApi;
+
+beforeAll(async () => {
+	tdb = await createTestDatabase();
+	app = await startServices(tdb.url, ["api", "status"]);
+});
+
+afterAll(async () => {
+	await app?.stop();
+	await tdb?.drop();
+});
+
+async function status() {
+	const reply = await request("GET", `${app.api}/status/`);
+	expect(reply.status).toBe(200);
+	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
+	return reply.body;
+}
+
+const ZERO = { cpus: 0, mem: 0, disk: 0 };
+
+describe("GET /status/", () => {
+	it("reports an idle cluster on a fresh database", async () => {
+		const body = await status();
+		expect(Object.keys(body).sort()).toEqual([
+			"master",
+			"queue_depth",
+			"resources",
+			"scheduler"
+		]);
+		expect(Object.keys(body.master).sort()).toEqual(["hostname", "is_online", "port"]);
+		expect(body.master.hostname).toBe(os.hostname());
+		expect(Number.isInteger(body.master.port)).toBe(true);
+		expect(body.master.port).toBeGreaterThan(0);
+		expect(body.master.port).toBeLessThan(65536);
+		expect(body.master.is_online).toBe(true);
+		expect(body.scheduler).toEqual({ hostname: null, is_online: false, is_paused: false });
+		expect(body.queue_depth).toBe(0);
+		expect(body.resources).toEqual({ total: ZERO, scheduled: ZERO, used: ZERO });
+	});
+
+	it("answers the same under /api/v3", async () => {
+		const reply = await request("GET", `${app.api}/v3/status/`);
+		expect(reply.status).toBe(200);
+		expect(reply.body.scheduler.is_paused).toBe(false);
+		expect(reply.body.queue_depth).toBe(0);
+	});
+
+	it("reports the scheduler's pause from the database", async () => {
+		await tdb.db.query("UPDATE scheduler SET is_paused = true");
+		expect((await status()).scheduler).toEqual({
+			hostname: null,
+			is_online: false,
+			is_paused: true
+		});
+		await tdb.db.query("UPDATE scheduler SET is_paused = false");
+		expect((await status()).scheduler.is_paused).toBe(false);
+	});
+
+	it("reports a scheduler service registered in the cluster as online", async () => {
+		const scheduler = app.broker.createService({ name: "scheduler" });
+		try {
+			await app.broker.waitForServices("scheduler", 5000);
+			const body = await status();
+			expect(body.scheduler.is_online).toBe(true);
+			expect(body.scheduler.hostname).toBe(app.broker.nodeID);
+		} finally {
+			await app.broker.destroyService(scheduler);
+		}
+		const body = await status();
+		expect(body.scheduler).toEqual({ hostname: null, is_online: false, is_paused: false });
+	});
+
+	it("sums the resources of active nodes and of running executions, and counts the queue", async () => {
+		const one = async (sql: string): Promise<number> => {
+			const [rows] = await tdb.db.query(`${sql} RETURNING id`);
+			return (rows as { id: number }[])[0].id;
+		};
+		const node = await one(
+			`INSERT INTO node (hostname, slave_id, cpus_total, mem_total, disk_total)
+			 VALUES ('host1', 'agent-1', 4, 1024.5, 2048)`
+		);
+		await one(
+			`INSERT INTO node (hostname, slave_id, cpus_total, mem_total, disk_total)
+			 VALUES ('host2', 'agent-2', 8, 2048, 4096)`
+		);
+		await one(
+			`INSERT INTO node (hostname, slave_id, cpus_total, mem_total, disk_total, is_active)
+			 VALUES ('gone', 'agent-3', 100, 100, 100, false)`
+		);
+		const jobType = await one(
+			`INSERT INTO job_type (name, version, interface) VALUES ('jt', '1.0', '{}')`
+		);
+		const rev = await one(
+			`INSERT INTO job_type_rev (job_type_id, revision_num, interface)
+			 VALUES (${jobType}, 1, '{}')`
+		);
+		const event = await one(`INSERT INTO trigger_event (type) VALUES ('TEST')`);
+		const newJob = () =>
+			one(
+				`INSERT INTO job (job_type_id, job_type_rev_id, event_id, priority, timeout, max_tries, data)
+				 VALUES (${jobType}, ${rev}, ${event}, 100, 60, 3, '{}')`
+			);
+		const exe = (job: number, status: string, cpus: number) =>
+			one(
+				`INSERT INTO job_exe (job_id, status, timeout, node_id, cpus_scheduled,
+				   mem_scheduled, disk_total_scheduled)
+				 VALUES (${job}, '${status}', 60, ${node}, ${cpus}, 128, 256)`
+			);
+		await exe(await newJob(), "RUNNING", 1.5);
+		await exe(await newJob(), "RUNNING", 0.5);
+		await exe(await newJob(), "COMPLETED", 99);
+		for (let i = 0; i < 3; i++) {
+			const job = await newJob();
+			const queued = await exe(job, "QUEUED", 0);
+			await one(
+				`INSERT INTO queue (job_exe_id, job_id, job_type_id, priority, cpus_required,
+				   mem_required, disk_in_required, disk_out_required, disk_total_required)
+				 VALUES (${queued}, ${job}, ${jobType}, 100, 1, 64, 0, 64, 64)`
+			);
+		}
+
+		const body = await status();
+		expect(body.queue_depth).toBe(3);
+		expect(body.resources).toEqual({
+			total: { cpus: 12, mem: 3072.5, disk: 6144 },
+			scheduled: { cpus: 2, mem: 256, disk: 512 },
+			used: ZERO
+		});
+	});
+});
+
+describe("GET /version/", () => {
+	it("answers the version beside the status", async () => {
+		const reply = await request("GET", `${app.api}/version/`);
+		expect(reply.status).toBe(200);
+		expect(reply.body).toEqual({ version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+	});
+});

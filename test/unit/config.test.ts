@@ -1,0 +1,200 @@
+import path from "path";
+import { ALL_SERVICES, ConfigError, loadConfig, needsDatabase } from "../../lib/config";
+
+describe("loadConfig", () => {
+	it("has defaults for an empty environment", () => {
+		const config = loadConfig({});
+		expect(config).toEqual({
+			databaseUrl: null,
+			transporter: null,
+			services: [...ALL_SERVICES],
+			nodeId: null,
+			host: "127.0.0.1",
+			port: 8000,
+			dataDir: path.resolve("./data"),
+			logLevel: "info",
+			apiTokens: [],
+			allowAnonymous: false,
+			embeddedPgPort: 54329
+		});
+		expect(path.isAbsolute(config.dataDir)).toBe(true);
+		expect(config.services).toEqual(expect.arrayContaining(["api", "errors", "status"]));
+	});
+
+	it("does not read process.env when given an environment", () => {
+		const saved = process.env.PORT;
+		process.env.PORT = "9999";
+		try {
+			expect(loadConfig({}).port).toBe(8000);
+		} finally {
+			if (saved === undefined) delete process.env.PORT;
+			else process.env.PORT = saved;
+		}
+	});
+
+	it("reads every variable", () => {
+		const config = loadConfig({
+			DATABASE_URL: "postgres://u:p@db:5432/scale",
+			TRANSPORTER: "nats://nats:4222",
+			SERVICES: "errors",
+			NODE_ID: "node-7",
+			HOST: "127.0.0.2",
+			PORT: "8080",
+			DATA_DIR: "/var/lib/scale",
+			LOG_LEVEL: "DEBUG",
+			API_TOKENS: " a , b,,c ",
+			ALLOW_ANONYMOUS: "true",
+			EMBEDDED_PG_PORT: "5433"
+		});
+		expect(config).toEqual({
+			databaseUrl: "postgres://u:p@db:5432/scale",
+			transporter: "nats://nats:4222",
+			services: ["errors"],
+			nodeId: "node-7",
+			host: "127.0.0.2",
+			port: 8080,
+			dataDir: "/var/lib/scale",
+			logLevel: "debug",
+			apiTokens: ["a", "b", "c"],
+			allowAnonymous: true,
+			embeddedPgPort: 5433
+		});
+	});
+
+	it("resolves a relative DATA_DIR against the working directory", () => {
+		expect(loadConfig({ DATA_DIR: "some/dir" }).dataDir).toBe(
+			path.join(process.cwd(), "some", "dir")
+		);
+	});
+
+	describe("SERVICES", () => {
+		it("runs a subset, in the order given, spaces trimmed", () => {
+			expect(loadConfig({ SERVICES: "status, errors" }).services).toEqual([
+				"status",
+				"errors"
+			]);
+			expect(loadConfig({ SERVICES: "api" }).services).toEqual(["api"]);
+		});
+
+		it("runs every service for empty or all", () => {
+			expect(loadConfig({ SERVICES: "" }).services).toEqual([...ALL_SERVICES]);
+			expect(loadConfig({ SERVICES: "all" }).services).toEqual([...ALL_SERVICES]);
+			expect(loadConfig({ SERVICES: " , " }).services).toEqual([...ALL_SERVICES]);
+		});
+
+		it.each(["nope", "api,nope", "Errors", "errors.service"])(
+			"refuses an unknown service in %j with a ConfigError naming it",
+			services => {
+				expect(() => loadConfig({ SERVICES: services })).toThrow(ConfigError);
+				const bad = services.split(",").find(s => !ALL_SERVICES.includes(s as any))!;
+				expect(() => loadConfig({ SERVICES: services })).toThrow(
+					new RegExp(`SERVICES.*"${bad.replace(".", "\\.")}"`)
+				);
+			}
+		);
+
+		it("knows which processes need a database", () => {
+			expect(needsDatabase(loadConfig({ SERVICES: "api" }))).toBe(false);
+			expect(needsDatabase(loadConfig({ SERVICES: "api,errors" }))).toBe(true);
+			expect(needsDatabase(loadConfig({ SERVICES: "status" }))).toBe(true);
+			expect(needsDatabase(loadConfig({}))).toBe(true);
+		});
+	});
+
+	describe("PORT", () => {
+		it.each([
+			["0", 0],
+			["1", 1],
+			["65535", 65535],
+			["", 8000]
+		])("accepts %j", (port, expected) => {
+			expect(loadConfig({ PORT: port }).port).toBe(expected);
+		});
+
+		it.each(["abc", "-1", "65536", "80.5", "8000x", "NaN"])(
+			"refuses %j with a ConfigError naming PORT",
+			port => {
+				expect(() => loadConfig({ PORT: port })).toThrow(ConfigError);
+				expect(() => loadConfig({ PORT: port })).toThrow(/^PORT /);
+			}
+		);
+
+		it("checks EMBEDDED_PG_PORT the same way", () => {
+			expect(() => loadConfig({ EMBEDDED_PG_PORT: "70000" })).toThrow(/^EMBEDDED_PG_PORT /);
+		});
+	});
+
+	describe("LOG_LEVEL", () => {
+		it.each(["fatal", "error", "warn", "info", "debug", "trace", "WARN"])(
+			"accepts %j",
+			level => {
+				expect(loadConfig({ LOG_LEVEL: level }).logLevel).toBe(level.toLowerCase());
+			}
+		);
+
+		it.each(["verbose", "warning", "silly", "0"])("refuses %j", level => {
+			expect(() => loadConfig({ LOG_LEVEL: level })).toThrow(ConfigError);
+			expect(() => loadConfig({ LOG_LEVEL: level })).toThrow(/LOG_LEVEL/);
+		});
+	});
+
+	describe("TRANSPORTER", () => {
+		it("accepts a nats:// URL", () => {
+			expect(loadConfig({ TRANSPORTER: "nats://10.0.0.1:4222" }).transporter).toBe(
+				"nats://10.0.0.1:4222"
+			);
+		});
+
+		it.each(["redis://localhost:6379", "localhost:4222", "NATS", "tcp://nats:4222"])(
+			"refuses %j",
+			transporter => {
+				expect(() => loadConfig({ TRANSPORTER: transporter })).toThrow(ConfigError);
+				expect(() => loadConfig({ TRANSPORTER: transporter })).toThrow(/TRANSPORTER/);
+			}
+		);
+	});
+
+	describe("HOST and anonymous access", () => {
+		it.each(["127.0.0.1", "127.1.2.3", "localhost", "::1"])(
+			"allows anonymous access on loopback %j",
+			host => {
+				const config = loadConfig({ HOST: host });
+				expect(config.host).toBe(host);
+				expect(config.apiTokens).toEqual([]);
+			}
+		);
+
+		it.each(["0.0.0.0", "10.1.2.3", "::", "api.example.com"])(
+			"refuses non-loopback %j without API_TOKENS",
+			host => {
+				expect(() => loadConfig({ HOST: host })).toThrow(ConfigError);
+				expect(() => loadConfig({ HOST: host })).toThrow(/API_TOKENS/);
+				expect(() => loadConfig({ HOST: host, API_TOKENS: " , " })).toThrow(ConfigError);
+				expect(() => loadConfig({ HOST: host, ALLOW_ANONYMOUS: "false" })).toThrow(
+					ConfigError
+				);
+			}
+		);
+
+		it("allows a non-loopback host with ALLOW_ANONYMOUS=true", () => {
+			for (const value of ["true", "TRUE", "1", "yes"]) {
+				const config = loadConfig({ HOST: "0.0.0.0", ALLOW_ANONYMOUS: value });
+				expect(config.allowAnonymous).toBe(true);
+				expect(config.host).toBe("0.0.0.0");
+			}
+		});
+
+		it("allows a non-loopback host with API_TOKENS", () => {
+			const config = loadConfig({ HOST: "0.0.0.0", API_TOKENS: "secret1,secret2" });
+			expect(config.apiTokens).toEqual(["secret1", "secret2"]);
+			expect(config.allowAnonymous).toBe(false);
+		});
+
+		it("does not care about the host of a process without the API", () => {
+			expect(loadConfig({ HOST: "0.0.0.0", SERVICES: "errors,status" }).services).toEqual([
+				"errors",
+				"status"
+			]);
+		});
+	});
+});
