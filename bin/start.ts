@@ -74,17 +74,7 @@ async function main() {
 	const url = await prepareDatabase(config);
 	const broker = new ServiceBroker(brokerOptions(config, url));
 	running.broker = broker;
-	for (const schema of loadServiceSchemas(config.services)) {
-		if (schema.name === "api") {
-			schema.settings = <any>{
-				...schema.settings,
-				port: config.port,
-				ip: config.host,
-				apiTokens: config.apiTokens
-			};
-		}
-		broker.createService(schema);
-	}
+	for (const schema of loadServiceSchemas(config)) broker.createService(schema);
 	await broker.start();
 
 	say(`services: ${config.services.join(", ")} on node ${broker.nodeID}`);

@@ -1,9 +1,23 @@
 import type { ServiceSchema } from "moleculer";
+import type { Config } from "./config";
 
-/** Loads the schemas of the named services (each `services/<name>.service`). */
-export function loadServiceSchemas(names: string[]): ServiceSchema[] {
-	return names.map(name => {
+/** Settings each service takes from the configuration. */
+function settingsFor(name: string, config: Config): Record<string, unknown> {
+	switch (name) {
+		case "api":
+			return { port: config.port, ip: config.host, apiTokens: config.apiTokens };
+		case "status":
+			return { apiPort: config.port };
+		default:
+			return {};
+	}
+}
+
+/** Loads the schemas of the configured services (each `services/<name>.service`), configured. */
+export function loadServiceSchemas(config: Config): ServiceSchema[] {
+	return config.services.map(name => {
 		const mod = require(`../services/${name}.service`);
-		return (mod.default || mod) as ServiceSchema;
+		const schema = (mod.default || mod) as ServiceSchema;
+		return { ...schema, settings: { ...schema.settings, ...settingsFor(name, config) } };
 	});
 }

@@ -5,8 +5,14 @@ import { readClusterState, type ClusterStatus } from "../lib/models/status";
 
 import { VERSION } from "../lib/paths";
 
-const StatusService: ServiceSchema = {
+interface StatusSettings {
+	/** the REST API port, reported as the master's */
+	apiPort: number;
+}
+
+const StatusService: ServiceSchema<StatusSettings> = {
 	name: "status",
+	settings: { apiPort: 8000 },
 	mixins: [DbMixin()],
 
 	actions: {
@@ -20,7 +26,7 @@ const StatusService: ServiceSchema = {
 				return {
 					master: {
 						hostname: os.hostname(),
-						port: Number(process.env.PORT) || 8000,
+						port: this.settings.apiPort,
 						is_online: true
 					},
 					scheduler: {

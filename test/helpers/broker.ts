@@ -24,19 +24,12 @@ export async function startServices(
 		...brokerOptions(config, databaseUrl),
 		nodeID: `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
 	});
-	for (const schema of loadServiceSchemas(config.services)) {
-		if (schema.name === "api")
-			schema.settings = <any>{
-				...schema.settings,
-				port: 0,
-				ip: "127.0.0.1",
-				apiTokens: config.apiTokens
-			};
-		broker.createService(schema);
-	}
+	for (const schema of loadServiceSchemas({ ...config, port: 0 })) broker.createService(schema);
 	await broker.start();
 	const gateway = broker.getLocalService("api") as any;
 	const port = gateway ? gateway.server.address().port : 0;
+	const status = broker.getLocalService("status") as any;
+	if (status) status.settings.apiPort = port;
 	return { broker, api: `http://127.0.0.1:${port}/api`, stop: () => broker.stop() };
 }
 
