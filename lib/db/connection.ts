@@ -33,7 +33,22 @@ export async function releaseSequelize(url: string): Promise<void> {
 }
 
 interface PgConnection {
-	query(sql: string, values: unknown[]): Promise<{ rows: any[] }>;
+	query(
+		q: string | { text: string; values: unknown[]; name?: string },
+		values?: unknown[]
+	): Promise<{ rows: any[] }>;
+}
+
+/** Statement names for `prepare`: one per distinct SQL text, kept by each connection. */
+const statementNames = new Map<string, string>();
+
+function statementName(sql: string): string {
+	let name = statementNames.get(sql);
+	if (!name) {
+		name = `s${statementNames.size}`;
+		statementNames.set(sql, name);
+	}
+	return name;
 }
 
 /**
@@ -41,19 +56,41 @@ interface PgConnection {
  * client directly: Sequelize's query pipeline costs a quarter of a millisecond per statement,
  * as much as PostgreSQL itself on an index-backed page, for nothing we use.
  */
-async function run(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction) {
+async function run(
+	db: Sequelize,
+	sql: string,
+	bind: unknown[],
+	transaction?: Transaction,
+	prepare = false
+) {
+	const query = prepare
+		? { text: sql, values: bind, name: statementName(sql) }
+		: { text: sql, values: bind };
 	const conn = (transaction as unknown as { connection?: PgConnection } | undefined)?.connection;
-	if (conn) return (await conn.query(sql, bind)).rows;
+	if (conn) return (await conn.query(query)).rows;
 	const manager = db.connectionManager as unknown as {
 		getConnection(o: { type: string }): Promise<PgConnection>;
 		releaseConnection(c: PgConnection): void;
 	};
 	const pooled = await manager.getConnection({ type: "write" });
 	try {
-		return (await pooled.query(sql, bind)).rows;
+		return (await pooled.query(query)).rows;
 	} finally {
 		manager.releaseConnection(pooled);
 	}
+}
+
+/**
+ * A SELECT run as a named prepared statement: PostgreSQL parses and plans it once per
+ * connection. For the hot read paths (lists), whose SQL texts come from a small fixed set of
+ * shapes; never for SQL that embeds values.
+ */
+export async function selectPrepared<T = Record<string, any>>(
+	db: Sequelize,
+	sql: string,
+	bind: unknown[] = []
+): Promise<T[]> {
+	return run(db, sql, bind, undefined, true) as Promise<T[]>;
 }
 
 /** Runs a SELECT with positional binds ($1, $2 ...) and returns its rows. */

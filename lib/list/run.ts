@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { select } from "../db/connection";
+import { select, selectPrepared } from "../db/connection";
 import { buildEnvelope, type Envelope } from "./envelope";
 import { parseListQuery, type ListSpec } from "./params";
 
@@ -48,8 +48,8 @@ export async function countRows(
 
 /**
  * Answers a list request: one page of rows (one more fetched to learn whether a next page
- * exists) and the count. A page that is not full tells the count exactly, so the count query
- * runs only when the page is full or empty beyond the first.
+ * exists) and the count, in one statement; a second runs only for a page past the end or a
+ * count beyond EXACT_COUNT_LIMIT.
  */
 export async function runList<Row, Out>(
 	db: Sequelize,
@@ -58,17 +58,25 @@ export async function runList<Row, Out>(
 	serialize: (rows: Row[]) => Out[] | Promise<Out[]>
 ): Promise<Envelope<Out>> {
 	const p = parseListQuery(req.query, source, req.now);
-	const rows = await select<Row>(
+	// One round trip: the page and, beside it, the capped count (cheap next to a second query).
+	const rows = await selectPrepared<Row & { __total?: string }>(
 		db,
-		`SELECT ${source.columns} FROM ${source.from} WHERE ${p.where} ORDER BY ${p.orderBy} LIMIT ${p.limit + 1} OFFSET ${p.offset}`,
+		`SELECT ${source.columns},
+			(SELECT count(*) FROM (SELECT 1 FROM ${source.from} WHERE ${p.where} LIMIT ${EXACT_COUNT_LIMIT + 1}) capped) AS __total
+		 FROM ${source.from} WHERE ${p.where} ORDER BY ${p.orderBy} LIMIT ${p.limit + 1} OFFSET ${p.offset}`,
 		p.bind
 	);
 	const hasMore = rows.length > p.limit;
 	if (hasMore) rows.pop();
+	const capped = rows.length > 0 ? Number(rows[0].__total) : null;
+	for (const row of rows) delete row.__total;
+	// A page that is not full tells the count exactly, whatever its size.
 	const count =
 		!hasMore && (rows.length > 0 || p.offset === 0)
 			? p.offset + rows.length
-			: await countRows(db, source.from, p.where, p.bind);
+			: capped !== null && capped <= EXACT_COUNT_LIMIT
+				? capped
+				: await countRows(db, source.from, p.where, p.bind);
 	return buildEnvelope({
 		count,
 		page: p.page,
