@@ -1,7 +1,14 @@
 import path from "path";
 
 /** Every service name a process may run; `SERVICES` picks from these. */
-export const ALL_SERVICES = ["api", "errors", "workspaces", "status"] as const;
+export const ALL_SERVICES = [
+	"api",
+	"errors",
+	"workspaces",
+	"status",
+	"job-types",
+	"recipe-types"
+] as const;
 
 export interface Config {
 	databaseUrl: string | null;
@@ -81,7 +88,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /** Which services touch the database; a process running none of them needs no DATABASE_URL. */
-export const DB_SERVICES = ["errors", "workspaces", "status"];
+export const DB_SERVICES = ["errors", "workspaces", "status", "job-types", "recipe-types"];
 
 export function needsDatabase(config: Config): boolean {
 	return config.services.some(s => DB_SERVICES.includes(s));

@@ -14,6 +14,18 @@ export const ALIASES: Record<string, string> = {
 	"GET workspaces/:id": "workspaces.get",
 	"PATCH workspaces/:id": "workspaces.update",
 
+	"GET job-types": "job-types.list",
+	"POST job-types": "job-types.create",
+	"POST job-types/validation": "job-types.validate",
+	"GET job-types/:id": "job-types.get",
+	"PATCH job-types/:id": "job-types.update",
+
+	"GET recipe-types": "recipe-types.list",
+	"POST recipe-types": "recipe-types.create",
+	"POST recipe-types/validation": "recipe-types.validate",
+	"GET recipe-types/:id": "recipe-types.get",
+	"PATCH recipe-types/:id": "recipe-types.update",
+
 	"GET status": "status.get",
 	"GET version": "status.version"
 };

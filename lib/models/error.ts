@@ -1,4 +1,4 @@
-import type { Sequelize } from "sequelize";
+import type { Sequelize, Transaction } from "sequelize";
 import { select, write } from "../db/connection";
 import { BadRequestError, FieldError, NotFoundError } from "../errors";
 import { formatDatetime } from "../list/iso8601";
@@ -106,4 +106,68 @@ export async function updateError(db: Sequelize, id: number, edit: ErrorEdit): P
 	if (row) return row;
 	const existing = await getError(db, id);
 	throw new BadRequestError(`Error "${existing.name}" is built in and cannot be edited`);
+}
+
+/** An error as configuration export carries it: no id, no timestamps. */
+export interface ExportedError {
+	name: string;
+	title: string | null;
+	description: string | null;
+	category: ErrorCategory;
+}
+
+export interface ErrorExportFilter {
+	ids?: number[];
+	names?: string[];
+	/** errors named by exported job types' mappings, included whatever the other filters say */
+	alsoNames?: string[];
+}
+
+/** Errors for a configuration export. SYSTEM errors belong to the service and are never exported. */
+export async function exportErrors(
+	db: Sequelize,
+	filter: ErrorExportFilter
+): Promise<ExportedError[]> {
+	const filtered = !!(filter.ids?.length || filter.names?.length);
+	return select<ExportedError>(
+		db,
+		`SELECT name, title, description, category FROM error
+		 WHERE category <> 'SYSTEM'
+		   AND (NOT $1::boolean OR id = ANY($2::int[]) OR name = ANY($3::text[]) OR name = ANY($4::text[]))
+		 ORDER BY name`,
+		[filtered, filter.ids ?? [], filter.names ?? [], filter.alsoNames ?? []]
+	);
+}
+
+/**
+ * Creates or updates an error by name for a configuration import, inside the import's
+ * transaction. Built-in and SYSTEM errors are the service's own: importing one is refused.
+ */
+export async function importError(
+	db: Sequelize,
+	e: ExportedError,
+	t: Transaction,
+	field: string
+): Promise<void> {
+	if (e.category === "SYSTEM")
+		throw new FieldError(`${field}.category`, `SYSTEM errors cannot be imported ("${e.name}")`);
+	const [existing] = await select<ErrorRow>(
+		db,
+		"SELECT * FROM error WHERE name = $1 FOR UPDATE",
+		[e.name],
+		t
+	);
+	if (existing && (existing.is_builtin || existing.category === "SYSTEM"))
+		throw new FieldError(
+			`${field}.name`,
+			`"${e.name}" is a SYSTEM error and cannot be edited by an import`
+		);
+	await write(
+		db,
+		`INSERT INTO error (name, title, description, category) VALUES ($1, $2, $3, $4)
+		 ON CONFLICT (name) DO UPDATE SET title = EXCLUDED.title, description = EXCLUDED.description,
+		   category = EXCLUDED.category, last_modified = now()`,
+		[e.name, e.title ?? null, e.description ?? null, e.category],
+		t
+	);
 }

@@ -1,0 +1,174 @@
+import path from "path";
+import { FieldError } from "../errors";
+import { compileChecker } from "../validation/schema";
+import { checkStorableText } from "../validation/text";
+
+/**
+ * Strike configuration 1.0 (Scale's ingest/strike/configuration/strike_configuration.py and
+ * docs/architecture/strike.rst). In this service the monitored directory is a directory of the
+ * host (`mount` is an absolute path), not an NFS export.
+ */
+export const STRIKE_CONFIGURATION_VERSION = "1.0";
+
+export interface StrikeFileRule {
+	/** a JavaScript regular expression, matched from the start of the file name (as Python's re.match) */
+	filename_regex: string;
+	/** relative, normalised; files go to workspace_path/YYYY/MM/DD */
+	workspace_path: string;
+	workspace_name: string;
+	data_types: string[];
+}
+
+export interface StrikeConfiguration {
+	version: "1.0";
+	/** absolute, normalised host path of the directory to monitor */
+	mount: string;
+	/** absolute, normalised; only when given */
+	mount_on?: string;
+	transfer_suffix: string;
+	files_to_ingest: StrikeFileRule[];
+}
+
+// Scale's STRIKE_CONFIGURATION_SCHEMA, with the mount_on the spec lists.
+const STRIKE_CONFIGURATION_SCHEMA = {
+	type: "object",
+	required: ["mount", "transfer_suffix", "files_to_ingest"],
+	additionalProperties: false,
+	properties: {
+		version: { type: "string", maxLength: 50 },
+		mount: { type: "string", minLength: 1 },
+		mount_on: { type: "string", minLength: 1 },
+		transfer_suffix: { type: "string", minLength: 1 },
+		files_to_ingest: {
+			type: "array",
+			minItems: 1,
+			items: {
+				type: "object",
+				required: ["filename_regex", "workspace_path", "workspace_name"],
+				additionalProperties: false,
+				properties: {
+					filename_regex: { type: "string", minLength: 1 },
+					data_types: { type: "array", items: { type: "string", minLength: 1 } },
+					workspace_path: { type: "string", minLength: 1 },
+					workspace_name: { type: "string", minLength: 1 }
+				}
+			}
+		}
+	}
+};
+
+const checkShape = compileChecker(STRIKE_CONFIGURATION_SCHEMA);
+
+type Given = {
+	version?: string;
+	mount: string;
+	mount_on?: string;
+	transfer_suffix: string;
+	files_to_ingest: {
+		filename_regex: string;
+		workspace_path: string;
+		workspace_name: string;
+		data_types?: string[];
+	}[];
+};
+
+/**
+ * Parses a Strike configuration: shape and version as Scale, `mount` (and `mount_on`) an
+ * absolute host path, each `workspace_path` relative and inside its workspace, each
+ * `filename_regex` a valid JavaScript regular expression. Answers a normalised copy (paths
+ * normalised, data_types filled). Whether the workspaces exist and are active
+ * (workspaceNamesIn) is the caller's to check. Throws FieldError, e.g.
+ * `configuration.files_to_ingest[0].filename_regex`.
+ */
+export function parseStrikeConfiguration(
+	doc: unknown,
+	field = "configuration"
+): StrikeConfiguration {
+	const problems = checkShape(doc);
+	if (problems !== true) {
+		const [p] = problems;
+		throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, p.message);
+	}
+	checkStorableText(doc, field);
+	const given = doc as Given;
+	const version = given.version ?? STRIKE_CONFIGURATION_VERSION;
+	if (version !== STRIKE_CONFIGURATION_VERSION) {
+		throw new FieldError(
+			`${field}.version`,
+			`"${version}" is an unsupported version (supported: ${STRIKE_CONFIGURATION_VERSION})`
+		);
+	}
+	const config: StrikeConfiguration = {
+		version: STRIKE_CONFIGURATION_VERSION,
+		mount: hostPath(given.mount, `${field}.mount`),
+		transfer_suffix: given.transfer_suffix,
+		files_to_ingest: given.files_to_ingest.map((rule, i) => {
+			const at = `${field}.files_to_ingest[${i}]`;
+			try {
+				new RegExp(rule.filename_regex);
+			} catch (error) {
+				throw new FieldError(
+					`${at}.filename_regex`,
+					`is not a valid regular expression: ${(error as Error).message}`
+				);
+			}
+			return {
+				filename_regex: rule.filename_regex,
+				workspace_path: workspacePath(rule.workspace_path, `${at}.workspace_path`),
+				workspace_name: rule.workspace_name,
+				data_types: [...(rule.data_types ?? [])]
+			};
+		})
+	};
+	if (given.mount_on !== undefined)
+		config.mount_on = hostPath(given.mount_on, `${field}.mount_on`);
+	return config;
+}
+
+function hostPath(value: string, at: string): string {
+	if (!path.posix.isAbsolute(value)) {
+		throw new FieldError(
+			at,
+			/^[^/]+:\//.test(value)
+				? `"${value}" is an NFS export; this service monitors a directory of the host: give its absolute path`
+				: `"${value}" must be an absolute path`
+		);
+	}
+	return path.posix.normalize(value).replace(/(.)\/$/, "$1");
+}
+
+function workspacePath(value: string, at: string): string {
+	if (path.posix.isAbsolute(value)) throw new FieldError(at, "may not be an absolute path");
+	const normal = path.posix.normalize(value).replace(/(.)\/$/, "$1");
+	if (normal === ".." || normal.startsWith("../")) {
+		throw new FieldError(at, `"${value}" leads outside the workspace`);
+	}
+	return normal;
+}
+
+/** The workspaces a configuration stores files in, once each, in order of first mention. */
+export function workspaceNamesIn(config: Pick<StrikeConfiguration, "files_to_ingest">): string[] {
+	return [...new Set(config.files_to_ingest.map(rule => rule.workspace_name))];
+}
+
+const compiled = new WeakMap<StrikeFileRule, RegExp>();
+
+/**
+ * The first rule whose filename_regex matches the file name from its start (Scale uses Python's
+ * re.match: anchored at the start, not at the end), or null when none does.
+ */
+export function matchFileName(
+	config: Pick<StrikeConfiguration, "files_to_ingest">,
+	fileName: string
+): StrikeFileRule | null {
+	for (const rule of config.files_to_ingest) {
+		let regex = compiled.get(rule);
+		if (!regex) {
+			regex = new RegExp(rule.filename_regex, "y");
+			compiled.set(rule, regex);
+		}
+		regex.lastIndex = 0;
+		if (regex.test(fileName)) return rule;
+	}
+	return null;
+}

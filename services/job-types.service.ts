@@ -1,0 +1,73 @@
+import type { Context, ServiceSchema } from "moleculer";
+import type { Transaction } from "sequelize";
+import { DbMixin } from "../mixins/db.mixin";
+import { ListMixin } from "../mixins/list.mixin";
+import {
+	getJobTypeDetails,
+	JOB_TYPE_FIELDS,
+	JOB_TYPE_LIST,
+	NEW_JOB_TYPE_SCHEMA,
+	saveJobType,
+	serializeJobType,
+	validateJobType,
+	type JobTypeRow,
+	type JobTypeSpec
+} from "../lib/models/job-type";
+import type { RequestMeta } from "../types/meta";
+
+const ID = { type: "integer", minimum: 1 };
+
+/**
+ * Job types: list, create, details, edit (including the trigger rule, pause and archive) and
+ * validation. The work is in lib/models/job-type; documents are checked there, naming the path
+ * of the field at fault.
+ */
+const JobTypesService: ServiceSchema = {
+	name: "job-types",
+	mixins: [DbMixin(), ListMixin<JobTypeRow>(JOB_TYPE_LIST, rows => rows.map(serializeJobType))],
+
+	actions: {
+		create: {
+			params: NEW_JOB_TYPE_SCHEMA as any,
+			async handler(this: any, ctx: Context<JobTypeSpec, RequestMeta>) {
+				const { id } = await this.db.transaction((t: Transaction) =>
+					saveJobType(this.db, ctx.params, t)
+				);
+				ctx.meta.$statusCode = 201;
+				ctx.meta.$location = `/job-types/${id}/`;
+				return getJobTypeDetails(this.db, id);
+			}
+		},
+
+		validate: {
+			params: NEW_JOB_TYPE_SCHEMA as any,
+			async handler(this: any, ctx: Context<JobTypeSpec>) {
+				return { warnings: await validateJobType(this.db, ctx.params) };
+			}
+		},
+
+		get: {
+			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			async handler(this: any, ctx: Context<{ id: number }>) {
+				return getJobTypeDetails(this.db, ctx.params.id);
+			}
+		},
+
+		update: {
+			params: {
+				type: "object",
+				required: ["id"],
+				properties: { id: ID, ...JOB_TYPE_FIELDS }
+			} as any,
+			async handler(this: any, ctx: Context<JobTypeSpec & { id: number }>) {
+				const { id, ...spec } = ctx.params;
+				await this.db.transaction((t: Transaction) =>
+					saveJobType(this.db, spec, t, { existingId: id })
+				);
+				return getJobTypeDetails(this.db, id);
+			}
+		}
+	}
+};
+
+export default JobTypesService;

@@ -1,0 +1,75 @@
+import type { Context, ServiceSchema } from "moleculer";
+import type { Transaction } from "sequelize";
+import { DbMixin } from "../mixins/db.mixin";
+import { ListMixin } from "../mixins/list.mixin";
+import {
+	getRecipeTypeDetails,
+	NEW_RECIPE_TYPE_SCHEMA,
+	RECIPE_TYPE_FIELDS,
+	RECIPE_TYPE_LIST,
+	saveRecipeType,
+	serializeRecipeType,
+	validateRecipeType,
+	type RecipeTypeRow,
+	type RecipeTypeSpec
+} from "../lib/models/recipe-type";
+import type { RequestMeta } from "../types/meta";
+
+const ID = { type: "integer", minimum: 1 };
+
+/**
+ * Recipe types: list, create, details, edit (title, description, definition, trigger rule) and
+ * validation. The work is in lib/models/recipe-type.
+ */
+const RecipeTypesService: ServiceSchema = {
+	name: "recipe-types",
+	mixins: [
+		DbMixin(),
+		ListMixin<RecipeTypeRow>(RECIPE_TYPE_LIST, rows => rows.map(serializeRecipeType))
+	],
+
+	actions: {
+		create: {
+			params: NEW_RECIPE_TYPE_SCHEMA as any,
+			async handler(this: any, ctx: Context<RecipeTypeSpec, RequestMeta>) {
+				const { id } = await this.db.transaction((t: Transaction) =>
+					saveRecipeType(this.db, ctx.params, t)
+				);
+				ctx.meta.$statusCode = 201;
+				ctx.meta.$location = `/recipe-types/${id}/`;
+				return getRecipeTypeDetails(this.db, id);
+			}
+		},
+
+		validate: {
+			params: NEW_RECIPE_TYPE_SCHEMA as any,
+			async handler(this: any, ctx: Context<RecipeTypeSpec>) {
+				return { warnings: await validateRecipeType(this.db, ctx.params) };
+			}
+		},
+
+		get: {
+			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			async handler(this: any, ctx: Context<{ id: number }>) {
+				return getRecipeTypeDetails(this.db, ctx.params.id);
+			}
+		},
+
+		update: {
+			params: {
+				type: "object",
+				required: ["id"],
+				properties: { id: ID, ...RECIPE_TYPE_FIELDS }
+			} as any,
+			async handler(this: any, ctx: Context<RecipeTypeSpec & { id: number }>) {
+				const { id, ...spec } = ctx.params;
+				await this.db.transaction((t: Transaction) =>
+					saveRecipeType(this.db, spec, t, { existingId: id })
+				);
+				return getRecipeTypeDetails(this.db, id);
+			}
+		}
+	}
+};
+
+export default RecipeTypesService;
