@@ -7,7 +7,8 @@ export const ALL_SERVICES = [
 	"workspaces",
 	"status",
 	"job-types",
-	"recipe-types"
+	"recipe-types",
+	"configuration"
 ] as const;
 
 export interface Config {
@@ -88,7 +89,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /** Which services touch the database; a process running none of them needs no DATABASE_URL. */
-export const DB_SERVICES = ["errors", "workspaces", "status", "job-types", "recipe-types"];
+export const DB_SERVICES = [
+	"errors",
+	"workspaces",
+	"status",
+	"job-types",
+	"recipe-types",
+	"configuration"
+];
 
 export function needsDatabase(config: Config): boolean {
 	return config.services.some(s => DB_SERVICES.includes(s));

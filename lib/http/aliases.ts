@@ -2,7 +2,9 @@
  * The REST route table: `METHOD path` → action. Nothing else is exposed; internal actions stay
  * internal. Paths are written without the trailing slash: the gateway matches both forms.
  */
-export const ALIASES: Record<string, string> = {
+import { uploadAsImport } from "./upload";
+
+export const ALIASES: Record<string, string | unknown[]> = {
 	"GET errors": "errors.list",
 	"POST errors": "errors.create",
 	"GET errors/:id": "errors.get",
@@ -25,6 +27,12 @@ export const ALIASES: Record<string, string> = {
 	"POST recipe-types/validation": "recipe-types.validate",
 	"GET recipe-types/:id": "recipe-types.get",
 	"PATCH recipe-types/:id": "recipe-types.update",
+
+	"GET configuration": "configuration.export",
+	"POST configuration": "configuration.import",
+	"POST configuration/validation": "configuration.validate",
+	"GET configuration/download": "configuration.download",
+	"POST configuration/upload": [uploadAsImport, "configuration.import"],
 
 	"GET status": "status.get",
 	"GET version": "status.version"

@@ -98,3 +98,20 @@ export function parseUploadedJson(file: UploadedFile): unknown {
 		);
 	}
 }
+
+/**
+ * Alias middleware for `POST configuration/upload`: reads the uploaded file and hands its JSON
+ * to the import action as `import`, so an upload is an import by another door.
+ */
+export function uploadAsImport(
+	req: IncomingMessage & { body?: unknown; $params: Record<string, unknown> },
+	_res: unknown,
+	next: (err?: unknown) => void
+): void {
+	readUpload(req)
+		.then(file => {
+			req.$params = { import: parseUploadedJson(file) };
+			next();
+		})
+		.catch(next);
+}

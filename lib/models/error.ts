@@ -3,6 +3,7 @@ import { select, write } from "../db/connection";
 import { BadRequestError, FieldError, NotFoundError } from "../errors";
 import { formatDatetime } from "../list/iso8601";
 import type { ListSource } from "../list/run";
+import type { Warning } from "../documents/types";
 
 export const ERROR_CATEGORIES = ["SYSTEM", "ALGORITHM", "DATA"] as const;
 export type ErrorCategory = (typeof ERROR_CATEGORIES)[number];
@@ -108,7 +109,7 @@ export async function updateError(db: Sequelize, id: number, edit: ErrorEdit): P
 	throw new BadRequestError(`Error "${existing.name}" is built in and cannot be edited`);
 }
 
-/** An error as configuration export carries it: no id, no timestamps. */
+/** An error as a configuration export carries it: no id, no timestamps. */
 export interface ExportedError {
 	name: string;
 	title: string | null;
@@ -119,36 +120,46 @@ export interface ExportedError {
 export interface ErrorExportFilter {
 	ids?: number[];
 	names?: string[];
-	/** errors named by exported job types' mappings, included whatever the other filters say */
-	alsoNames?: string[];
 }
 
-/** Errors for a configuration export. SYSTEM errors belong to the service and are never exported. */
+/**
+ * Errors for a configuration export, by name. SYSTEM and built-in errors belong to the service
+ * (every installation has them) and are never exported. Each filter given (even empty) must match; filters left undefined match all.
+ */
 export async function exportErrors(
 	db: Sequelize,
 	filter: ErrorExportFilter
 ): Promise<ExportedError[]> {
-	const filtered = !!(filter.ids?.length || filter.names?.length);
 	return select<ExportedError>(
 		db,
 		`SELECT name, title, description, category FROM error
-		 WHERE category <> 'SYSTEM'
-		   AND (NOT $1::boolean OR id = ANY($2::int[]) OR name = ANY($3::text[]) OR name = ANY($4::text[]))
+		 WHERE category <> 'SYSTEM' AND NOT is_builtin
+		   AND ($1::int[] IS NULL OR id = ANY($1::int[]))
+		   AND ($2::text[] IS NULL OR name = ANY($2::text[]))
 		 ORDER BY name`,
-		[filtered, filter.ids ?? [], filter.names ?? [], filter.alsoNames ?? []]
+		[filter.ids ?? null, filter.names ?? null]
 	);
+}
+
+/** An error as an import gives it: only the name is required; absent fields keep their value. */
+export interface ImportedError {
+	name: string;
+	title?: string | null;
+	description?: string | null;
+	category?: ErrorCategory;
 }
 
 /**
  * Creates or updates an error by name for a configuration import, inside the import's
- * transaction. Built-in and SYSTEM errors are the service's own: importing one is refused.
+ * transaction. SYSTEM errors are the service's own: importing one is refused. A built-in error
+ * (which every installation has) is left as it is, with a warning.
  */
 export async function importError(
 	db: Sequelize,
-	e: ExportedError,
+	e: ImportedError,
 	t: Transaction,
 	field: string
-): Promise<void> {
+): Promise<Warning[]> {
 	if (e.category === "SYSTEM")
 		throw new FieldError(`${field}.category`, `SYSTEM errors cannot be imported ("${e.name}")`);
 	const [existing] = await select<ErrorRow>(
@@ -157,17 +168,41 @@ export async function importError(
 		[e.name],
 		t
 	);
-	if (existing && (existing.is_builtin || existing.category === "SYSTEM"))
+	if (!existing) {
+		if (!e.category)
+			throw new FieldError(`${field}.category`, `is required for the new error "${e.name}"`);
+		await write(
+			db,
+			"INSERT INTO error (name, title, description, category) VALUES ($1, $2, $3, $4)",
+			[e.name, e.title ?? null, e.description ?? null, e.category],
+			t
+		);
+		return [];
+	}
+	if (existing.is_builtin)
+		return [{ id: "builtin-error", details: `Built-in error is kept as it is: ${e.name}` }];
+	if (existing.category === "SYSTEM")
 		throw new FieldError(
 			`${field}.name`,
 			`"${e.name}" is a SYSTEM error and cannot be edited by an import`
 		);
 	await write(
 		db,
-		`INSERT INTO error (name, title, description, category) VALUES ($1, $2, $3, $4)
-		 ON CONFLICT (name) DO UPDATE SET title = EXCLUDED.title, description = EXCLUDED.description,
-		   category = EXCLUDED.category, last_modified = now()`,
-		[e.name, e.title ?? null, e.description ?? null, e.category],
+		`UPDATE error SET
+			title = CASE WHEN $2::boolean THEN $3 ELSE title END,
+			description = CASE WHEN $4::boolean THEN $5 ELSE description END,
+			category = COALESCE($6, category),
+			last_modified = now()
+		 WHERE id = $1`,
+		[
+			existing.id,
+			"title" in e,
+			e.title ?? null,
+			"description" in e,
+			e.description ?? null,
+			e.category ?? null
+		],
 		t
 	);
+	return [];
 }
