@@ -46,6 +46,13 @@ function readMultipart(req: IncomingMessage): Promise<UploadedFile> {
 				stream.resume();
 				return;
 			}
+			// Busboy stops the file at fileSize and says so with "limit": what was read is only a
+			// truncated part of the file, which must not be taken for the whole.
+			stream.once("limit", () =>
+				reject(
+					new BadRequestError(`import: the file is larger than ${MAX_UPLOAD_BYTES} bytes`)
+				)
+			);
 			found = readAll(stream, MAX_UPLOAD_BYTES).then(content => ({ fileName, content }));
 		});
 		busboy.on("error", (err: Error) => reject(new BadRequestError(`import: ${err.message}`)));

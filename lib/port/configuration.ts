@@ -24,9 +24,10 @@ const given = (list?: unknown[]) => (list && list.length ? list : undefined);
 
 /**
  * The configuration export, filtered as Scale cascades its filters: recipe type filters narrow
- * the job types to those the recipes use; any recipe or job type filter narrows the errors to
- * those the job types' mappings name (unless errors are filtered themselves). `include` picks
- * which lists are filled, applied last so the cascade still works.
+ * the job types to those the recipes use (unless job types are filtered themselves); any recipe
+ * or job type filter narrows the errors to those the job types' mappings name (unless errors
+ * are filtered themselves). `include` picks which lists are filled, applied last so the
+ * cascade still works.
  */
 export async function exportConfiguration(db: Sequelize, f: ExportFilter) {
 	const recipeFilter = !!(given(f.recipeTypeIds) || given(f.recipeTypeNames));
@@ -43,7 +44,11 @@ export async function exportConfiguration(db: Sequelize, f: ExportFilter) {
 		ids: given(f.jobTypeIds) as number[] | undefined,
 		names: given(f.jobTypeNames) as string[] | undefined,
 		categories: given(f.jobTypeCategories) as string[] | undefined,
-		keys: recipeFilter ? recipeTypes.flatMap(r => referencedJobTypes(r.definition)) : undefined
+		// As in Scale's get_job_types, job type filters of their own take over from the cascade.
+		keys:
+			recipeFilter && !jobFilter
+				? recipeTypes.flatMap(r => referencedJobTypes(r.definition))
+				: undefined
 	})) as { error_mapping?: { exit_codes?: Record<string, string> } | null }[];
 	const errorFilter = !!(given(f.errorIds) || given(f.errorNames));
 	const mappedNames = [
@@ -93,7 +98,13 @@ async function applyImport(db: Sequelize, doc: unknown, t: Transaction): Promise
 		});
 		warnings.push(...saved.warnings);
 	}
-	return warnings;
+	// An edited job type's new interface is checked against the recipe types using it, which the
+	// same import may then check again: each warning is reported once.
+	const seen = new Set<string>();
+	return warnings.filter(w => {
+		const key = JSON.stringify([w.id, w.details]);
+		return seen.has(key) ? false : (seen.add(key), true);
+	});
 }
 
 /**
