@@ -8,7 +8,13 @@ export const ALL_SERVICES = [
 	"status",
 	"job-types",
 	"recipe-types",
-	"configuration"
+	"configuration",
+	"queue",
+	"jobs",
+	"job-executions",
+	"nodes",
+	"scheduler",
+	"node-agent"
 ] as const;
 
 export interface Config {
@@ -23,6 +29,19 @@ export interface Config {
 	apiTokens: string[];
 	allowAnonymous: boolean;
 	embeddedPgPort: number;
+	agent: AgentConfig;
+}
+
+/** The node agent's own settings (it has no database: these come from its environment). */
+export interface AgentConfig {
+	/** where task directories and the agent's stable slave id live */
+	workDir: string;
+	/** caps on what the agent offers; null = what the machine has */
+	cpus: number | null;
+	memMiB: number | null;
+	diskMiB: number | null;
+	/** launcher processes that spawn tasks off the agent's event loop */
+	launchers: number;
 }
 
 export class ConfigError extends Error {}
@@ -31,6 +50,16 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"];
 
 function isLoopback(host: string): boolean {
 	return host === "localhost" || host === "::1" || /^127\./.test(host);
+}
+
+function parseCap(name: string, raw: string | undefined, integer = false): number | null {
+	if (raw === undefined || raw === "") return null;
+	const value = Number(raw);
+	if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value)))
+		throw new ConfigError(
+			`${name} must be a positive ${integer ? "integer" : "number"}, got "${raw}"`
+		);
+	return value;
 }
 
 function parsePort(name: string, raw: string | undefined, fallback: number): number {
@@ -74,7 +103,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 			.map(t => t.trim())
 			.filter(Boolean),
 		allowAnonymous: /^(1|true|yes)$/i.test(env.ALLOW_ANONYMOUS || ""),
-		embeddedPgPort: parsePort("EMBEDDED_PG_PORT", env.EMBEDDED_PG_PORT, 54329)
+		embeddedPgPort: parsePort("EMBEDDED_PG_PORT", env.EMBEDDED_PG_PORT, 54329),
+		agent: {
+			workDir: path.resolve(
+				env.AGENT_WORK_DIR || path.join(env.DATA_DIR || "./data", "agent")
+			),
+			cpus: parseCap("AGENT_CPUS", env.AGENT_CPUS),
+			memMiB: parseCap("AGENT_MEM_MIB", env.AGENT_MEM_MIB),
+			diskMiB: parseCap("AGENT_DISK_MIB", env.AGENT_DISK_MIB),
+			launchers: parseCap("AGENT_LAUNCHERS", env.AGENT_LAUNCHERS, true) ?? 2
+		}
 	};
 	if (
 		config.services.includes("api") &&
@@ -95,7 +133,12 @@ export const DB_SERVICES = [
 	"status",
 	"job-types",
 	"recipe-types",
-	"configuration"
+	"configuration",
+	"queue",
+	"jobs",
+	"job-executions",
+	"nodes",
+	"scheduler"
 ];
 
 export function needsDatabase(config: Config): boolean {

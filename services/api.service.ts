@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "http";
 import type { Context, ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
-import { ALIASES, ID_PARAMS } from "../lib/http/aliases";
+import { ALIASES, answersInPlainText, ID_PARAMS } from "../lib/http/aliases";
 import { toHttpError } from "../lib/http/errors";
 import { BadRequestError, FieldError, NotFoundError, UnauthorizedError } from "../lib/errors";
 import { checkStorableText } from "../lib/validation/text";
@@ -38,7 +38,12 @@ function sendError(this: any, req: Req, res: ServerResponse, err: any) {
 			err = authError;
 		}
 	}
-	const { status, detail, plainText } = toHttpError(err);
+	const mapped = toHttpError(err);
+	const { status } = mapped;
+	const plainText =
+		mapped.plainText || answersInPlainText(req.method, req.originalUrl || req.url || "");
+	// The spec's text/plain 500 of a job update carries its reason; JSON 500s do not leak it.
+	const detail = plainText && status >= 500 && err?.message ? String(err.message) : mapped.detail;
 	if (status >= 500) this.logger.error({ err, url: req.url }, "request failed");
 	if (res.headersSent) return;
 	if (req.$requestId) res.setHeader("X-Request-ID", req.$requestId);

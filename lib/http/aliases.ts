@@ -34,9 +34,47 @@ export const ALIASES: Record<string, string | unknown[]> = {
 	"GET configuration/download": "configuration.download",
 	"POST configuration/upload": [uploadAsImport, "configuration.import"],
 
+	"POST queue/new-job": "queue.newJob",
+	"POST queue/requeue-jobs": "queue.requeueJobs",
+	"GET queue/status": "queue.status",
+	"GET load": "queue.load",
+
+	"GET jobs": "jobs.list",
+	"GET jobs/updates": "jobs.updates",
+	"GET jobs/:id": "jobs.get",
+	"PATCH jobs/:id": "jobs.update",
+
+	"GET job-executions": "job-executions.list",
+	"GET job-executions/:id": "job-executions.get",
+	"GET job-executions/:id/logs": "job-executions.logs",
+
+	"GET nodes": "nodes.list",
+	"GET nodes/status": "nodes.status",
+	"GET nodes/:id": "nodes.get",
+	"PUT nodes/:id": "nodes.replace",
+	"PATCH nodes/:id": "nodes.update",
+
+	"GET scheduler": "scheduler.get",
+	"PATCH scheduler": "scheduler.update",
+
 	"GET status": "status.get",
 	"GET version": "status.version"
 };
 
 /** Path parameters that are integer ids: anything else in their place is a 404, as in Scale. */
 export const ID_PARAMS = ["id"];
+
+/**
+ * Requests whose errors the spec answers in text/plain: job update and the node details,
+ * replace and update endpoints. Matched on the raw path, because a body that fails to parse
+ * fails before the route's alias is resolved.
+ */
+export function answersInPlainText(method: string | undefined, path: string): boolean {
+	const p = path.split("?")[0].replace(/\/+$/, "");
+	if (method === "PATCH" && /\/api(\/v3)?\/jobs\/[^/]+$/.test(p)) return true;
+	return (
+		(method === "GET" || method === "PUT" || method === "PATCH") &&
+		/\/api(\/v3)?\/nodes\/[^/]+$/.test(p) &&
+		!/\/nodes\/status$/.test(p)
+	);
+}

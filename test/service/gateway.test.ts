@@ -214,6 +214,39 @@ describe("request bodies", () => {
 	});
 });
 
+describe("text/plain errors where the spec asks", () => {
+	let app: TestApi;
+
+	beforeAll(async () => {
+		app = await startServices(tdb.url, ["api", "jobs", "nodes"]);
+	});
+
+	afterAll(async () => {
+		await app?.stop();
+	});
+
+	it.each([
+		["PATCH", "/jobs/abc/", undefined, 404],
+		["PATCH", "/v3/jobs/0/", undefined, 404],
+		["PATCH", "/jobs/1/", "{bad", 400],
+		["PATCH", "/jobs/1/", "[1]", 400],
+		["GET", "/nodes/abc/", undefined, 404],
+		["PUT", "/nodes/1/", "{bad", 400],
+		["PATCH", "/nodes/x/", undefined, 404]
+	])("%s %s with body %s answers %s in text/plain", async (method, path, body, status) => {
+		const res = await request(method, `${app.api}${path}`, body);
+		expect(res.status).toBe(status);
+		expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
+		expect(res.text.length).toBeGreaterThan(0);
+		expect(res.body?.detail).toBeUndefined();
+	});
+
+	it("keeps JSON errors for the node list and status", async () => {
+		const res = await request("GET", `${app.api}/nodes/status/?page_size=0`);
+		expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+	});
+});
+
 describe("with API_TOKENS", () => {
 	let app: TestApi;
 	const good = { Authorization: "Bearer t2" };

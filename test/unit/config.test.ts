@@ -15,7 +15,14 @@ describe("loadConfig", () => {
 			logLevel: "info",
 			apiTokens: [],
 			allowAnonymous: false,
-			embeddedPgPort: 54329
+			embeddedPgPort: 54329,
+			agent: {
+				workDir: path.resolve("./data/agent"),
+				cpus: null,
+				memMiB: null,
+				diskMiB: null,
+				launchers: 2
+			}
 		});
 		expect(path.isAbsolute(config.dataDir)).toBe(true);
 		expect(config.services).toEqual(expect.arrayContaining(["api", "errors", "status"]));
@@ -44,7 +51,12 @@ describe("loadConfig", () => {
 			LOG_LEVEL: "DEBUG",
 			API_TOKENS: " a , b,,c ",
 			ALLOW_ANONYMOUS: "true",
-			EMBEDDED_PG_PORT: "5433"
+			EMBEDDED_PG_PORT: "5433",
+			AGENT_WORK_DIR: "/srv/agent",
+			AGENT_CPUS: "1.5",
+			AGENT_MEM_MIB: "2048",
+			AGENT_DISK_MIB: "10000",
+			AGENT_LAUNCHERS: "3"
 		});
 		expect(config).toEqual({
 			databaseUrl: "postgres://u:p@db:5432/scale",
@@ -57,8 +69,20 @@ describe("loadConfig", () => {
 			logLevel: "debug",
 			apiTokens: ["a", "b", "c"],
 			allowAnonymous: true,
-			embeddedPgPort: 5433
+			embeddedPgPort: 5433,
+			agent: { workDir: "/srv/agent", cpus: 1.5, memMiB: 2048, diskMiB: 10000, launchers: 3 }
 		});
+	});
+
+	it.each([
+		["AGENT_CPUS", "0"],
+		["AGENT_MEM_MIB", "-1"],
+		["AGENT_DISK_MIB", "lots"],
+		["AGENT_LAUNCHERS", "1.5"]
+	])("rejects %s=%s naming the variable", (name, value) => {
+		expect(() => loadConfig({ [name]: value })).toThrow(
+			new RegExp(`^${name} must be a positive`)
+		);
 	});
 
 	it("resolves a relative DATA_DIR against the working directory", () => {

@@ -1,0 +1,168 @@
+/**
+ * The job benchmarks of issue "[3 of 6]", each printed beside its reference from the same run:
+ *   P1  trivial jobs (/bin/true) end to end through the REST API on one agent, jobs/s, beside
+ *       the bare rate of spawning /bin/true from Node on this machine;
+ *   P2  the control plane alone (agents that finish instantly), jobs/s from new job to
+ *       COMPLETED, beside graphile-worker's no-op jobs/s on the same PostgreSQL;
+ *   P3  latency from QUEUED to process started on an idle cluster, p50 and p99.
+ *
+ *   npm run bench:jobs              (all three)   npm run bench:jobs -- p2   (one)
+ *   P1_JOBS=2000 P2_JOBS=10000 P3_JOBS=300 npm run bench:jobs
+ */
+import os from "os";
+import { ServiceBroker } from "moleculer";
+import { brokerOptions } from "../moleculer.config";
+import { loadConfig } from "../lib/config";
+import { loadServiceSchemas } from "../lib/services";
+import { queueNewJobs } from "../lib/queue/new-job";
+import { bareSpawnRate } from "./lib/spawn-rate";
+import { graphileNoopRate } from "./lib/graphile";
+import { instantAgent } from "./lib/instant-agent";
+import { benchDatabase, percentile, postJson, startService, waitForCount } from "./lib/cluster";
+
+const TRUE_JOB_TYPE = {
+	name: "true",
+	version: "1.0",
+	cpus_required: 0.01,
+	mem_required: 1,
+	disk_out_const_required: 0,
+	max_tries: 1,
+	interface: { command: "/bin/true", command_arguments: "" }
+};
+
+const NEW_JOB = (jobTypeId: number) => ({
+	job_type_id: jobTypeId,
+	job_data: { input_data: [], output_data: [] }
+});
+
+async function p1(n: number) {
+	const { url, db, stop } = await benchDatabase();
+	const service = await startService(url);
+	try {
+		const jt = await postJson(`${service.api}/job-types/`, TRUE_JOB_TYPE);
+		await waitForCount(db, "SELECT count(*) AS n FROM node WHERE is_active", 1, 20000);
+		const started = process.hrtime.bigint();
+		let next = 0;
+		const submit = async () => {
+			while (next < n) {
+				next++;
+				await postJson(`${service.api}/queue/new-job/`, NEW_JOB(jt.id));
+			}
+		};
+		await Promise.all(Array.from({ length: 16 }, submit));
+		await waitForCount(
+			db,
+			"SELECT count(*) AS n FROM job WHERE status = 'COMPLETED'",
+			n,
+			600000
+		);
+		const rate = n / (Number(process.hrtime.bigint() - started) / 1e9);
+		const [[failed]] = (await db.query(
+			"SELECT count(*) AS n FROM job WHERE status <> 'COMPLETED'"
+		)) as any;
+		await service.stop();
+		const bare = await bareSpawnRate(5000, 4);
+		console.log(
+			`P1 /bin/true jobs through REST, one agent: ${rate.toFixed(1)} jobs/s (${n} jobs, ${failed.n} not completed)`
+		);
+		console.log(`P1 bare spawn of /bin/true from Node (4 at a time): ${bare.toFixed(1)} /s`);
+		console.log(`P1 ratio: ${(rate / bare).toFixed(3)} (target >= 0.9)`);
+	} finally {
+		if (service.proc.exitCode === null) await service.stop();
+		await stop();
+	}
+}
+
+async function p2(n: number) {
+	const { url, db, stop } = await benchDatabase();
+	const config = loadConfig({
+		LOG_LEVEL: "warn",
+		SERVICES: "job-types,queue,jobs,nodes,scheduler",
+		DATABASE_URL: url
+	});
+	const broker = new ServiceBroker({ ...brokerOptions(config, url), nodeID: "bench-p2" });
+	for (const schema of loadServiceSchemas(config)) broker.createService(schema);
+	broker.createService(instantAgent());
+	try {
+		await broker.start();
+		const jt: any = await broker.call("job-types.create", TRUE_JOB_TYPE);
+		await waitForCount(db, "SELECT count(*) AS n FROM node WHERE is_active", 1, 20000);
+		const started = process.hrtime.bigint();
+		for (let i = 0; i < n; i += 1000) {
+			const batch = Array.from({ length: Math.min(1000, n - i) }, () => ({
+				jobTypeId: jt.id,
+				jobData: NEW_JOB(jt.id).job_data
+			}));
+			await db.transaction(t => queueNewJobs(db, t, batch));
+			broker.emit("queue.changed", { count: batch.length });
+		}
+		await waitForCount(
+			db,
+			"SELECT count(*) AS n FROM job WHERE status = 'COMPLETED'",
+			n,
+			600000
+		);
+		const rate = n / (Number(process.hrtime.bigint() - started) / 1e9);
+		await broker.stop();
+		const reference = await graphileNoopRate(url, n);
+		console.log(
+			`P2 control plane alone (instant agents): ${rate.toFixed(1)} jobs/s from new job to COMPLETED (${n} jobs)`
+		);
+		console.log(
+			`P2 graphile-worker no-op jobs, same PostgreSQL: ${reference.toFixed(1)} jobs/s`
+		);
+		console.log(`P2 ratio: ${(rate / reference).toFixed(3)} (target >= 1.0)`);
+	} finally {
+		await broker.stop().catch(() => undefined);
+		await stop();
+	}
+}
+
+async function p3(n: number) {
+	const { url, db, stop } = await benchDatabase();
+	const service = await startService(url);
+	try {
+		const jt = await postJson(`${service.api}/job-types/`, TRUE_JOB_TYPE);
+		await waitForCount(db, "SELECT count(*) AS n FROM node WHERE is_active", 1, 20000);
+		for (let i = 1; i <= n; i++) {
+			await postJson(`${service.api}/queue/new-job/`, NEW_JOB(jt.id));
+			await waitForCount(
+				db,
+				"SELECT count(*) AS n FROM job WHERE status = 'COMPLETED'",
+				i,
+				30000
+			);
+			await new Promise(r => setTimeout(r, 10));
+		}
+		const [rows] = (await db.query(
+			`SELECT extract(epoch FROM job_started - queued) * 1000 AS ms FROM job_exe
+			 WHERE job_started IS NOT NULL ORDER BY 1`
+		)) as any;
+		const ms = rows.map((r: { ms: string }) => Number(r.ms));
+		console.log(
+			`P3 QUEUED -> process started, idle cluster (${ms.length} jobs): p50 ${percentile(ms, 50).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms (target p99 <= 50 ms)`
+		);
+	} finally {
+		await service.stop();
+		await stop();
+	}
+}
+
+async function main() {
+	const which = process.argv.slice(2);
+	const want = (p: string) => which.length === 0 || which.includes(p);
+	console.log(
+		`${os.cpus().length} cpus, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`
+	);
+	if (want("p1")) await p1(Number(process.env.P1_JOBS) || 1000);
+	if (want("p2")) await p2(Number(process.env.P2_JOBS) || 5000);
+	if (want("p3")) await p3(Number(process.env.P3_JOBS) || 200);
+}
+
+main().then(
+	() => process.exit(0),
+	err => {
+		console.error(err);
+		process.exit(1);
+	}
+);

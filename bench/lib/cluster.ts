@@ -1,0 +1,113 @@
+import fs from "fs";
+import os from "os";
+import path from "path";
+import { spawn, type ChildProcess } from "child_process";
+import type { Sequelize } from "sequelize";
+import { EmbeddedPostgres } from "../../lib/db/embedded";
+import { createSequelize } from "../../lib/db/connection";
+import { migrate } from "../../lib/db/migrate";
+import { PROJECT_ROOT } from "../../lib/paths";
+import { freePort } from "../../test/helpers/ports";
+
+/** A throwaway embedded PostgreSQL, migrated, for one benchmark run. */
+export async function benchDatabase(): Promise<{
+	url: string;
+	db: Sequelize;
+	stop(): Promise<void>;
+}> {
+	const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "scale-bench-"));
+	fs.chmodSync(tmp, 0o755);
+	const pg = new EmbeddedPostgres({
+		dataDir: path.join(tmp, "pg"),
+		port: await freePort(),
+		database: "bench"
+	});
+	await pg.start();
+	const db = createSequelize(pg.url, { poolMax: 4 });
+	await migrate(db);
+	return {
+		url: pg.url,
+		db,
+		async stop() {
+			await db.close();
+			await pg.stop();
+			fs.rmSync(tmp, { recursive: true, force: true });
+		}
+	};
+}
+
+/** `node dist/bin/start.js` (what npm start runs) against the bench database. */
+export async function startService(
+	databaseUrl: string,
+	env: Record<string, string> = {}
+): Promise<{ api: string; proc: ChildProcess; workDir: string; stop(): Promise<void> }> {
+	const port = await freePort();
+	const workDir = fs.mkdtempSync(path.join(os.tmpdir(), "scale-bench-agent-"));
+	const proc = spawn(process.execPath, [path.join(PROJECT_ROOT, "dist", "bin", "start.js")], {
+		env: {
+			...process.env,
+			DATABASE_URL: databaseUrl,
+			PORT: String(port),
+			LOG_LEVEL: "warn",
+			AGENT_WORK_DIR: workDir,
+			...env
+		},
+		stdio: ["ignore", "ignore", "inherit"]
+	});
+	const api = `http://127.0.0.1:${port}/api`;
+	const deadline = Date.now() + 30000;
+	for (;;) {
+		try {
+			if ((await fetch(`${api}/version/`)).status === 200) break;
+		} catch {
+			/* not listening yet */
+		}
+		if (Date.now() > deadline) throw new Error("the service did not start");
+		await new Promise(r => setTimeout(r, 100));
+	}
+	return {
+		api,
+		proc,
+		workDir,
+		stop: () =>
+			new Promise(resolve => {
+				proc.once("exit", () => {
+					fs.rmSync(workDir, { recursive: true, force: true });
+					resolve();
+				});
+				proc.kill("SIGTERM");
+			})
+	};
+}
+
+export async function postJson(url: string, body: unknown): Promise<any> {
+	const res = await fetch(url, {
+		method: "POST",
+		headers: { "Content-Type": "application/json" },
+		body: JSON.stringify(body)
+	});
+	const json = await res.json();
+	if (res.status >= 300) throw new Error(`${url}: ${res.status} ${JSON.stringify(json)}`);
+	return json;
+}
+
+/** Waits until `sql` (a count) reaches `n`, polling the database. */
+export async function waitForCount(
+	db: Sequelize,
+	sql: string,
+	n: number,
+	timeoutMs: number
+): Promise<void> {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const [[row]] = (await db.query(sql)) as any;
+		if (Number(row.n) >= n) return;
+		if (Date.now() > deadline) throw new Error(`timed out: ${row.n} of ${n} (${sql})`);
+		await new Promise(r => setTimeout(r, 20));
+	}
+}
+
+export function percentile(sorted: number[], p: number): number {
+	if (sorted.length === 0) return NaN;
+	return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}

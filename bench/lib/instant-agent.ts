@@ -1,0 +1,69 @@
+import { randomUUID } from "crypto";
+import type { Context, ServiceSchema } from "moleculer";
+import type { ExecutionFinished, ExecutionSpec } from "../../lib/agent/protocol";
+
+/**
+ * A stand-in node agent for P2: it registers a node with room for everything and finishes
+ * every execution at once, so what is measured is the control plane alone.
+ */
+export function instantAgent(name = "node-agent"): ServiceSchema {
+	const slaveId = randomUUID();
+	const resources = { cpus: 100000, mem: 1e9, disk: 1e9 };
+	return {
+		name,
+		actions: {
+			run: {
+				handler(this: any, ctx: Context<ExecutionSpec>) {
+					const now = new Date().toISOString();
+					const finished: ExecutionFinished = {
+						jobExeId: ctx.params.jobExeId,
+						agentId: this.broker.nodeID,
+						status: "COMPLETED",
+						exitCode: 0,
+						products: [],
+						resultsManifest: null,
+						parseResults: [],
+						stdout: "",
+						stderr: "",
+						steps: {
+							pre: { started: now, completed: now, exitCode: 0 },
+							main: { started: now, completed: now, exitCode: 0 },
+							post: { started: now, completed: now, exitCode: 0 }
+						}
+					};
+					setImmediate(() =>
+						this.broker
+							.call("scheduler.exeFinished", finished)
+							.catch((err: Error) => this.logger.error({ err }, "exeFinished failed"))
+					);
+					return { accepted: true };
+				}
+			},
+			cancel: { handler: () => ({ found: false }) },
+			logs: { handler: () => ({ stdout: "", stderr: "", is_finished: true }) }
+		},
+		async started(this: any) {
+			const beat = () =>
+				this.broker
+					.call("nodes.heartbeat", {
+						agentId: this.broker.nodeID,
+						slaveId,
+						resources,
+						running: []
+					})
+					.catch(() => undefined);
+			await this.broker.waitForServices(["nodes"]);
+			await this.broker.call("nodes.register", {
+				agentId: this.broker.nodeID,
+				slaveId,
+				hostname: "instant-agent",
+				port: 0,
+				resources
+			});
+			this.timer = setInterval(beat, 5000);
+		},
+		stopped(this: any) {
+			clearInterval(this.timer);
+		}
+	};
+}

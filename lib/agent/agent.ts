@@ -1,0 +1,205 @@
+import fs from "fs";
+import path from "path";
+import { DockerCheck } from "./docker";
+import { DEFAULT_TASK_PATH, Execution, taskDirOf } from "./execution";
+import { createLauncher, type Launcher } from "./launcher";
+import type { ExecutionFinished, ExecutionLogs, ExecutionSpec, ExecutionStep } from "./protocol";
+
+export interface AgentOptions {
+	/** the agent's Moleculer nodeID */
+	agentId: string;
+	workDir: string;
+	/** launcher processes (0: spawn from this process) */
+	launchers: number;
+	/** SIGTERM → SIGKILL delay on a timeout, a cancel or a stop; default 5 s */
+	killGraceMs?: number;
+	/** default "docker" (looked up in PATH) */
+	dockerCommand?: string;
+	/** tail of stdout and of stderr carried by reports and live logs; default 1 MiB */
+	logCapBytes?: number;
+	/** PATH given to tasks; default the agent's own PATH, else a standard one */
+	taskPath?: string;
+	/** how long the task directory of a FAILED or CANCELED execution is kept; default 24 h */
+	keepFailedMs?: number;
+	/**
+	 * Sends one step event (best effort: a rejection is ignored). Steps of one execution are sent
+	 * one after another, and all of them before its report.
+	 */
+	sendStep(step: ExecutionStep): Promise<unknown>;
+	/**
+	 * Delivers the report of a finished execution; resolves once the control plane has
+	 * acknowledged it (the caller retries as long as it takes) or the agent stops.
+	 */
+	deliver(finished: ExecutionFinished): Promise<void>;
+	/** told of problems worth a log line */
+	warn?(message: string): void;
+}
+
+/** Finished execution ids remembered to make `run` idempotent (the oldest are forgotten). */
+const REMEMBERED = 10_000;
+
+/**
+ * The executions of one node, without Moleculer: starts them (once per id), cancels them,
+ * serves their logs, reports their steps and results through the given functions, and cleans
+ * their task directories up.
+ *
+ * Task directories: removed once a COMPLETED report is acknowledged (the products are in their
+ * workspaces). A FAILED or CANCELED one is kept for debugging, minus its `inputs/` (copies of
+ * workspace files), and removed by `prune()` once older than keepFailedMs.
+ */
+export class NodeAgent {
+	private readonly launcher: Launcher;
+	private readonly docker: DockerCheck;
+	/** running, or finished with the report not yet acknowledged */
+	private readonly executions = new Map<number, Execution>();
+	private readonly finished = new Set<number>();
+	private readonly stepChains = new Map<number, Promise<unknown>>();
+	private readonly work = new Set<Promise<void>>();
+	private stopping = false;
+
+	constructor(private readonly options: AgentOptions) {
+		this.launcher = createLauncher(options.launchers);
+		this.docker = new DockerCheck(options.dockerCommand ?? "docker");
+	}
+
+	private get killGraceMs(): number {
+		return this.options.killGraceMs ?? 5000;
+	}
+
+	/**
+	 * Starts an execution in the background ("started"). Does nothing when this id is already
+	 * running or finished here ("known": a repeated `node-agent.run`) or the agent is stopping.
+	 */
+	run(spec: ExecutionSpec): "started" | "known" | "stopping" {
+		const id = spec.jobExeId;
+		if (this.stopping) return "stopping";
+		if (this.executions.has(id) || this.finished.has(id)) return "known";
+		const execution = new Execution(spec, {
+			agentId: this.options.agentId,
+			workDir: this.options.workDir,
+			launcher: this.launcher,
+			docker: this.docker,
+			dockerCommand: this.options.dockerCommand ?? "docker",
+			killGraceMs: this.killGraceMs,
+			logCapBytes: this.options.logCapBytes ?? 1024 * 1024,
+			taskPath: this.options.taskPath ?? process.env.PATH ?? DEFAULT_TASK_PATH,
+			onStep: step => this.step(step)
+		});
+		this.executions.set(id, execution);
+		const work = this.complete(execution).catch(error =>
+			this.options.warn?.(`execution ${id}: ${error?.stack ?? error}`)
+		);
+		this.work.add(work);
+		void work.finally(() => this.work.delete(work));
+		return "started";
+	}
+
+	private step(step: ExecutionStep): void {
+		const previous = this.stepChains.get(step.jobExeId) ?? Promise.resolve();
+		this.stepChains.set(
+			step.jobExeId,
+			previous.then(() =>
+				this.options.sendStep(step).catch(error => {
+					this.options.warn?.(
+						`execution ${step.jobExeId}: the ${step.step} ${step.event} step was not reported: ${error?.message ?? error}`
+					);
+				})
+			)
+		);
+	}
+
+	private async complete(execution: Execution): Promise<void> {
+		const id = execution.spec.jobExeId;
+		let report: ExecutionFinished;
+		try {
+			report = await execution.run();
+			await this.stepChains.get(id);
+			this.stepChains.delete(id);
+			if (this.stopping) return;
+			await this.options.deliver(report);
+			if (this.stopping) return;
+		} finally {
+			this.executions.delete(id);
+			this.remember(id);
+		}
+		await this.cleanUp(execution, report.status).catch(error =>
+			this.options.warn?.(
+				`execution ${id}: its task directory was not cleaned up: ${error?.message ?? error}`
+			)
+		);
+	}
+
+	private remember(id: number): void {
+		this.finished.add(id);
+		if (this.finished.size > REMEMBERED)
+			this.finished.delete(this.finished.values().next().value as number);
+	}
+
+	private async cleanUp(execution: Execution, status: ExecutionFinished["status"]) {
+		if (status === "COMPLETED")
+			await fs.promises.rm(execution.taskDir, { recursive: true, force: true });
+		else await fs.promises.rm(execution.inputsDir, { recursive: true, force: true });
+	}
+
+	/** Cancels an execution running here; false when there is none (unknown or finished). */
+	cancel(jobExeId: number): boolean {
+		return this.executions.get(jobExeId)?.cancel() ?? false;
+	}
+
+	/** Live logs of an execution here, or null when this agent does not have it (any more). */
+	async logs(jobExeId: number): Promise<ExecutionLogs | null> {
+		const execution = this.executions.get(jobExeId);
+		return execution ? execution.logs() : null;
+	}
+
+	/**
+	 * The executions this node has: running, and finished with the report not yet acknowledged
+	 * (so the control plane does not fail as lost an execution whose result is on its way).
+	 */
+	running(): number[] {
+		return [...this.executions.keys()];
+	}
+
+	/** Removes kept task directories (of failed and canceled executions) older than keepFailedMs. */
+	async prune(): Promise<void> {
+		const tasks = path.join(this.options.workDir, "tasks");
+		const keepMs = this.options.keepFailedMs ?? 24 * 3600 * 1000;
+		let names: string[];
+		try {
+			names = await fs.promises.readdir(tasks);
+		} catch {
+			return;
+		}
+		const now = Date.now();
+		for (const name of names) {
+			if (this.executions.has(Number(name))) continue;
+			const dir = taskDirOf(this.options.workDir, Number(name));
+			if (dir !== path.join(tasks, name)) continue;
+			try {
+				const stat = await fs.promises.stat(dir);
+				if (now - stat.mtimeMs > keepMs)
+					await fs.promises.rm(dir, { recursive: true, force: true });
+			} catch {
+				// gone meanwhile
+			}
+		}
+	}
+
+	/**
+	 * Stops: running processes get SIGTERM (SIGKILL after the grace period), no further reports
+	 * are made (the control plane fails these executions as node-lost), the launchers exit.
+	 */
+	async stop(): Promise<void> {
+		if (this.stopping) return;
+		this.stopping = true;
+		for (const execution of this.executions.values()) execution.stop();
+		const ended = Promise.all([...this.work]);
+		let timer: NodeJS.Timeout | undefined;
+		await Promise.race([
+			ended,
+			new Promise(resolve => (timer = setTimeout(resolve, this.killGraceMs + 1000)))
+		]);
+		clearTimeout(timer);
+		await this.launcher.stop();
+	}
+}

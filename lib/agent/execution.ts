@@ -1,0 +1,662 @@
+import fs from "fs";
+import path from "path";
+import { FieldError } from "../errors";
+import { splitCommandArguments, substituteArguments } from "../documents/job-interface";
+import {
+	mergeArtifacts,
+	parseArtifactLines,
+	parseResultsManifest,
+	type ManifestFile,
+	type ResultsManifest
+} from "../documents/results-manifest";
+import { DockerCheck, dockerClientEnv, dockerRunArgs } from "./docker";
+import {
+	artifactLines,
+	copyAtomically,
+	isInside,
+	isPlainFileName,
+	readTail,
+	resolveConfined
+} from "./files";
+import { LaunchError, type Launched, type Launcher } from "./launcher";
+import { mediaTypeOf } from "./media-types";
+import type {
+	ExecutionFinished,
+	ExecutionLogs,
+	ExecutionSpec,
+	ExecutionStep,
+	OutputWorkspace,
+	ProducedFile,
+	StagedFile,
+	Step
+} from "./protocol";
+
+/** The results manifest's file name, in the output directory. */
+export const RESULTS_MANIFEST_FILE = "results_manifest.json";
+
+/** The longest product file name the control plane stores (its scale_file.file_name). */
+export const MAX_FILE_NAME = 250;
+
+/** What every execution of one agent shares. */
+export interface ExecutionContext {
+	agentId: string;
+	/** task directories are `<workDir>/tasks/<jobExeId>/` */
+	workDir: string;
+	launcher: Launcher;
+	docker: DockerCheck;
+	/** the docker client command (also given to DockerCheck) */
+	dockerCommand: string;
+	/** SIGTERM → SIGKILL delay on a timeout or a cancel */
+	killGraceMs: number;
+	/** how much of stdout and of stderr the final report and the live logs carry (the tail) */
+	logCapBytes: number;
+	/** PATH given to tasks */
+	taskPath: string;
+	/** told of each step's start and end, in order; must not throw */
+	onStep?: (step: ExecutionStep) => void;
+}
+
+export const DEFAULT_TASK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** The task directory of an execution. */
+export function taskDirOf(workDir: string, jobExeId: number): string {
+	return path.join(workDir, "tasks", String(jobExeId));
+}
+
+/**
+ * Why an execution failed, as the agent reports it. `errorName` is a SYSTEM error the agent
+ * diagnosed, or null for an algorithm failure the control plane maps (through the job type's
+ * error mapping for a non-zero exit code; as an algorithm error for the post step's findings,
+ * which come with exit code 0).
+ */
+class Failure extends Error {
+	constructor(
+		readonly errorName: string | null,
+		readonly detail: string
+	) {
+		super(detail);
+	}
+}
+
+type Phase = "new" | Step | "finished";
+
+/**
+ * One execution on this node: pre (stage inputs, make the output directory, substitute the
+ * command arguments), main (the process, or `docker run`, with the timeout) and post (results
+ * manifest and ARTIFACT lines, products copied into their workspaces). `run()` answers the
+ * report for `scheduler.exeFinished` and never throws.
+ *
+ * Outcomes:
+ * - COMPLETED: main exited 0 and post found every required output.
+ * - FAILED, errorName set: a SYSTEM problem the agent diagnosed — `task-launch` (bad spec,
+ *   substitution, spawn error, launcher lost), `docker-task-launch` (no engine, no image),
+ *   `filesystem-io` (staging inputs or copying products failed), `timeout`, `unknown` (a bug).
+ * - FAILED, errorName null, exitCode ≠ 0: the algorithm failed; the control plane maps the code.
+ * - FAILED, errorName null, exitCode null: killed by a signal nobody here sent (OOM killer...).
+ * - FAILED, errorName null, exitCode 0: the algorithm exited 0 but its results are unusable
+ *   (invalid results manifest, a required output missing, a `file` output with several files,
+ *   a path outside the task directory). These are the algorithm's fault, not the node's, so no
+ *   SYSTEM error: retrying on another node would fail the same way. The control plane records
+ *   them as an ALGORITHM error (errorDetail says which).
+ * - CANCELED: `cancel()` was called before the report was made.
+ */
+export class Execution {
+	readonly taskDir: string;
+	readonly inputsDir: string;
+	readonly outputDir: string;
+	readonly stdoutPath: string;
+	readonly stderrPath: string;
+
+	private phase: Phase = "new";
+	private canceled = false;
+	private timedOut = false;
+	private stopped = false;
+	private launched: Launched | null = null;
+	private killTimer: NodeJS.Timeout | null = null;
+	private readonly steps: ExecutionFinished["steps"] = {};
+	private result: Promise<ExecutionFinished> | null = null;
+	private finishedLogs: ExecutionLogs | null = null;
+	/** how main ended, in words, for a non-zero exit */
+	private exitDetail = "";
+
+	constructor(
+		readonly spec: ExecutionSpec,
+		private readonly ctx: ExecutionContext
+	) {
+		this.taskDir = taskDirOf(ctx.workDir, spec.jobExeId);
+		this.inputsDir = path.join(this.taskDir, "inputs");
+		this.outputDir = path.join(this.taskDir, "outputs");
+		this.stdoutPath = path.join(this.taskDir, "stdout");
+		this.stderrPath = path.join(this.taskDir, "stderr");
+	}
+
+	get isFinished(): boolean {
+		return this.phase === "finished";
+	}
+
+	/** Runs the execution once (later calls answer the same promise). */
+	run(): Promise<ExecutionFinished> {
+		this.result ??= this.execute();
+		return this.result;
+	}
+
+	/**
+	 * Cancels: a running process gets SIGTERM, then SIGKILL after the grace period; an execution
+	 * still in pre never starts its process. Answers false when it has already finished.
+	 */
+	cancel(): boolean {
+		if (this.phase === "finished") return false;
+		this.canceled = true;
+		this.kill();
+		return true;
+	}
+
+	/** The agent is stopping: SIGTERM (SIGKILL after the grace period); no process starts. */
+	stop(): void {
+		this.stopped = true;
+		this.kill();
+	}
+
+	/** stdout and stderr so far (their last logCapBytes each), read from the task's files. */
+	async logs(): Promise<ExecutionLogs> {
+		if (this.finishedLogs) return this.finishedLogs;
+		const [stdout, stderr] = await Promise.all([
+			readTail(this.stdoutPath, this.ctx.logCapBytes),
+			readTail(this.stderrPath, this.ctx.logCapBytes)
+		]);
+		return { stdout, stderr, is_finished: this.phase === "finished" };
+	}
+
+	private checkCanceled(when: string): void {
+		if (this.canceled) throw new Failure(null, `canceled ${when}`);
+		if (this.stopped) throw new Failure(null, `the agent stopped ${when}`);
+	}
+
+	private now(): string {
+		return new Date().toISOString();
+	}
+
+	private stepStarted(step: Step): void {
+		this.phase = step;
+		const at = this.now();
+		this.steps[step] = { started: at };
+		this.ctx.onStep?.({
+			jobExeId: this.spec.jobExeId,
+			agentId: this.ctx.agentId,
+			step,
+			event: "started",
+			at
+		});
+	}
+
+	private stepCompleted(step: Step, exitCode: number | null, commandArguments?: string): void {
+		const at = this.now();
+		this.steps[step] = { ...this.steps[step], completed: at, exitCode };
+		const event: ExecutionStep = {
+			jobExeId: this.spec.jobExeId,
+			agentId: this.ctx.agentId,
+			step,
+			event: "completed",
+			at,
+			exitCode
+		};
+		if (commandArguments !== undefined) event.commandArguments = commandArguments;
+		this.ctx.onStep?.(event);
+	}
+
+	/** SIGTERM now, SIGKILL after the grace period (and the container removed, for docker). */
+	private kill(): void {
+		const launched = this.launched;
+		if (!launched || this.killTimer) return;
+		launched.kill("SIGTERM");
+		this.killTimer = setTimeout(() => {
+			launched.kill("SIGKILL");
+			if (this.spec.jobType.usesDocker) this.ctx.docker.remove(this.spec.jobExeId);
+		}, this.ctx.killGraceMs);
+		this.killTimer.unref();
+	}
+
+	private async execute(): Promise<ExecutionFinished> {
+		let exitCode: number | null = null;
+		let status: ExecutionFinished["status"] = "FAILED";
+		let errorName: string | null = null;
+		let errorDetail: string | null = null;
+		let products: ProducedFile[] = [];
+		let manifest: ResultsManifest | null = null;
+		try {
+			const launch = await this.pre();
+			this.checkCanceled("before its process started");
+			exitCode = await this.main(launch);
+			this.checkCanceled("while its process ran");
+			if (this.timedOut)
+				throw new Failure(
+					"timeout",
+					`the process ran longer than its timeout of ${this.spec.timeout} s and was killed`
+				);
+			if (exitCode !== 0) throw new Failure(null, this.exitDetail);
+			({ products, manifest } = await this.post());
+			if (this.canceled || this.stopped) {
+				await this.removeProducts(products);
+				products = [];
+				this.checkCanceled("while its outputs were stored");
+			}
+			status = "COMPLETED";
+		} catch (error) {
+			const failure =
+				error instanceof Failure
+					? error
+					: new Failure(
+							"unknown",
+							`the agent failed: ${(error as Error)?.stack ?? error}`
+						);
+			errorName = failure.errorName;
+			errorDetail = failure.detail;
+			if (this.phase !== "new" && this.phase !== "finished") {
+				const step = this.phase;
+				if (this.steps[step]?.completed === undefined)
+					this.stepCompleted(step, step === "main" ? exitCode : 1);
+			}
+			if (this.canceled) {
+				status = "CANCELED";
+				errorName = null;
+			}
+		}
+		const [stdout, stderr] = await Promise.all([
+			readTail(this.stdoutPath, this.ctx.logCapBytes).catch(() => ""),
+			readTail(this.stderrPath, this.ctx.logCapBytes).catch(() => "")
+		]);
+		this.finishedLogs = { stdout, stderr, is_finished: true };
+		this.phase = "finished";
+		return {
+			jobExeId: this.spec.jobExeId,
+			agentId: this.ctx.agentId,
+			status,
+			exitCode,
+			errorName,
+			errorDetail,
+			products,
+			resultsManifest: manifest,
+			parseResults: manifest?.parse_results ?? [],
+			stdout,
+			stderr,
+			steps: this.steps
+		};
+	}
+
+	// ---------------------------------------------------------------- pre
+
+	/** Stages the inputs, makes the directories, and answers what main is to run. */
+	private async pre(): Promise<{ command: string; args: string[]; display: string }> {
+		this.stepStarted("pre");
+		const spec = this.spec;
+		try {
+			// a task directory left by an earlier run of this execution id is stale
+			await fs.promises.rm(this.taskDir, { recursive: true, force: true });
+			await fs.promises.mkdir(this.inputsDir, { recursive: true });
+			await fs.promises.mkdir(this.outputDir, { recursive: true });
+		} catch (error) {
+			throw new Failure(
+				"filesystem-io",
+				`could not make the task directory ${this.taskDir}: ${(error as Error).message}`
+			);
+		}
+		const values = await this.stageInputs();
+		// a required output will need its workspace: better to fail before running than after
+		for (const output of spec.interface.output_data)
+			if (output.required) this.workspaceOf(output.name);
+		let words: string[];
+		try {
+			words = substituteArguments(splitCommandArguments(spec.interface.command_arguments), {
+				inputs: values,
+				jobOutputDir: this.outputDir
+			});
+		} catch (error) {
+			const message = error instanceof FieldError ? error.message : String(error);
+			throw new Failure("task-launch", `the command arguments cannot be used: ${message}`);
+		}
+		const command = spec.interface.command;
+		const display = words.join(" ");
+		if (!spec.jobType.usesDocker) {
+			this.stepCompleted("pre", 0, display);
+			return { command, args: words, display };
+		}
+		if (!spec.jobType.dockerImage)
+			throw new Failure(
+				"docker-task-launch",
+				`the job type ${spec.jobType.name} ${spec.jobType.version} uses Docker but has no docker image`
+			);
+		const args = dockerRunArgs({
+			jobExeId: spec.jobExeId,
+			image: spec.jobType.dockerImage,
+			privileged: spec.jobType.dockerPrivileged,
+			taskDir: this.taskDir,
+			cpus: spec.resources.cpus,
+			memMiB: spec.resources.mem,
+			env: this.taskEnv(),
+			command,
+			args: words
+		});
+		this.stepCompleted("pre", 0, display);
+		return { command: this.ctx.dockerCommand, args, display };
+	}
+
+	/**
+	 * Copies each staged file to `inputs/<input name>/<file name>` and answers the substitution
+	 * values: a file input's file path, a files input's directory, a property's value; null for
+	 * an optional input given nothing. Unknown inputs in the spec are ignored.
+	 */
+	private async stageInputs(): Promise<Record<string, string | null>> {
+		const values: Record<string, string | null> = {};
+		for (const input of this.spec.interface.input_data) {
+			const given = Object.prototype.hasOwnProperty.call(this.spec.inputs, input.name)
+				? this.spec.inputs[input.name]
+				: undefined;
+			const absent =
+				given === undefined ||
+				given === null ||
+				("files" in given && given.files.length === 0);
+			if (absent) {
+				if (input.required)
+					throw new Failure(
+						"task-launch",
+						`the required input "${input.name}" has no value`
+					);
+				values[input.name] = null;
+				continue;
+			}
+			if (input.type === "property") {
+				if (!("value" in given) || typeof given.value !== "string")
+					throw new Failure(
+						"task-launch",
+						`the property input "${input.name}" was given files instead of a value`
+					);
+				values[input.name] = given.value;
+				continue;
+			}
+			if (!("files" in given))
+				throw new Failure(
+					"task-launch",
+					`the ${input.type} input "${input.name}" was given a value instead of files`
+				);
+			if (input.type === "file" && given.files.length > 1)
+				throw new Failure(
+					"task-launch",
+					`the file input "${input.name}" was given ${given.files.length} files`
+				);
+			const dir = path.join(this.inputsDir, input.name);
+			const paths = await this.stage(input.name, dir, given.files);
+			values[input.name] = input.type === "file" ? paths[0] : dir;
+		}
+		return values;
+	}
+
+	private async stage(name: string, dir: string, files: StagedFile[]): Promise<string[]> {
+		const seen = new Set<string>();
+		for (const file of files) {
+			if (!isPlainFileName(file.fileName))
+				throw new Failure(
+					"task-launch",
+					`the input "${name}" has a file named "${file.fileName}", which is not a plain file name`
+				);
+			if (seen.has(file.fileName))
+				throw new Failure(
+					"task-launch",
+					`the input "${name}" has two files named "${file.fileName}"`
+				);
+			seen.add(file.fileName);
+		}
+		const paths: string[] = [];
+		try {
+			await fs.promises.mkdir(dir, { recursive: true });
+			for (const file of files) {
+				if (this.canceled || this.stopped) break;
+				const target = path.join(dir, file.fileName);
+				await fs.promises.copyFile(file.hostPath, target);
+				paths.push(target);
+			}
+		} catch (error) {
+			throw new Failure(
+				"filesystem-io",
+				`could not stage the input "${name}": ${(error as Error).message}`
+			);
+		}
+		return paths;
+	}
+
+	private taskEnv(): Record<string, string> {
+		return { HOME: this.taskDir, SCALE_JOB_EXE_ID: String(this.spec.jobExeId) };
+	}
+
+	// ---------------------------------------------------------------- main
+
+	/** Runs the process; answers its exit code (null when killed by a signal). */
+	private async main(launch: { command: string; args: string[] }): Promise<number | null> {
+		this.stepStarted("main");
+		const spec = this.spec;
+		const docker = spec.jobType.usesDocker;
+		if (docker) {
+			const problem = await this.ctx.docker.problem();
+			if (problem) throw new Failure("docker-task-launch", problem);
+		}
+		const env = docker
+			? { PATH: this.ctx.taskPath, HOME: this.taskDir, ...dockerClientEnv() }
+			: { PATH: this.ctx.taskPath, ...this.taskEnv() };
+		try {
+			this.launched = await this.ctx.launcher.launch({
+				command: launch.command,
+				args: launch.args,
+				cwd: this.taskDir,
+				env,
+				stdoutPath: this.stdoutPath,
+				stderrPath: this.stderrPath
+			});
+		} catch (error) {
+			const what = docker ? `the docker command (${launch.command})` : `"${launch.command}"`;
+			const detail =
+				error instanceof LaunchError && error.code === "ENOENT"
+					? `${what} was not found`
+					: `${what} could not be started: ${(error as Error).message}`;
+			throw new Failure(docker ? "docker-task-launch" : "task-launch", detail);
+		}
+		if (this.canceled || this.stopped) this.kill();
+		let timer: NodeJS.Timeout | null = null;
+		if (spec.timeout > 0 && !spec.jobType.isLongRunning) {
+			timer = setTimeout(() => {
+				this.timedOut = true;
+				this.kill();
+			}, spec.timeout * 1000);
+		}
+		const status = await this.launched.exited;
+		if (timer) clearTimeout(timer);
+		if (this.killTimer) clearTimeout(this.killTimer);
+		// what the task left running in its process group goes with it
+		try {
+			process.kill(-this.launched.pid, "SIGKILL");
+		} catch {
+			// nothing left
+		}
+		this.stepCompleted("main", status.code);
+		if (status.lost) throw new Failure("task-launch", `the process was lost: ${status.lost}`);
+		this.exitDetail =
+			status.code === null
+				? `the process was killed by ${status.signal}`
+				: `the process exited with code ${status.code}`;
+		return status.code;
+	}
+
+	// ---------------------------------------------------------------- post
+
+	private async post(): Promise<{ products: ProducedFile[]; manifest: ResultsManifest | null }> {
+		this.stepStarted("post");
+		const manifest = await this.readManifest();
+		const printed = parseArtifactLines(await artifactLines(this.stdoutPath));
+		const merged =
+			manifest || printed.length > 0
+				? mergeArtifacts(
+						manifest ?? {
+							version: "1.1",
+							output_data: [],
+							parse_results: [],
+							errors: []
+						},
+						printed
+					)
+				: null;
+		const planned = await this.planProducts(merged);
+		const products: ProducedFile[] = [];
+		try {
+			for (const plan of planned) {
+				if (this.canceled || this.stopped) break;
+				plan.product.size = await copyAtomically(plan.from, plan.to);
+				products.push(plan.product);
+			}
+		} catch (error) {
+			await this.removeProducts(products);
+			throw new Failure(
+				"filesystem-io",
+				`could not copy the outputs into their workspace: ${(error as Error).message}`
+			);
+		}
+		this.stepCompleted("post", 0);
+		return { products, manifest: merged };
+	}
+
+	/**
+	 * The manifest in the output directory, in the 1.1 shape; null when there is none. An
+	 * unreadable or invalid manifest fails the execution as the algorithm's fault (see the class
+	 * comment): errorName null, exitCode 0, errorDetail naming the problem.
+	 */
+	private async readManifest(): Promise<ResultsManifest | null> {
+		const file = path.join(this.outputDir, RESULTS_MANIFEST_FILE);
+		let stat: fs.Stats;
+		try {
+			stat = await fs.promises.lstat(file);
+		} catch {
+			return null;
+		}
+		if (!stat.isFile())
+			throw new Failure(
+				null,
+				`the results manifest ${RESULTS_MANIFEST_FILE} is not a regular file`
+			);
+		let doc: unknown;
+		try {
+			doc = JSON.parse(await fs.promises.readFile(file, "utf8"));
+		} catch (error) {
+			throw new Failure(
+				null,
+				`the results manifest ${RESULTS_MANIFEST_FILE} is not valid JSON: ${(error as Error).message}`
+			);
+		}
+		try {
+			return parseResultsManifest(doc, RESULTS_MANIFEST_FILE);
+		} catch (error) {
+			throw new Failure(null, `the results manifest is invalid: ${(error as Error).message}`);
+		}
+	}
+
+	/**
+	 * Matches the registered outputs to the interface and answers what to copy where, checking
+	 * everything before anything is copied. Outputs the interface does not name are ignored (they
+	 * stay in the reported manifest).
+	 */
+	private async planProducts(
+		merged: ResultsManifest | null
+	): Promise<{ from: string; to: string; product: ProducedFile }[]> {
+		const spec = this.spec;
+		const byName = new Map((merged?.output_data ?? []).map(entry => [entry.name, entry]));
+		const plans: { from: string; to: string; product: ProducedFile }[] = [];
+		const destinations = new Map<string, string>();
+		for (const output of spec.interface.output_data) {
+			const entry = byName.get(output.name);
+			const files: ManifestFile[] = entry
+				? entry.file
+					? [entry.file]
+					: (entry.files ?? [])
+				: [];
+			if (files.length === 0) {
+				if (output.required)
+					throw new Failure(
+						null,
+						`the required output "${output.name}" was not produced (no results manifest entry or ARTIFACT line names it)`
+					);
+				continue;
+			}
+			if (output.type === "file" && files.length > 1)
+				throw new Failure(
+					null,
+					`the output "${output.name}" is a single file but ${files.length} files were registered for it`
+				);
+			const workspace = this.workspaceOf(output.name);
+			for (const file of files) {
+				const found = await resolveConfined(file.path, this.outputDir, this.taskDir);
+				if ("refused" in found)
+					throw new Failure(null, `the output "${output.name}": ${found.refused}`);
+				const fileName = path.basename(file.path);
+				if (fileName.length > MAX_FILE_NAME)
+					throw new Failure(
+						null,
+						`the output "${output.name}": the file name "${fileName.slice(0, 40)}..." is longer than ${MAX_FILE_NAME} characters`
+					);
+				const filePath = [
+					spec.jobType.name,
+					spec.jobType.version,
+					String(spec.jobId),
+					fileName
+				].join("/");
+				const to = path.resolve(workspace.hostPath, filePath);
+				if (!isPlainFileName(fileName) || !isInside(path.resolve(workspace.hostPath), to))
+					throw new Failure(
+						"task-launch",
+						`the output "${output.name}": "${filePath}" would leave its workspace`
+					);
+				const other = destinations.get(to);
+				if (other !== undefined)
+					throw new Failure(
+						null,
+						`the outputs "${other}" and "${output.name}" both register a file named "${fileName}"`
+					);
+				destinations.set(to, output.name);
+				const geo = file.geo_metadata;
+				const product: ProducedFile = {
+					outputName: output.name,
+					workspaceId: workspace.workspaceId,
+					filePath,
+					fileName,
+					mediaType: output.media_type ?? mediaTypeOf(fileName),
+					size: 0,
+					dataStarted: geo?.data_started ?? null,
+					dataEnded: geo?.data_ended ?? null
+				};
+				if (geo?.geo_json !== undefined) product.geoJson = geo.geo_json;
+				plans.push({ from: found.path, to, product });
+			}
+		}
+		return plans;
+	}
+
+	/** The output workspace of an output, which must have an absolute host path here. */
+	private workspaceOf(outputName: string): OutputWorkspace {
+		const workspace = this.spec.outputWorkspaces[outputName];
+		if (!workspace)
+			throw new Failure("task-launch", `the output "${outputName}" has no output workspace`);
+		if (!path.isAbsolute(workspace.hostPath))
+			throw new Failure(
+				"task-launch",
+				`the workspace ${workspace.workspaceId} of the output "${outputName}" has no host path (got "${workspace.hostPath}"): it is not mounted on this node`
+			);
+		return workspace;
+	}
+
+	private async removeProducts(products: ProducedFile[]): Promise<void> {
+		for (const product of products) {
+			const workspace = Object.values(this.spec.outputWorkspaces).find(
+				w => w.workspaceId === product.workspaceId
+			);
+			if (workspace)
+				await fs.promises
+					.rm(path.resolve(workspace.hostPath, product.filePath), { force: true })
+					.catch(() => undefined);
+		}
+	}
+}

@@ -1,0 +1,147 @@
+/**
+ * The messages between the control plane (scheduler, nodes, job-executions services) and the
+ * node agents. Agents hold no database credentials: everything they need to run an execution
+ * arrives in an ExecutionSpec, and everything they learn goes back through these actions. All
+ * are Moleculer actions (acknowledged), never fire-and-forget events, because a lost message
+ * would lose a job; every receiver applies them as guarded transitions, so a repeat is harmless.
+ *
+ * Control plane → agent (always targeted: `ctx.call(name, params, { nodeID: agentId })`):
+ *   node-agent.run     ExecutionSpec            → { accepted: true }   (returns at once)
+ *   node-agent.cancel  { jobExeId }              → { found: boolean }   (SIGTERM, then SIGKILL)
+ *   node-agent.logs    { jobExeId }              → ExecutionLogs
+ *
+ * Agent → control plane:
+ *   nodes.register     NodeRegistration         → { nodeId }
+ *   nodes.heartbeat    NodeHeartbeat            → { ok: true, nodeId }
+ *   scheduler.exeStep  ExecutionStep            → { ok: boolean }
+ *   scheduler.exeFinished ExecutionFinished     → { ok: boolean }  (the agent retries until it gets an answer)
+ */
+
+export interface Resources {
+	cpus: number;
+	/** MiB */
+	mem: number;
+	/** MiB */
+	disk: number;
+}
+
+export interface NodeRegistration {
+	/** the agent's Moleculer nodeID: where the control plane sends run/cancel/logs */
+	agentId: string;
+	/** stable across agent restarts on one machine (kept in the agent's work directory) */
+	slaveId: string;
+	hostname: string;
+	port: number;
+	/** what this node offers in all (after configured caps) */
+	resources: Resources;
+}
+
+export interface NodeHeartbeat {
+	agentId: string;
+	slaveId: string;
+	resources: Resources;
+	/** executions the agent is running now (the control plane fails the ones it thinks run there but do not) */
+	running: number[];
+}
+
+/** A file input staged from a workspace: the agent copies `hostPath` into the task directory. */
+export interface StagedFile {
+	fileId: number;
+	/** absolute path of the file in its (host-mounted) workspace */
+	hostPath: string;
+	fileName: string;
+	mediaType: string;
+	size: number;
+}
+
+export interface OutputWorkspace {
+	workspaceId: number;
+	/** absolute directory of the workspace on the host */
+	hostPath: string;
+}
+
+export interface ExecutionSpec {
+	jobExeId: number;
+	jobId: number;
+	jobType: {
+		id: number;
+		name: string;
+		version: string;
+		usesDocker: boolean;
+		dockerImage: string | null;
+		dockerPrivileged: boolean;
+		isLongRunning: boolean;
+	};
+	/** the job type revision's interface (job interface 1.0, normalised) */
+	interface: import("../documents/types").JobInterface;
+	/** property inputs → value; file inputs → one file; files inputs → several */
+	inputs: Record<string, { value: string } | { files: StagedFile[] }>;
+	/** output name → where its files go */
+	outputWorkspaces: Record<string, OutputWorkspace>;
+	/** seconds; 0 or a long-running type = no timeout */
+	timeout: number;
+	resources: Resources;
+}
+
+export type Step = "pre" | "main" | "post";
+
+export interface ExecutionStep {
+	jobExeId: number;
+	agentId: string;
+	step: Step;
+	event: "started" | "completed";
+	/** ISO-8601 */
+	at: string;
+	exitCode?: number | null;
+	/** after pre: the substituted command line (arguments joined for display) */
+	commandArguments?: string;
+}
+
+/** A product file the agent has copied into its output workspace. */
+export interface ProducedFile {
+	outputName: string;
+	workspaceId: number;
+	/** path relative to the workspace root */
+	filePath: string;
+	fileName: string;
+	/** from the manifest or the interface, else from the extension */
+	mediaType: string;
+	size: number;
+	dataStarted?: string | null;
+	dataEnded?: string | null;
+	/** GeoJSON geometry from the manifest's geo_metadata, as given */
+	geoJson?: unknown;
+}
+
+export interface ExecutionFinished {
+	jobExeId: number;
+	agentId: string;
+	status: "COMPLETED" | "FAILED" | "CANCELED";
+	/** exit code of the main process (null when it never ran or was killed by a signal) */
+	exitCode: number | null;
+	/**
+	 * the SYSTEM error the agent itself diagnosed (`timeout`, `task-launch`,
+	 * `docker-task-launch`, `filesystem-io`, ...) or, with exitCode set and no errorName, an
+	 * algorithm failure the control plane maps through the job type's error mapping
+	 */
+	errorName?: string | null;
+	/** a human sentence for the log of what went wrong */
+	errorDetail?: string | null;
+	products: ProducedFile[];
+	/** the results manifest as read (1.1 shape), with ARTIFACT lines merged */
+	resultsManifest: unknown | null;
+	/** the manifest's parse_results, applied by the control plane to source inputs */
+	parseResults: unknown[];
+	stdout: string;
+	stderr: string;
+	/** ISO-8601 of each step, for the execution record */
+	steps: Partial<
+		Record<Step, { started?: string; completed?: string; exitCode?: number | null }>
+	>;
+}
+
+export interface ExecutionLogs {
+	stdout: string;
+	stderr: string;
+	is_finished: boolean;
+}

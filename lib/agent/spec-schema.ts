@@ -1,0 +1,128 @@
+/**
+ * JSON Schemas of the control plane's calls to the agent (lib/agent/protocol.ts), for the
+ * node-agent service's params. Unknown fields are allowed (a newer control plane may send more);
+ * the interface is the normalised job interface the control plane stored, so only what the agent
+ * uses is checked here.
+ */
+
+const ID = { type: "integer", minimum: 1 };
+const TEXT = { type: "string", minLength: 1 };
+const AMOUNT = { type: "number", minimum: 0 };
+
+const STAGED_FILE = {
+	type: "object",
+	required: ["fileId", "hostPath", "fileName"],
+	properties: {
+		fileId: ID,
+		hostPath: TEXT,
+		fileName: TEXT,
+		mediaType: { type: "string" },
+		size: AMOUNT
+	}
+};
+
+export const EXECUTION_SPEC_SCHEMA = {
+	type: "object",
+	required: [
+		"jobExeId",
+		"jobId",
+		"jobType",
+		"interface",
+		"inputs",
+		"outputWorkspaces",
+		"timeout",
+		"resources"
+	],
+	properties: {
+		jobExeId: ID,
+		jobId: ID,
+		jobType: {
+			type: "object",
+			required: [
+				"id",
+				"name",
+				"version",
+				"usesDocker",
+				"dockerImage",
+				"dockerPrivileged",
+				"isLongRunning"
+			],
+			properties: {
+				id: ID,
+				name: TEXT,
+				version: TEXT,
+				usesDocker: { type: "boolean" },
+				dockerImage: { type: ["string", "null"] },
+				dockerPrivileged: { type: "boolean" },
+				isLongRunning: { type: "boolean" }
+			}
+		},
+		interface: {
+			type: "object",
+			required: ["command", "command_arguments", "input_data", "output_data"],
+			properties: {
+				command: TEXT,
+				command_arguments: { type: "string" },
+				input_data: {
+					type: "array",
+					items: {
+						type: "object",
+						required: ["name", "type", "required"],
+						properties: {
+							name: TEXT,
+							type: { enum: ["property", "file", "files"] },
+							required: { type: "boolean" }
+						}
+					}
+				},
+				output_data: {
+					type: "array",
+					items: {
+						type: "object",
+						required: ["name", "type", "required"],
+						properties: {
+							name: TEXT,
+							type: { enum: ["file", "files"] },
+							required: { type: "boolean" },
+							media_type: { type: "string" }
+						}
+					}
+				}
+			}
+		},
+		inputs: {
+			type: "object",
+			additionalProperties: {
+				type: "object",
+				oneOf: [
+					{ required: ["value"], properties: { value: { type: "string" } } },
+					{
+						required: ["files"],
+						properties: { files: { type: "array", items: STAGED_FILE } }
+					}
+				]
+			}
+		},
+		outputWorkspaces: {
+			type: "object",
+			additionalProperties: {
+				type: "object",
+				required: ["workspaceId", "hostPath"],
+				// "" for a workspace without a host path: refused by the execution, naming it
+				properties: { workspaceId: ID, hostPath: { type: "string" } }
+			}
+		},
+		timeout: AMOUNT,
+		resources: {
+			type: "object",
+			required: ["cpus", "mem", "disk"],
+			properties: { cpus: AMOUNT, mem: AMOUNT, disk: AMOUNT }
+		}
+	}
+};
+
+export const JOB_EXE_ID_SCHEMA = {
+	type: "object",
+	required: ["jobExeId"],
+	properties: { jobExeId: ID }
+};

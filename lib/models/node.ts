@@ -1,0 +1,502 @@
+import type { Sequelize, Transaction } from "sequelize";
+import type { NodeHeartbeat, NodeRegistration } from "../agent/protocol";
+import { select, write } from "../db/connection";
+import { BadRequestError, NotFoundError } from "../errors";
+import { buildEnvelope } from "../list/envelope";
+import { formatDatetime } from "../list/iso8601";
+import { parseListQuery } from "../list/params";
+import type { ListSource } from "../list/run";
+import { serializeJobTypeBase } from "./job-type";
+
+/**
+ * Nodes (Scale 3.0's node/models.py, views.py, serializers.py): one row per cluster machine,
+ * registered by its agent (slave_id is the agent's stable id), refreshed by its heartbeats (the
+ * latest offer and the lease), and paused, resumed or archived by users.
+ */
+
+export interface NodeRow {
+	id: number;
+	hostname: string;
+	port: number;
+	slave_id: string;
+	agent_id: string | null;
+	pause_reason: string | null;
+	is_paused: boolean;
+	is_paused_errors: boolean;
+	is_active: boolean;
+	cpus_total: number | null;
+	mem_total: number | null;
+	disk_total: number | null;
+	last_offer: Date | null;
+	last_heartbeat: Date | null;
+	created: Date;
+	archived: Date | null;
+	last_modified: Date;
+}
+
+const date = (d: Date | null) => (d ? formatDatetime(d) : null);
+
+/** Scale's NodeSerializer. */
+export function serializeNode(row: NodeRow) {
+	return {
+		id: row.id,
+		hostname: row.hostname,
+		port: row.port,
+		slave_id: row.slave_id,
+		pause_reason: row.pause_reason,
+		is_paused: row.is_paused,
+		is_paused_errors: row.is_paused_errors,
+		is_active: row.is_active,
+		archived: date(row.archived),
+		created: formatDatetime(row.created),
+		last_offer: date(row.last_offer),
+		last_modified: formatDatetime(row.last_modified)
+	};
+}
+
+const ORDERABLE = Object.fromEntries(
+	[
+		"id",
+		"hostname",
+		"port",
+		"slave_id",
+		"pause_reason",
+		"is_paused",
+		"is_paused_errors",
+		"is_active",
+		"archived",
+		"created",
+		"last_offer",
+		"last_modified"
+	].map(k => [k, `node.${k}`])
+);
+
+/** GET /nodes/?include_inactive=true: every node; ordered by last_modified as Scale's get_nodes. */
+export const NODE_LIST_ALL: ListSource = {
+	from: "node",
+	columns: "*",
+	orderable: ORDERABLE,
+	defaultOrder: ["last_modified"],
+	timeColumn: "node.last_modified",
+	filters: {}
+};
+
+/** GET /nodes/: the active nodes only. */
+export const NODE_LIST_ACTIVE: ListSource = {
+	...NODE_LIST_ALL,
+	from: "(SELECT * FROM node WHERE is_active) node"
+};
+
+/** Scale's parse_bool: true/t/1 and false/f/0, any case. */
+export function parseBoolParam(value: unknown, field: string, fallback: boolean): boolean {
+	const list = Array.isArray(value) ? value : value === undefined ? [] : [value];
+	if (list.length === 0 || list[list.length - 1] === "") return fallback;
+	const text = String(list[list.length - 1])
+		.trim()
+		.toLowerCase();
+	if (["true", "t", "1"].includes(text)) return true;
+	if (["false", "f", "0"].includes(text)) return false;
+	throw new BadRequestError(`${field}: must be a boolean (true or false), got "${text}"`, {
+		field
+	});
+}
+
+// ---- agents: registration and heartbeats ------------------------------------------------------
+
+export interface NodeChange {
+	id: number;
+	/** anything the scheduler cares about changed: resources, agent, or it was out of its lease */
+	changed: boolean;
+}
+
+/** Registers (or re-registers) an agent's node by slave_id, with its offer and a fresh lease. */
+export async function registerNode(db: Sequelize, reg: NodeRegistration): Promise<NodeChange> {
+	const [row] = await write<{ id: number }>(
+		db,
+		`INSERT INTO node (hostname, port, slave_id, agent_id, cpus_total, mem_total, disk_total,
+			last_offer, last_heartbeat)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now())
+		 ON CONFLICT (slave_id) DO UPDATE SET hostname = EXCLUDED.hostname, port = EXCLUDED.port,
+			agent_id = EXCLUDED.agent_id, cpus_total = EXCLUDED.cpus_total,
+			mem_total = EXCLUDED.mem_total, disk_total = EXCLUDED.disk_total, last_offer = now(),
+			last_heartbeat = now(), last_modified = now()
+		 RETURNING id`,
+		[
+			reg.hostname,
+			reg.port ?? 0,
+			reg.slaveId,
+			reg.agentId,
+			reg.resources.cpus,
+			reg.resources.mem,
+			reg.resources.disk
+		]
+	);
+	return { id: row.id, changed: true };
+}
+
+/**
+ * A heartbeat: the agent's current offer and a renewed lease. Null when no node has the slave id
+ * (the agent must register). `changed` when the offer or the agent changed, or the node had been
+ * out of its lease (so it may take work again).
+ */
+export async function heartbeatNode(
+	db: Sequelize,
+	hb: NodeHeartbeat,
+	leaseMs: number
+): Promise<NodeChange | null> {
+	const [row] = await write<{ id: number; changed: boolean }>(
+		db,
+		`UPDATE node n SET agent_id = $2, cpus_total = $3, mem_total = $4, disk_total = $5,
+			last_offer = now(), last_heartbeat = now(),
+			last_modified = CASE WHEN old.agent_id IS DISTINCT FROM $2
+				OR old.cpus_total IS DISTINCT FROM $3::float8 OR old.mem_total IS DISTINCT FROM $4::float8
+				OR old.disk_total IS DISTINCT FROM $5::float8 THEN now() ELSE n.last_modified END
+		 FROM (SELECT id, agent_id, cpus_total, mem_total, disk_total, last_heartbeat
+			   FROM node WHERE slave_id = $1 FOR UPDATE) old
+		 WHERE n.id = old.id
+		 RETURNING n.id, (old.agent_id IS DISTINCT FROM $2
+			OR old.cpus_total IS DISTINCT FROM $3::float8 OR old.mem_total IS DISTINCT FROM $4::float8
+			OR old.disk_total IS DISTINCT FROM $5::float8 OR old.last_heartbeat IS NULL
+			OR old.last_heartbeat < now() - $6::int * interval '1 millisecond') AS changed`,
+		[
+			hb.slaveId,
+			hb.agentId,
+			hb.resources.cpus,
+			hb.resources.mem,
+			hb.resources.disk,
+			Math.round(leaseMs)
+		]
+	);
+	return row ? { id: row.id, changed: row.changed } : null;
+}
+
+/** Forgets an agent that left the cluster: its nodes have no agent until one registers. */
+export async function clearAgent(db: Sequelize, agentId: string): Promise<number[]> {
+	const rows = await write<{ id: number }>(
+		db,
+		`UPDATE node SET agent_id = NULL, last_modified = now() WHERE agent_id = $1 RETURNING id`,
+		[agentId]
+	);
+	return rows.map(r => r.id);
+}
+
+// ---- user edits ------------------------------------------------------------------------------
+
+/** PUT: all of these; PATCH: any of them (Scale's NodeDetailsView). */
+export const NODE_UPDATE_FIELDS = ["hostname", "port", "pause_reason", "is_paused", "is_active"];
+export const NODE_REQUIRED_FIELDS = ["hostname", "port", "is_paused", "is_active"];
+
+export interface NodeEdit {
+	hostname?: string;
+	port?: number;
+	pause_reason?: string | null;
+	is_paused?: boolean;
+	is_active?: boolean;
+}
+
+function plain(message: string): BadRequestError {
+	return new BadRequestError(message, { plainText: true });
+}
+
+/**
+ * Checks a replace (PUT, every required field) or update (PATCH, at least one field) body, as
+ * Scale does: missing and unexpected fields are a text/plain 400 listing them; so are values of
+ * the wrong type.
+ */
+export function parseNodeEdit(body: Record<string, unknown>, mode: "replace" | "update"): NodeEdit {
+	const keys = Object.keys(body);
+	const problems: string[] = [];
+	if (mode === "replace") {
+		const missing = NODE_REQUIRED_FIELDS.filter(f => !keys.includes(f));
+		if (missing.length > 0) problems.push(`Missing required fields: ${missing.join(", ")}`);
+	}
+	const extra = keys.filter(k => !NODE_UPDATE_FIELDS.includes(k));
+	if (extra.length > 0) problems.push(`Unexpected fields: ${extra.join(", ")}`);
+	if (problems.length > 0) throw plain(problems.join("\n"));
+	if (keys.length === 0) throw plain("No fields specified for update.");
+
+	const edit: NodeEdit = {};
+	if ("hostname" in body) {
+		const v = body.hostname;
+		if (typeof v !== "string" || v.trim() === "" || v.length > 250 || v.includes("\u0000"))
+			throw plain("hostname: must be a non-empty string of at most 250 characters");
+		edit.hostname = v;
+	}
+	if ("port" in body) {
+		const v = body.port;
+		if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > 65535)
+			throw plain("port: must be an integer from 0 to 65535");
+		edit.port = v as number;
+	}
+	if ("pause_reason" in body) {
+		const v = body.pause_reason;
+		if (v !== null && (typeof v !== "string" || v.length > 250 || v.includes("\u0000")))
+			throw plain("pause_reason: must be a string of at most 250 characters, or null");
+		edit.pause_reason = v as string | null;
+	}
+	for (const flag of ["is_paused", "is_active"] as const) {
+		if (flag in body) {
+			if (typeof body[flag] !== "boolean") throw plain(`${flag}: must be true or false`);
+			edit[flag] = body[flag] as boolean;
+		}
+	}
+	return edit;
+}
+
+function notFound(id: number): NotFoundError {
+	return new NotFoundError(`No node with id ${id}`, { plainText: true });
+}
+
+export async function getNode(db: Sequelize, id: number, t?: Transaction): Promise<NodeRow> {
+	const [row] = await select<NodeRow>(db, "SELECT * FROM node WHERE id = $1", [id], t);
+	if (!row) throw notFound(id);
+	return row;
+}
+
+/**
+ * Applies an edit as Scale's update_node: a change of is_active archives (or un-archives) the
+ * node; any is_paused clears is_paused_errors (the scheduler sets it itself); un-pausing clears
+ * pause_reason.
+ */
+export async function updateNode(db: Sequelize, id: number, edit: NodeEdit): Promise<NodeRow> {
+	const set = (k: keyof NodeEdit) => k in edit;
+	const [row] = await write<NodeRow>(
+		db,
+		`UPDATE node SET
+			hostname = CASE WHEN $2::boolean THEN $3 ELSE hostname END,
+			port = CASE WHEN $4::boolean THEN $5::int ELSE port END,
+			is_active = CASE WHEN $6::boolean THEN $7::boolean ELSE is_active END,
+			archived = CASE WHEN $6::boolean AND $7::boolean IS DISTINCT FROM is_active
+				THEN (CASE WHEN $7::boolean THEN NULL ELSE now() END) ELSE archived END,
+			is_paused = CASE WHEN $8::boolean THEN $9::boolean ELSE is_paused END,
+			is_paused_errors = CASE WHEN $8::boolean THEN false ELSE is_paused_errors END,
+			pause_reason = CASE
+				WHEN $8::boolean AND NOT $9::boolean THEN NULL
+				WHEN $10::boolean THEN $11
+				ELSE pause_reason END,
+			last_modified = now()
+		 WHERE id = $1 RETURNING *`,
+		[
+			id,
+			set("hostname"),
+			edit.hostname ?? null,
+			set("port"),
+			edit.port ?? null,
+			set("is_active"),
+			edit.is_active ?? null,
+			set("is_paused"),
+			edit.is_paused ?? null,
+			set("pause_reason"),
+			edit.pause_reason ?? null
+		]
+	);
+	if (!row) throw notFound(id);
+	return row;
+}
+
+// ---- details and status ----------------------------------------------------------------------
+
+export interface Connectivity {
+	/** Moleculer nodeIDs of the agents registered in the cluster now */
+	agents: ReadonlySet<string>;
+	leaseMs: number;
+	now?: Date;
+}
+
+/** Whether a node's agent is registered in the cluster and heard from within the lease. */
+export function isConnected(row: NodeRow, c: Connectivity): boolean {
+	const now = (c.now ?? new Date()).getTime();
+	return (
+		row.agent_id !== null &&
+		c.agents.has(row.agent_id) &&
+		row.last_heartbeat !== null &&
+		now - row.last_heartbeat.getTime() <= c.leaseMs
+	);
+}
+
+const RUNNING_EXE_SQL = `
+	SELECT e.id, e.status, e.command_arguments, e.timeout, e.pre_started, e.pre_completed,
+		e.pre_exit_code, e.job_started, e.job_completed, e.job_exit_code, e.post_started,
+		e.post_completed, e.post_exit_code, e.created, e.queued, e.started, e.ended,
+		e.last_modified, e.node_id, e.cpus_scheduled, e.mem_scheduled, e.disk_in_scheduled,
+		e.disk_out_scheduled, e.disk_total_scheduled,
+		j.id AS job_id, j.job_type_rev_id, j.event_id, j.error_id AS job_error_id,
+		j.status AS job_status, j.priority AS job_priority, j.num_exes AS job_num_exes,
+		row_to_json(t) AS job_type,
+		CASE WHEN er.id IS NULL THEN NULL ELSE json_build_object('id', er.id, 'name', er.name,
+			'title', er.title, 'description', er.description, 'category', er.category) END AS error
+	FROM job_exe e JOIN job j ON j.id = e.job_id JOIN job_type t ON t.id = j.job_type_id
+		LEFT JOIN error er ON er.id = e.error_id
+	WHERE e.status = 'RUNNING' AND e.node_id = ANY($1::int[])
+	ORDER BY e.last_modified, e.id`;
+
+const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+
+/** A running execution as node details and node status show it (Scale's NodeStatusJobExecutionSerializer). */
+export function serializeRunningExe(row: any) {
+	return {
+		id: row.id,
+		status: row.status,
+		command_arguments: row.command_arguments,
+		timeout: row.timeout,
+		pre_started: date(row.pre_started),
+		pre_completed: date(row.pre_completed),
+		pre_exit_code: row.pre_exit_code,
+		job_started: date(row.job_started),
+		job_completed: date(row.job_completed),
+		job_exit_code: row.job_exit_code,
+		post_started: date(row.post_started),
+		post_completed: date(row.post_completed),
+		post_exit_code: row.post_exit_code,
+		created: date(row.created),
+		queued: date(row.queued),
+		started: date(row.started),
+		ended: date(row.ended),
+		last_modified: date(row.last_modified),
+		job: {
+			id: row.job_id,
+			job_type: serializeJobTypeBase(row.job_type),
+			job_type_rev: { id: row.job_type_rev_id },
+			event: { id: row.event_id },
+			error: row.job_error_id === null ? null : { id: row.job_error_id },
+			status: row.job_status,
+			priority: row.job_priority,
+			num_exes: row.job_num_exes
+		},
+		node: { id: row.node_id },
+		error: row.error,
+		cpus_scheduled: num(row.cpus_scheduled),
+		mem_scheduled: num(row.mem_scheduled),
+		disk_in_scheduled: num(row.disk_in_scheduled),
+		disk_out_scheduled: num(row.disk_out_scheduled),
+		disk_total_scheduled: num(row.disk_total_scheduled)
+	};
+}
+
+async function runningExes(db: Sequelize, nodeIds: number[]): Promise<Map<number, any[]>> {
+	const byNode = new Map<number, any[]>();
+	if (nodeIds.length === 0) return byNode;
+	for (const row of await select(db, RUNNING_EXE_SQL, [nodeIds])) {
+		const list = byNode.get(row.node_id) ?? [];
+		list.push(serializeRunningExe(row));
+		byNode.set(row.node_id, list);
+	}
+	return byNode;
+}
+
+/**
+ * GET /nodes/{id}/: the node record, its running executions, and (from the latest offer and the
+ * running executions) its resources, total/scheduled/used; `disconnected` tells whether its agent
+ * is gone from the cluster or out of its lease. `used` is zeros: real-time usage is not measured.
+ */
+export async function getNodeDetails(db: Sequelize, id: number, c: Connectivity) {
+	const row = await getNode(db, id);
+	const running = (await runningExes(db, [id])).get(id) ?? [];
+	const scheduled = running.reduce(
+		(sum, e) => ({
+			cpus: sum.cpus + (e.cpus_scheduled ?? 0),
+			mem: sum.mem + (e.mem_scheduled ?? 0),
+			disk: sum.disk + (e.disk_total_scheduled ?? 0)
+		}),
+		{ cpus: 0, mem: 0, disk: 0 }
+	);
+	const details: Record<string, unknown> = {
+		...serializeNode(row),
+		job_exes_running: running,
+		disconnected: !isConnected(row, c)
+	};
+	if (row.cpus_total !== null || row.mem_total !== null || row.disk_total !== null)
+		details.resources = {
+			total: {
+				cpus: Number(row.cpus_total ?? 0),
+				mem: Number(row.mem_total ?? 0),
+				disk: Number(row.disk_total ?? 0)
+			},
+			scheduled,
+			used: { cpus: 0, mem: 0, disk: 0 }
+		};
+	return details;
+}
+
+const STATUS_SPEC = {
+	orderable: { id: "id" },
+	defaultOrder: ["id"],
+	timeColumn: "last_modified",
+	filters: {}
+};
+
+/**
+ * GET /nodes/status/: one entry per active node (paged), with the counts of the executions it
+ * handled in the range (started defaults to 3 hours ago) by status (and error category for
+ * FAILED), whether it is online, and its running executions.
+ */
+export async function getNodesStatus(
+	db: Sequelize,
+	req: { query: Record<string, unknown>; baseUrl: string; path: string },
+	c: Connectivity
+) {
+	const given = req.query.started;
+	const query =
+		given === undefined || given === "" ? { ...req.query, started: "PT3H" } : req.query;
+	const p = parseListQuery(query, STATUS_SPEC, c.now);
+	const nodes = await select<NodeRow & { __total: string }>(
+		db,
+		`SELECT *, count(*) OVER () AS __total FROM node WHERE is_active
+		 ORDER BY hostname, id LIMIT $1 OFFSET $2`,
+		[p.limit + 1, p.offset]
+	);
+	const hasMore = nodes.length > p.limit;
+	if (hasMore) nodes.pop();
+	let count = nodes.length > 0 ? Number(nodes[0].__total) : 0;
+	if (nodes.length === 0 && p.offset > 0) {
+		const [row] = await select<{ n: string }>(
+			db,
+			"SELECT count(*) AS n FROM node WHERE is_active"
+		);
+		count = Number(row.n);
+	}
+	const ids = nodes.map(n => n.id);
+	const counts = new Map<number, any[]>();
+	if (ids.length > 0) {
+		const rows = await select(
+			db,
+			`SELECT e.node_id, e.status, er.category, count(*) AS n,
+				max(e.last_modified) AS most_recent
+			 FROM job_exe e LEFT JOIN error er ON er.id = e.error_id
+			 WHERE e.node_id = ANY($1::int[]) AND e.last_modified >= $2
+				AND ($3::timestamptz IS NULL OR e.last_modified <= $3)
+			 GROUP BY e.node_id, e.status, er.category
+			 ORDER BY e.node_id, e.status, er.category NULLS FIRST`,
+			[ids, p.started, p.ended]
+		);
+		for (const row of rows) {
+			const list = counts.get(row.node_id) ?? [];
+			list.push({
+				status: row.status,
+				count: Number(row.n),
+				most_recent: date(row.most_recent),
+				category: row.category ?? null
+			});
+			counts.set(row.node_id, list);
+		}
+	}
+	const running = await runningExes(db, ids);
+	return buildEnvelope({
+		count,
+		page: p.page,
+		pageSize: p.pageSize,
+		hasMore,
+		results: nodes.map(n => {
+			delete (n as any).__total;
+			return {
+				node: serializeNode(n),
+				is_online: isConnected(n, c),
+				job_exe_counts: counts.get(n.id) ?? [],
+				job_exes_running: running.get(n.id) ?? []
+			};
+		}),
+		baseUrl: req.baseUrl,
+		path: req.path,
+		query: req.query
+	});
+}

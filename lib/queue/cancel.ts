@@ -1,0 +1,119 @@
+import type { Sequelize, Transaction } from "sequelize";
+import { select, write } from "../db/connection";
+import { BadRequestError, NotFoundError } from "../errors";
+import type { JobStatus } from "../models/job";
+
+/**
+ * Canceling a job (Scale 3.0's Queue.handle_job_cancellation). A job can be canceled unless it
+ * is COMPLETED or already CANCELED (Scale's Job.can_be_canceled): PENDING, BLOCKED, QUEUED,
+ * RUNNING and FAILED jobs become CANCELED (a FAILED one too, as in Scale, its error cleared).
+ */
+
+export const CANCELABLE_STATUSES: JobStatus[] = [
+	"PENDING",
+	"BLOCKED",
+	"QUEUED",
+	"RUNNING",
+	"FAILED"
+];
+
+export interface CancelResult {
+	jobId: number;
+	/** the execution that was live (QUEUED or RUNNING) and is now CANCELED, if there was one */
+	canceledExe: { id: number; previous: "QUEUED" | "RUNNING"; agentId: string | null } | null;
+}
+
+/** The spec answers job update errors in text/plain. */
+const PLAIN = { plainText: true };
+
+function refuse(jobId: number, status: string): BadRequestError {
+	return new BadRequestError(`Job ${jobId} cannot be canceled when in status ${status}`, PLAIN);
+}
+
+/**
+ * Cancels a job inside the caller's transaction, every step guarded on the old state, taking
+ * row locks in the order the scheduler does (queue row, then execution, then job): its queue row
+ * is deleted, its live execution (if any) becomes CANCELED (ended now), and the job CANCELED
+ * (ended and last_status_change now). Throws NotFoundError for an unknown job and
+ * BadRequestError for a COMPLETED or CANCELED one (both text/plain); a refusal rolls back.
+ *
+ * Killing the process of an execution that was RUNNING is the caller's part, after the commit:
+ * `node-agent.cancel` targeted at `canceledExe.agentId`.
+ */
+export async function cancelJob(
+	db: Sequelize,
+	t: Transaction,
+	jobId: number
+): Promise<CancelResult> {
+	const [job] = await select<{ status: JobStatus }>(
+		db,
+		"SELECT status FROM job WHERE id = $1",
+		[jobId],
+		t
+	);
+	if (!job) throw new NotFoundError(`Job ${jobId} not found`, PLAIN);
+	if (!CANCELABLE_STATUSES.includes(job.status)) throw refuse(jobId, job.status);
+
+	await write(db, "DELETE FROM queue WHERE job_id = $1 RETURNING id", [jobId], t);
+	const [exe] = await write<{
+		id: number;
+		previous: "QUEUED" | "RUNNING";
+		agent_id: string | null;
+	}>(
+		db,
+		`WITH live AS (
+			SELECT id, status, agent_id FROM job_exe
+			WHERE job_id = $1 AND status IN ('QUEUED', 'RUNNING')
+			FOR UPDATE
+		 )
+		 UPDATE job_exe x SET status = 'CANCELED', ended = now(), last_modified = now()
+		 FROM live WHERE x.id = live.id
+		 RETURNING x.id, live.status AS previous, live.agent_id`,
+		[jobId],
+		t
+	);
+	const [updated] = await write<{ id: number }>(
+		db,
+		`UPDATE job SET status = 'CANCELED', error_id = NULL, ended = now(),
+			last_status_change = now(), last_modified = now()
+		 WHERE id = $1 AND status = ANY($2::text[])
+		 RETURNING id`,
+		[jobId, CANCELABLE_STATUSES],
+		t
+	);
+	if (!updated) {
+		// The job finished between the first read and the lock: nothing is changed.
+		const [now] = await select<{ status: string }>(
+			db,
+			"SELECT status FROM job WHERE id = $1",
+			[jobId],
+			t
+		);
+		throw refuse(jobId, now?.status ?? "unknown");
+	}
+	return {
+		jobId,
+		canceledExe: exe ? { id: exe.id, previous: exe.previous, agentId: exe.agent_id } : null
+	};
+}
+
+/**
+ * Checks a job update body as Scale's JobDetailsView.patch does: only `status`, and only
+ * CANCELED. Every refusal is a text/plain 400.
+ */
+export function checkJobUpdate(body: Record<string, unknown>): void {
+	const fields = Object.keys(body);
+	if (fields.length === 0)
+		throw new BadRequestError('No fields specified for update (allowed: "status")', PLAIN);
+	const unexpected = fields.filter(f => f !== "status");
+	if (unexpected.length > 0)
+		throw new BadRequestError(
+			`Unexpected fields: ${unexpected.join(", ")} (only "status" may be updated)`,
+			PLAIN
+		);
+	if (body.status !== "CANCELED")
+		throw new BadRequestError(
+			`Invalid or read-only status ${JSON.stringify(body.status)}. Allowed values: CANCELED`,
+			PLAIN
+		);
+}

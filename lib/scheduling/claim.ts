@@ -1,0 +1,261 @@
+import {
+	excludedTypes,
+	hasCapacity,
+	matchBatch,
+	type NodeSlot,
+	type Placement,
+	type QueuedRow,
+	type TypeLimits
+} from "./matching";
+import type { Sql, TxRunner } from "./sql";
+
+/**
+ * The scheduler's claim: queued executions are read from the narrow `queue` table in batches,
+ * in (priority, queued, id) order with FOR UPDATE SKIP LOCKED, matched in memory against the free
+ * resources of the nodes that may take work, and the placed ones are taken off the queue and
+ * marked RUNNING (execution and job) in the same transaction, with set-based statements.
+ */
+
+export interface PassOptions {
+	/** Moleculer nodeIDs of the agents registered in the cluster right now */
+	agents: string[];
+	/** a node whose last heartbeat is older than this is not offered work */
+	leaseMs: number;
+	/** queue rows read per transaction */
+	batchSize: number;
+	/** queue rows read per pass at most, past rows that could not be placed */
+	maxScanRows: number;
+}
+
+export interface PassContext {
+	paused: boolean;
+	nodes: NodeSlot[];
+	limits: TypeLimits;
+}
+
+/** A placed execution, as the claim statement answers it: what the agent's ExecutionSpec needs. */
+export interface PlacedExe {
+	id: number;
+	job_id: number;
+	timeout: number;
+	node_id: number;
+	agent_id: string;
+	cpus: number;
+	mem: number;
+	disk_total: number;
+	data: any;
+	interface: any;
+	job_type_id: number;
+	name: string;
+	version: string;
+	uses_docker: boolean;
+	docker_image: string | null;
+	docker_privileged: boolean;
+	is_long_running: boolean;
+}
+
+/**
+ * Everything one pass needs to know before reading the queue, in one round trip: the scheduler's
+ * pause, the nodes that may take work (active, not paused, their agent registered and heard from
+ * within the lease) with their free resources, and the paused and max_scheduled job types.
+ */
+export async function loadPassContext(
+	sql: Sql,
+	opts: Pick<PassOptions, "agents" | "leaseMs">
+): Promise<PassContext> {
+	const [row] = await sql.query<{ paused: boolean | null; nodes: any[]; types: any[] }>(
+		`SELECT
+			(SELECT is_paused FROM scheduler WHERE id = 1) AS paused,
+			coalesce((SELECT json_agg(json_build_object(
+					'id', n.id, 'agent_id', n.agent_id,
+					'cpus', coalesce(n.cpus_total, 0) - coalesce(s.cpus, 0),
+					'mem', coalesce(n.mem_total, 0) - coalesce(s.mem, 0),
+					'disk', coalesce(n.disk_total, 0) - coalesce(s.disk, 0)) ORDER BY n.id)
+				FROM node n
+				LEFT JOIN LATERAL (
+					SELECT sum(cpus_scheduled) AS cpus, sum(mem_scheduled) AS mem,
+						sum(disk_total_scheduled) AS disk
+					FROM job_exe WHERE status = 'RUNNING' AND node_id = n.id) s ON true
+				WHERE n.is_active AND NOT n.is_paused AND n.agent_id = ANY($1::text[])
+					AND n.last_heartbeat > now() - $2::int * interval '1 millisecond'), '[]') AS nodes,
+			coalesce((SELECT json_agg(json_build_object(
+					'id', t.id, 'paused', t.is_paused, 'max', t.max_scheduled,
+					'running', CASE WHEN t.max_scheduled IS NULL THEN 0 ELSE
+						(SELECT count(*) FROM job j WHERE j.job_type_id = t.id AND j.status = 'RUNNING') END))
+				FROM job_type t WHERE t.is_paused OR t.max_scheduled IS NOT NULL), '[]') AS types`,
+		[opts.agents, Math.round(opts.leaseMs)]
+	);
+	const paused = new Set<number>();
+	const remaining = new Map<number, number>();
+	for (const t of row.types) {
+		if (t.paused) paused.add(t.id);
+		else if (t.max !== null) remaining.set(t.id, t.max - Number(t.running));
+	}
+	return {
+		paused: !!row.paused,
+		nodes: row.nodes.map(n => ({
+			id: n.id,
+			agentId: n.agent_id,
+			free: { cpus: Number(n.cpus), mem: Number(n.mem), disk: Number(n.disk) }
+		})),
+		limits: { paused, remaining }
+	};
+}
+
+const CLAIM_COLUMNS = `id, job_exe_id, job_id, job_type_id, priority, cpus_required, mem_required,
+	disk_in_required, disk_out_required, disk_total_required, queued::text AS queued_key`;
+
+/**
+ * Locks the next batch of queue rows after `after` (keyset on the claim index), skipping rows
+ * another transaction holds and rows of the excluded job types.
+ */
+export async function claimBatch(
+	sql: Sql,
+	after: QueuedRow | null,
+	excluded: number[],
+	limit: number
+): Promise<QueuedRow[]> {
+	const rows = after
+		? await sql.query(
+				`SELECT ${CLAIM_COLUMNS} FROM queue
+				 WHERE (priority, queued, id) > ($1::int, $2::timestamptz, $3::int)
+				   AND job_type_id <> ALL($4::int[])
+				 ORDER BY priority, queued, id LIMIT $5 FOR UPDATE SKIP LOCKED`,
+				[after.priority, after.queuedKey, after.id, excluded, limit]
+			)
+		: await sql.query(
+				`SELECT ${CLAIM_COLUMNS} FROM queue
+				 WHERE job_type_id <> ALL($1::int[])
+				 ORDER BY priority, queued, id LIMIT $2 FOR UPDATE SKIP LOCKED`,
+				[excluded, limit]
+			);
+	return rows.map(r => ({
+		id: r.id,
+		jobExeId: r.job_exe_id,
+		jobId: r.job_id,
+		jobTypeId: r.job_type_id,
+		priority: r.priority,
+		cpus: Number(r.cpus_required),
+		mem: Number(r.mem_required),
+		diskIn: Number(r.disk_in_required),
+		diskOut: Number(r.disk_out_required),
+		diskTotal: Number(r.disk_total_required),
+		queuedKey: r.queued_key
+	}));
+}
+
+/**
+ * (Every set-based statement here and in finish.ts names its rows with `id = ANY($n)` beside the
+ * join on the unnest: that makes PostgreSQL look them up by index, where a join alone may be
+ * planned as a hash over a scan of the whole table. And no statement joins one CTE's output to
+ * another's: their row counts are unknown to the planner, which may then nest loops over them,
+ * quadratic in the batch size; `= ANY(ARRAY(SELECT ... FROM cte))` is computed once instead.)
+ *
+ * Takes the placed rows off the queue and marks their executions RUNNING (node, agent, started,
+ * scheduled resources, command arguments from the interface when the queue left them unset) and
+ * their jobs RUNNING, in one statement. Each transition is guarded on QUEUED: a queue row whose
+ * execution is no longer QUEUED is dropped and nothing is sent for it.
+ */
+export async function applyPlacements(sql: Sql, placements: Placement[]): Promise<PlacedExe[]> {
+	if (placements.length === 0) return [];
+	const col = <T>(f: (p: Placement) => T) => placements.map(f);
+	return sql
+		.query<PlacedExe>(
+			`WITH u AS (
+			SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::text[], $5::float8[],
+				$6::float8[], $7::float8[], $8::float8[], $9::float8[])
+				AS u(queue_id, exe_id, node_id, agent_id, cpus, mem, disk_in, disk_out, disk_total)
+		),
+		d AS (DELETE FROM queue q WHERE q.id = ANY($1::int[])),
+		e AS (
+			UPDATE job_exe e SET status = 'RUNNING', node_id = u.node_id, agent_id = u.agent_id,
+				started = now(), cpus_scheduled = u.cpus, mem_scheduled = u.mem,
+				disk_in_scheduled = u.disk_in, disk_out_scheduled = u.disk_out,
+				disk_total_scheduled = u.disk_total,
+				command_arguments = coalesce(e.command_arguments, r.interface->>'command_arguments'),
+				environment = coalesce(e.environment, '{}'::jsonb), last_modified = now()
+			FROM u, job j, job_type_rev r, job_type t
+			WHERE e.id = ANY($2::int[]) AND e.id = u.exe_id AND e.status = 'QUEUED'
+				AND j.id = e.job_id AND r.id = j.job_type_rev_id AND t.id = j.job_type_id
+			RETURNING e.id, e.job_id, e.timeout, u.node_id, u.agent_id, u.cpus, u.mem,
+				u.disk_total, j.data, r.interface, j.job_type_id, t.name, t.version,
+				t.uses_docker, t.docker_image, t.docker_privileged, t.is_long_running
+		),
+		jr AS (
+			UPDATE job SET status = 'RUNNING', started = now(), last_status_change = now(),
+				last_modified = now()
+			WHERE job.id = ANY($10::int[]) AND job.id = ANY(ARRAY(SELECT job_id FROM e))
+				AND job.status = 'QUEUED'
+		)
+		SELECT * FROM e ORDER BY id`,
+			[
+				col(p => p.row.id),
+				col(p => p.row.jobExeId),
+				col(p => p.node.id),
+				col(p => p.node.agentId),
+				col(p => p.row.cpus),
+				col(p => p.row.mem),
+				col(p => p.row.diskIn),
+				col(p => p.row.diskOut),
+				col(p => p.row.diskTotal),
+				col(p => p.row.jobId)
+			]
+		)
+		.then(rows =>
+			rows.map(r => ({
+				...r,
+				cpus: Number(r.cpus),
+				mem: Number(r.mem),
+				disk_total: Number(r.disk_total)
+			}))
+		);
+}
+
+export interface PassResult {
+	/** executions marked RUNNING this pass, to hand to their agents */
+	placed: PlacedExe[];
+	/** queue rows read */
+	scanned: number;
+	/** why the pass stopped */
+	stop: "paused" | "no-nodes" | "queue-end" | "full" | "scan-limit";
+}
+
+/**
+ * One scheduling pass: reads the context, then claims batches from the head of the queue. Rows
+ * that cannot be placed stay queued (their locks go with the batch's commit) and the next batch
+ * continues after them by keyset, up to `maxScanRows` rows, so a head of unplaceable work never
+ * starves placeable work behind it. Each batch is its own transaction.
+ */
+export async function schedulePass(
+	sql: Sql,
+	transaction: TxRunner,
+	opts: PassOptions
+): Promise<PassResult> {
+	const ctx = await loadPassContext(sql, opts);
+	const placed: PlacedExe[] = [];
+	if (ctx.paused) return { placed, scanned: 0, stop: "paused" };
+	if (ctx.nodes.length === 0) return { placed, scanned: 0, stop: "no-nodes" };
+	let after: QueuedRow | null = null;
+	let scanned = 0;
+	for (;;) {
+		const excluded = excludedTypes(ctx.limits);
+		const limit = Math.max(1, Math.min(opts.batchSize, opts.maxScanRows - scanned));
+		const batch: { rows: number; last: QueuedRow | null; placed: PlacedExe[] } =
+			await transaction(async tx => {
+				const rows = await claimBatch(tx, after, excluded, limit);
+				if (rows.length === 0) return { rows: 0, last: null, placed: [] };
+				const { placed: matches } = matchBatch(rows, ctx.nodes, ctx.limits);
+				return {
+					rows: rows.length,
+					last: rows[rows.length - 1],
+					placed: await applyPlacements(tx, matches)
+				};
+			});
+		placed.push(...batch.placed);
+		scanned += batch.rows;
+		if (batch.rows < limit) return { placed, scanned, stop: "queue-end" };
+		if (!hasCapacity(ctx.nodes)) return { placed, scanned, stop: "full" };
+		if (scanned >= opts.maxScanRows) return { placed, scanned, stop: "scan-limit" };
+		after = batch.last;
+	}
+}

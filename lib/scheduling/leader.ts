@@ -1,0 +1,122 @@
+import { Client } from "pg";
+
+/** The advisory lock key of the scheduler's leadership ("SCALE" + 1). */
+export const SCHEDULER_LOCK_KEY = 0x5ca1e001;
+
+export interface LeaderOptions {
+	url: string;
+	key?: number;
+	/** how long to wait between attempts while another process leads */
+	retryMs?: number;
+	/** called with the dedicated connection once the lock is held */
+	onAcquired: (client: Client) => void;
+	/** called when the lock is lost (its connection died) or given up (stop) */
+	onLost: (reason: string) => void;
+	log?: (message: string, error?: unknown) => void;
+}
+
+/**
+ * One leader at a time across replicas: a session-level `pg_try_advisory_lock` held on a
+ * dedicated connection. Losers try again every `retryMs`. The lock goes with its connection, so
+ * a leader that dies (or whose connection dies) frees it at once for another replica, and the
+ * holder learns of the loss from the connection's error or end.
+ */
+export class LeaderLock {
+	private client: Client | null = null;
+	private timer: NodeJS.Timeout | null = null;
+	private leading = false;
+	private stopped = false;
+	private readonly key: number;
+	private readonly retryMs: number;
+
+	constructor(private readonly opts: LeaderOptions) {
+		this.key = opts.key ?? SCHEDULER_LOCK_KEY;
+		this.retryMs = opts.retryMs ?? 3000;
+	}
+
+	get isLeader(): boolean {
+		return this.leading;
+	}
+
+	/** Starts trying; resolves after the first attempt. */
+	async start(): Promise<void> {
+		this.stopped = false;
+		await this.attempt();
+	}
+
+	/** Gives the lock up (closing its connection) and stops trying. */
+	async stop(): Promise<void> {
+		this.stopped = true;
+		if (this.timer) clearTimeout(this.timer);
+		this.timer = null;
+		const client = this.client;
+		this.client = null;
+		if (this.leading) {
+			this.leading = false;
+			this.opts.onLost("stopped");
+		}
+		if (client) await client.end().catch(() => undefined);
+	}
+
+	private later(): void {
+		if (this.stopped || this.timer) return;
+		this.timer = setTimeout(() => {
+			this.timer = null;
+			void this.attempt();
+		}, this.retryMs);
+		this.timer.unref?.();
+	}
+
+	private lose(client: Client, reason: string): void {
+		if (this.client !== client) return;
+		this.client = null;
+		client.end().catch(() => undefined);
+		if (this.leading) {
+			this.leading = false;
+			this.opts.onLost(reason);
+		}
+		this.later();
+	}
+
+	private async attempt(): Promise<void> {
+		if (this.stopped || this.leading) return;
+		try {
+			if (!this.client) {
+				const client = new Client({
+					connectionString: this.opts.url,
+					keepAlive: true,
+					query_timeout: 30000,
+					application_name: "scale-scheduler-leader"
+				});
+				client.on("error", error => {
+					this.opts.log?.("leader connection failed", error);
+					this.lose(client, `connection error: ${error.message}`);
+				});
+				client.on("end", () => this.lose(client, "connection ended"));
+				this.client = client;
+				await client.connect();
+			}
+			const client = this.client;
+			const { rows } = await client.query("SELECT pg_try_advisory_lock($1) AS ok", [
+				this.key
+			]);
+			if (this.stopped || this.client !== client) {
+				if (rows[0]?.ok) await client.end().catch(() => undefined);
+				return;
+			}
+			if (rows[0]?.ok) {
+				this.leading = true;
+				this.opts.onAcquired(client);
+				return;
+			}
+		} catch (error) {
+			this.opts.log?.("leader lock attempt failed", error);
+			if (this.client) {
+				const client = this.client;
+				this.client = null;
+				client.end().catch(() => undefined);
+			}
+		}
+		this.later();
+	}
+}

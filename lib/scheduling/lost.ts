@@ -1,0 +1,49 @@
+import type { Sql } from "./sql";
+
+/**
+ * Executions whose agent is gone: RUNNING on a node whose last heartbeat is older than the lease,
+ * or whose node now has another agent (or none: cleared on disconnect), or, when `agents` is
+ * given, whose agent is not registered in the cluster. Oldest first, at most `limit`.
+ */
+export async function findLostExecutions(
+	sql: Sql,
+	opts: { leaseMs: number; agents: string[] | null; limit?: number }
+): Promise<{ id: number; agent_id: string | null }[]> {
+	return sql.query(
+		`SELECT e.id, e.agent_id FROM job_exe e JOIN node n ON n.id = e.node_id
+		 WHERE e.status = 'RUNNING'
+		   AND (n.last_heartbeat IS NULL
+			OR n.last_heartbeat < now() - $1::int * interval '1 millisecond'
+			OR n.agent_id IS DISTINCT FROM e.agent_id
+			OR ($2::boolean AND e.agent_id <> ALL($3::text[])))
+		 ORDER BY e.id LIMIT $4`,
+		[Math.round(opts.leaseMs), opts.agents !== null, opts.agents ?? [], opts.limit ?? 1000]
+	);
+}
+
+/**
+ * Executions an agent should be running but does not report, started more than `graceMs` ago
+ * (younger ones may still be on their way to it, or their end on its way here).
+ */
+export async function findForgottenExecutions(
+	sql: Sql,
+	opts: { nodeId: number; agentId: string; running: number[]; graceMs: number }
+): Promise<number[]> {
+	const rows = await sql.query<{ id: number }>(
+		`SELECT id FROM job_exe
+		 WHERE status = 'RUNNING' AND node_id = $1 AND agent_id = $2
+		   AND id <> ALL($3::int[]) AND started < now() - $4::int * interval '1 millisecond'
+		 ORDER BY id`,
+		[opts.nodeId, opts.agentId, opts.running, Math.round(opts.graceMs)]
+	);
+	return rows.map(r => r.id);
+}
+
+/** The executions still RUNNING on one agent (one that just left the cluster). */
+export async function findExecutionsOfAgent(sql: Sql, agentId: string): Promise<number[]> {
+	const rows = await sql.query<{ id: number }>(
+		`SELECT id FROM job_exe WHERE status = 'RUNNING' AND agent_id = $1 ORDER BY id`,
+		[agentId]
+	);
+	return rows.map(r => r.id);
+}

@@ -1,0 +1,84 @@
+import type { Client } from "pg";
+import type { Sequelize, Transaction } from "sequelize";
+import { select } from "../db/connection";
+
+/**
+ * What the scheduling code needs from a database connection: one statement with positional
+ * binds, answering its rows. The leader runs it on its dedicated lock connection; completions and
+ * failures run it on a pooled connection inside a Sequelize transaction.
+ */
+export interface Sql {
+	query<T = Record<string, any>>(text: string, values?: unknown[]): Promise<T[]>;
+}
+
+/** Runs `fn` inside one transaction, handing it the transaction's Sql. */
+export type TxRunner = <T>(fn: (sql: Sql) => Promise<T>) => Promise<T>;
+
+/** An Sql over a plain `pg` client (the leader's lock connection). */
+export function clientSql(client: Pick<Client, "query">): Sql {
+	return {
+		async query<T>(text: string, values: unknown[] = []) {
+			return (await client.query(text, values)).rows as T[];
+		}
+	};
+}
+
+/** A transaction on a plain `pg` client: BEGIN, fn, COMMIT (ROLLBACK when fn throws). */
+export function clientTransaction(client: Pick<Client, "query">): TxRunner {
+	const sql = clientSql(client);
+	return async fn => {
+		await client.query("BEGIN");
+		try {
+			const result = await fn(sql);
+			await client.query("COMMIT");
+			return result;
+		} catch (error) {
+			await client.query("ROLLBACK").catch(() => undefined);
+			throw error;
+		}
+	};
+}
+
+/** An Sql on the pool, each statement on its own connection (no transaction). */
+export function poolSql(db: Sequelize): Sql {
+	return { query: (text, values = []) => select(db, text, values) as Promise<any[]> };
+}
+
+/** A transaction on the pool (Sequelize's, so the shared connection helpers can join it). */
+export function poolTransaction(db: Sequelize): TxRunner {
+	return fn =>
+		db.transaction((t: Transaction) =>
+			fn({ query: (text, values = []) => select(db, text, values, t) as Promise<any[]> })
+		);
+}
+
+/**
+ * Whether a database error is worth repeating the whole transaction for: a deadlock or
+ * serialization failure (class 40), a lost connection (08), too many connections or an
+ * out-of-resources condition (53), an administrator's cancel or restart (57).
+ */
+export function isTransientDbError(error: unknown): boolean {
+	const e = error as {
+		code?: unknown;
+		original?: { code?: unknown };
+		parent?: { code?: unknown };
+	};
+	const code = String(e?.code ?? e?.original?.code ?? e?.parent?.code ?? "");
+	if (/^(40|08|53|57)/.test(code)) return true;
+	const message = String((error as Error)?.message ?? "");
+	return /Connection terminated|ECONNRESET|ECONNREFUSED|connection is closed|Client has encountered a connection error/i.test(
+		message
+	);
+}
+
+/** Runs a transaction, repeating it (up to `attempts` times) after a deadlock or serialization failure. */
+export async function withRetry<T>(run: () => Promise<T>, attempts = 3): Promise<T> {
+	for (let attempt = 1; ; attempt++) {
+		try {
+			return await run();
+		} catch (error) {
+			const code = String((error as any)?.code ?? (error as any)?.original?.code ?? "");
+			if (attempt >= attempts || !/^40/.test(code)) throw error;
+		}
+	}
+}

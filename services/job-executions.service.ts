@@ -1,0 +1,104 @@
+import type { Context, ServiceSchema } from "moleculer";
+import { DbMixin } from "../mixins/db.mixin";
+import { ListMixin } from "../mixins/list.mixin";
+import type { ExecutionLogs } from "../lib/agent/protocol";
+import { QUERY_SCHEMA } from "../lib/validation/schema";
+import {
+	ENDED_EXE_STATUSES,
+	getJobExeDetails,
+	getJobExeListRow,
+	JOB_EXE_LIST,
+	loadStoredLogs,
+	serializeJobExe,
+	serializeJobExeLogs,
+	type JobExeListRow
+} from "../lib/models/job-exe";
+import type { RequestMeta } from "../types/meta";
+
+const ID = { type: "integer", minimum: 1 };
+/** How long the logs view waits for a running execution's agent. */
+const AGENT_LOGS_TIMEOUT_MS = 10000;
+
+interface LogsParams {
+	id: number;
+	/** one stream as text/plain (what current_stdout_url and current_stderr_url point at) */
+	stream?: "stdout" | "stderr";
+}
+
+/**
+ * Job executions: list, details and logs. The logs of a running execution are read live from
+ * the agent running it (`node-agent.logs`, targeted at its nodeID); once the execution has ended
+ * (or when its agent does not answer) they come from storage (job_exe_log).
+ */
+const JobExecutionsService: ServiceSchema = {
+	name: "job-executions",
+	mixins: [DbMixin(), ListMixin<JobExeListRow>(JOB_EXE_LIST, rows => rows.map(serializeJobExe))],
+
+	actions: {
+		get: {
+			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			async handler(this: any, ctx: Context<{ id: number }, RequestMeta>) {
+				return getJobExeDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
+			}
+		},
+
+		logs: {
+			params: {
+				[QUERY_SCHEMA]: true,
+				type: "object",
+				required: ["id"],
+				properties: { id: ID, stream: { type: "string", enum: ["stdout", "stderr"] } }
+			} as any,
+			async handler(this: any, ctx: Context<LogsParams, RequestMeta>) {
+				let row: JobExeListRow = await getJobExeListRow(this.db, ctx.params.id);
+				let logs: ExecutionLogs | null = null;
+				if (row.status === "RUNNING" && row.agent_id) {
+					logs = await this.liveLogs(ctx, row.id, row.agent_id);
+					// The agent may have finished it meanwhile: read the record again.
+					if (!logs) row = await getJobExeListRow(this.db, ctx.params.id);
+				}
+				if (!logs)
+					logs = {
+						...(await loadStoredLogs(this.db, row.id)),
+						is_finished: ENDED_EXE_STATUSES.includes(row.status)
+					};
+				if (ctx.params.stream) {
+					ctx.meta.$responseType = "text/plain; charset=utf-8";
+					return logs[ctx.params.stream] ?? "";
+				}
+				return serializeJobExeLogs(row, logs);
+			}
+		}
+	},
+
+	methods: {
+		/** The logs as the agent has them now, or null when it does not answer. */
+		async liveLogs(
+			this: any,
+			ctx: Context,
+			jobExeId: number,
+			agentId: string
+		): Promise<ExecutionLogs | null> {
+			try {
+				const live = (await ctx.call(
+					"node-agent.logs",
+					{ jobExeId },
+					{ nodeID: agentId, retries: 0, timeout: AGENT_LOGS_TIMEOUT_MS }
+				)) as ExecutionLogs;
+				return {
+					stdout: live?.stdout ?? "",
+					stderr: live?.stderr ?? "",
+					is_finished: !!live?.is_finished
+				};
+			} catch (err) {
+				this.logger.warn(
+					{ err, jobExeId, agentId },
+					"live logs unavailable; answering the stored logs"
+				);
+				return null;
+			}
+		}
+	}
+};
+
+export default JobExecutionsService;

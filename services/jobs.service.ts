@@ -1,0 +1,116 @@
+import { Errors, type Context, type ServiceSchema } from "moleculer";
+import type { Transaction } from "sequelize";
+import { DbMixin } from "../mixins/db.mixin";
+import { ListMixin, listParamsSchema } from "../mixins/list.mixin";
+import { runList } from "../lib/list/run";
+import {
+	getJobDetails,
+	JOB_LIST,
+	JOB_UPDATES_LIST,
+	serializeJob,
+	serializeJobUpdates,
+	type JobListRow
+} from "../lib/models/job";
+import { cancelJob, checkJobUpdate } from "../lib/queue/cancel";
+import type { RequestMeta } from "../types/meta";
+
+const ID = { type: "integer", minimum: 1 };
+const REPEATABLE = {
+	type: ["array", "object"],
+	items: { type: "string" },
+	additionalProperties: { type: "string" }
+};
+/** The spec answers job update errors in text/plain. */
+const PLAIN = { plainText: true };
+/** How long a cancel waits for the agent to acknowledge the kill. */
+const AGENT_CANCEL_TIMEOUT_MS = 10000;
+
+/**
+ * Jobs: list, updates, details and cancel (PATCH /jobs/{id}/ with {"status": "CANCELED"}).
+ * The work is in lib/models/job and lib/queue/cancel.
+ */
+const JobsService: ServiceSchema = {
+	name: "jobs",
+	mixins: [DbMixin(), ListMixin<JobListRow>(JOB_LIST, rows => rows.map(serializeJob))],
+
+	actions: {
+		updates: {
+			params: listParamsSchema(
+				Object.fromEntries(Object.keys(JOB_UPDATES_LIST.filters).map(f => [f, REPEATABLE]))
+			) as any,
+			handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+				return runList(
+					this.db,
+					JOB_UPDATES_LIST,
+					{
+						query: ctx.meta.query ?? ctx.params,
+						baseUrl: ctx.meta.baseUrl ?? "http://127.0.0.1",
+						path: ctx.meta.path ?? "/api/jobs/updates/"
+					},
+					(rows: JobListRow[]) => serializeJobUpdates(this.db, rows)
+				);
+			}
+		},
+
+		get: {
+			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			async handler(this: any, ctx: Context<{ id: number }>) {
+				return getJobDetails(this.db, ctx.params.id);
+			}
+		},
+
+		/**
+		 * Cancels the job: its queue row goes, its live execution and the job become CANCELED in
+		 * one transaction; a process that was running is then killed through its agent. Errors
+		 * are text/plain (400, 404, and 500 for anything unexpected).
+		 */
+		update: {
+			async handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+				const { id, ...body } = ctx.params;
+				checkJobUpdate(body);
+				const jobId = Number(id);
+				try {
+					const { result, details } = await this.db.transaction(
+						async (t: Transaction) => {
+							const result = await cancelJob(this.db, t, jobId);
+							return { result, details: await getJobDetails(this.db, jobId, t) };
+						}
+					);
+					const exe = result.canceledExe;
+					if (exe && exe.previous === "RUNNING" && exe.agentId)
+						await this.killOnAgent(ctx, exe.id, exe.agentId);
+					return details;
+				} catch (err: any) {
+					if (err instanceof Errors.MoleculerError && err.code < 500) throw err;
+					this.logger.error({ err, jobId }, "job cancel failed");
+					throw new Errors.MoleculerError(
+						`Job ${jobId} could not be canceled: ${err?.message ?? err}. Repeating the request may succeed.`,
+						500,
+						"SERVER_ERROR",
+						PLAIN
+					);
+				}
+			}
+		}
+	},
+
+	methods: {
+		/** Asks the execution's agent to kill its process; a failure is logged, not answered. */
+		async killOnAgent(this: any, ctx: Context, jobExeId: number, agentId: string) {
+			try {
+				await ctx.call(
+					"node-agent.cancel",
+					{ jobExeId },
+					{ nodeID: agentId, retries: 0, timeout: AGENT_CANCEL_TIMEOUT_MS }
+				);
+			} catch (err) {
+				this.logger.warn(
+					{ err, jobExeId, agentId },
+					"the agent could not be told to kill a canceled execution"
+				);
+			}
+		}
+	}
+};
+
+export default JobsService;

@@ -1,0 +1,335 @@
+import os from "os";
+import path from "path";
+import { Errors, type Context, type ServiceSchema } from "moleculer";
+import type { AgentConfig } from "../lib/config";
+import { NotFoundError } from "../lib/errors";
+import { NodeAgent } from "../lib/agent/agent";
+import { measureResources, readSlaveId } from "../lib/agent/resources";
+import { EXECUTION_SPEC_SCHEMA, JOB_EXE_ID_SCHEMA } from "../lib/agent/spec-schema";
+import type {
+	ExecutionFinished,
+	ExecutionSpec,
+	ExecutionStep,
+	NodeHeartbeat,
+	NodeRegistration
+} from "../lib/agent/protocol";
+
+/**
+ * The node agent: one per machine, no database. Registers its node and heartbeats to the
+ * `nodes` service, runs the executions the scheduler hands it (lib/agent/agent.ts), and reports
+ * their steps and results to the `scheduler` service. See lib/agent/protocol.ts for the messages.
+ *
+ * Towards the control plane:
+ * - `nodes.register` at start, retried every registerRetryMs until it answers, and again when a
+ *   heartbeat answer does not know the node (`ok: false`, no nodeId, or a NOT_FOUND error).
+ * - `nodes.heartbeat` every heartbeatMs with the current offer and the executions held here
+ *   (running, or finished with the report not yet acknowledged). A failed call is logged and the
+ *   next beat tries again.
+ * - `scheduler.exeStep` for each step's start and end, best effort, in order.
+ * - `scheduler.exeFinished` once per execution, after its steps, retried every finishRetryMs
+ *   while the call fails for want of a peer (no service, timeout, server error), so a result
+ *   survives a control-plane restart. An answer of any kind ends the retries (a 4xx refusal is
+ *   logged as an error: retrying would not change it).
+ */
+
+interface Settings {
+	agent: AgentConfig;
+	port: number;
+	heartbeatMs: number;
+	registerRetryMs: number;
+	finishRetryMs: number;
+	killGraceMs: number;
+	dockerCommand: string;
+	logCapBytes: number;
+	keepFailedMs: number;
+	callTimeoutMs: number;
+}
+
+const DEFAULT_AGENT: AgentConfig = {
+	workDir: path.resolve("./data/agent"),
+	cpus: null,
+	memMiB: null,
+	diskMiB: null,
+	launchers: 2
+};
+
+/** Errors worth retrying: no peer, a timeout, a server-side failure; not a refusal (4xx). */
+function isRetryable(error: any): boolean {
+	if (error?.retryable) return true;
+	const code = Number(error?.code);
+	return !(code >= 400 && code < 500);
+}
+
+function isUnknownNode(answer: any): boolean {
+	return !answer || answer.ok === false || answer.nodeId === null;
+}
+
+const NodeAgentService: ServiceSchema<Settings> = {
+	name: "node-agent",
+
+	settings: {
+		agent: DEFAULT_AGENT,
+		port: 8000,
+		heartbeatMs: 5000,
+		registerRetryMs: 2000,
+		finishRetryMs: 2000,
+		killGraceMs: 5000,
+		dockerCommand: "docker",
+		// the tail of stdout and of stderr kept for reports and live logs; a report carries both,
+		// and NATS refuses messages above its max_payload (1 MB by default)
+		logCapBytes: 256 * 1024,
+		keepFailedMs: 24 * 3600 * 1000,
+		callTimeoutMs: 30 * 1000
+	},
+
+	actions: {
+		/** Accepts an execution and runs it in the background; a repeat is accepted and ignored. */
+		run: {
+			params: EXECUTION_SPEC_SCHEMA as any,
+			handler(this: any, ctx: Context<ExecutionSpec>) {
+				const outcome = this.agent.run(ctx.params);
+				if (outcome === "known")
+					this.logger.info(
+						`execution ${ctx.params.jobExeId} is already known here: not run again`
+					);
+				else if (outcome === "stopping")
+					this.logger.warn(
+						`execution ${ctx.params.jobExeId} arrived while the agent stops: not run (the control plane will find it lost)`
+					);
+				return { accepted: true };
+			}
+		},
+
+		/** SIGTERM, then SIGKILL after killGraceMs; the execution ends CANCELED. */
+		cancel: {
+			params: JOB_EXE_ID_SCHEMA as any,
+			handler(this: any, ctx: Context<{ jobExeId: number }>) {
+				return { found: this.agent.cancel(ctx.params.jobExeId) };
+			}
+		},
+
+		/** Live stdout/stderr (their tails); NOT_FOUND when the execution is not held here. */
+		logs: {
+			params: JOB_EXE_ID_SCHEMA as any,
+			async handler(this: any, ctx: Context<{ jobExeId: number }>) {
+				const logs = await this.agent.logs(ctx.params.jobExeId);
+				if (!logs)
+					throw new NotFoundError(
+						`execution ${ctx.params.jobExeId} is not held by the agent ${this.broker.nodeID}`
+					);
+				return logs;
+			}
+		}
+	},
+
+	methods: {
+		/** A warning, at most once a minute for the same kind of problem. */
+		warnOnce(this: any, key: string, message: string) {
+			const now = Date.now();
+			if ((this.warned.get(key) ?? 0) > now) return;
+			this.warned.set(key, now + 60_000);
+			this.logger.warn(message);
+		},
+
+		/** Waits `ms`, or less when the service stops. */
+		pause(this: any, ms: number): Promise<void> {
+			return new Promise(resolve => {
+				if (this.stopping) return resolve();
+				const timer = setTimeout(() => {
+					this.pauses.delete(wake);
+					resolve();
+				}, ms);
+				const wake = () => {
+					clearTimeout(timer);
+					resolve();
+				};
+				this.pauses.add(wake);
+			});
+		},
+
+		async resources(this: any) {
+			const agent: AgentConfig = this.settings.agent;
+			return measureResources(agent.workDir, {
+				cpus: agent.cpus,
+				memMiB: agent.memMiB,
+				diskMiB: agent.diskMiB
+			});
+		},
+
+		/** Registers the node, retrying until it answers (one loop at a time). */
+		async register(this: any) {
+			if (this.registering) return;
+			this.registering = true;
+			try {
+				while (!this.stopping) {
+					// waiting for the service (rather than calling it) also covers the start of a
+					// process running the control plane too, whose services may still be starting
+					const available = await this.broker
+						.waitForServices(["nodes"], this.settings.registerRetryMs, 50)
+						.then(
+							() => true,
+							() => false
+						);
+					if (this.stopping) return;
+					if (!available) {
+						this.warnOnce(
+							"register",
+							`no nodes service answers: registration retried every ${this.settings.registerRetryMs / 1000} s`
+						);
+						continue;
+					}
+					try {
+						const registration: NodeRegistration = {
+							agentId: this.broker.nodeID,
+							slaveId: this.slaveId,
+							hostname: os.hostname(),
+							port: this.settings.port,
+							resources: await this.resources()
+						};
+						const answer = await this.broker.call("nodes.register", registration, {
+							timeout: this.settings.callTimeoutMs
+						});
+						this.nodeId = answer?.nodeId ?? null;
+						this.registered = true;
+						this.warned.delete("register");
+						this.logger.info(
+							`registered as node ${this.nodeId} (slave id ${this.slaveId})`
+						);
+						return;
+					} catch (error: any) {
+						this.warnOnce(
+							"register",
+							`node registration failed (retrying every ${this.settings.registerRetryMs / 1000} s): ${error?.message ?? error}`
+						);
+					}
+					await this.pause(this.settings.registerRetryMs);
+				}
+			} finally {
+				this.registering = false;
+			}
+		},
+
+		async heartbeat(this: any) {
+			if (!this.registered || this.stopping || this.beating) return;
+			if (!this.broker.registry.hasService("nodes")) {
+				this.warnOnce("heartbeat", "no nodes service answers: heartbeats wait for one");
+				return;
+			}
+			this.beating = true;
+			try {
+				const beat: NodeHeartbeat = {
+					agentId: this.broker.nodeID,
+					slaveId: this.slaveId,
+					resources: await this.resources(),
+					running: this.agent.running()
+				};
+				const answer = await this.broker.call("nodes.heartbeat", beat, {
+					timeout: this.settings.callTimeoutMs
+				});
+				this.warned.delete("heartbeat");
+				if (isUnknownNode(answer)) {
+					this.logger.info(
+						"the control plane does not know this node: registering again"
+					);
+					this.registered = false;
+					void this.register();
+				}
+			} catch (error: any) {
+				if (error?.type === "NOT_FOUND" || (error?.code === 404 && !error?.retryable)) {
+					this.registered = false;
+					void this.register();
+					return;
+				}
+				this.warnOnce("heartbeat", `heartbeat failed: ${error?.message ?? error}`);
+			} finally {
+				this.beating = false;
+			}
+		},
+
+		/** Reports a step, best effort: a failure is logged (once a minute at most), not retried. */
+		async sendStep(this: any, step: ExecutionStep) {
+			try {
+				if (!this.broker.registry.hasService("scheduler"))
+					throw new Error("no scheduler service answers");
+				await this.broker.call("scheduler.exeStep", step, {
+					timeout: this.settings.callTimeoutMs
+				});
+			} catch (error: any) {
+				this.warnOnce(
+					"step",
+					`execution ${step.jobExeId}: its ${step.step} ${step.event} step was not reported (best effort): ${error?.message ?? error}`
+				);
+			}
+		},
+
+		/** Calls scheduler.exeFinished until it answers (or the service stops). */
+		async deliver(this: any, report: ExecutionFinished) {
+			while (!this.stopping) {
+				try {
+					if (!this.broker.registry.hasService("scheduler"))
+						throw new Errors.ServiceNotFoundError({ action: "scheduler.exeFinished" });
+					await this.broker.call("scheduler.exeFinished", report, {
+						timeout: this.settings.callTimeoutMs
+					});
+					return;
+				} catch (error: any) {
+					if (!isRetryable(error)) {
+						this.logger.error(
+							`execution ${report.jobExeId}: the scheduler refused its result (${error?.message ?? error}); not retried`
+						);
+						return;
+					}
+					this.warnOnce(
+						"finished",
+						`execution ${report.jobExeId}: reporting its end failed (retrying every ${this.settings.finishRetryMs / 1000} s): ${error?.message ?? error}`
+					);
+				}
+				await this.pause(this.settings.finishRetryMs);
+			}
+		}
+	},
+
+	created(this: any) {
+		this.settings.agent = { ...DEFAULT_AGENT, ...this.settings.agent };
+		this.warned = new Map<string, number>();
+		this.pauses = new Set<() => void>();
+		this.stopping = false;
+		this.registered = false;
+		this.registering = false;
+		this.beating = false;
+		this.nodeId = null;
+	},
+
+	async started(this: any) {
+		const settings: Settings = this.settings;
+		this.slaveId = await readSlaveId(settings.agent.workDir);
+		this.agent = new NodeAgent({
+			agentId: this.broker.nodeID,
+			workDir: settings.agent.workDir,
+			launchers: settings.agent.launchers,
+			killGraceMs: settings.killGraceMs,
+			dockerCommand: settings.dockerCommand,
+			logCapBytes: settings.logCapBytes,
+			keepFailedMs: settings.keepFailedMs,
+			sendStep: (step: ExecutionStep) => this.sendStep(step),
+			deliver: (report: ExecutionFinished) => this.deliver(report),
+			warn: (message: string) => this.logger.warn(message)
+		});
+		await this.agent.prune();
+		this.pruneTimer = setInterval(() => void this.agent.prune(), 3600 * 1000);
+		this.pruneTimer.unref();
+		this.beatTimer = setInterval(() => void this.heartbeat(), settings.heartbeatMs);
+		void this.register();
+	},
+
+	async stopped(this: any) {
+		this.stopping = true;
+		clearInterval(this.beatTimer);
+		clearInterval(this.pruneTimer);
+		for (const wake of this.pauses) wake();
+		this.pauses.clear();
+		await this.agent?.stop();
+	}
+};
+
+export default NodeAgentService;

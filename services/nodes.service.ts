@@ -1,0 +1,233 @@
+import type { Context, ServiceSchema } from "moleculer";
+import type { NodeHeartbeat, NodeRegistration } from "../lib/agent/protocol";
+import { NotFoundError } from "../lib/errors";
+import { runList } from "../lib/list/run";
+import { DbMixin } from "../mixins/db.mixin";
+import { listParamsSchema } from "../mixins/list.mixin";
+import {
+	clearAgent,
+	getNodeDetails,
+	getNodesStatus,
+	heartbeatNode,
+	NODE_LIST_ACTIVE,
+	NODE_LIST_ALL,
+	parseBoolParam,
+	parseNodeEdit,
+	registerNode,
+	serializeNode,
+	updateNode,
+	type NodeRow
+} from "../lib/models/node";
+import { ERRORS } from "../lib/scheduling/failure";
+import { finishExecutions } from "../lib/scheduling/finish";
+import { findForgottenExecutions } from "../lib/scheduling/lost";
+import { poolSql, poolTransaction, withRetry } from "../lib/scheduling/sql";
+import type { RequestMeta } from "../types/meta";
+
+export interface NodesSettings {
+	/** a node whose agent has not sent a heartbeat for this long is disconnected */
+	leaseMs: number;
+	/**
+	 * an execution the agent does not list as running, though it started this long ago, has been
+	 * lost by it (younger ones may still be on their way)
+	 */
+	forgottenGraceMs: number;
+}
+
+const ID = { type: "integer", minimum: 1, maximum: 2147483647 };
+const RESOURCES = {
+	type: "object",
+	required: ["cpus", "mem", "disk"],
+	properties: {
+		cpus: { type: "number", minimum: 0 },
+		mem: { type: "number", minimum: 0 },
+		disk: { type: "number", minimum: 0 }
+	}
+};
+const AGENT_ID = { type: "string", minLength: 1, maxLength: 250 };
+
+/**
+ * Nodes: the REST resource (list, status, details, replace, update) and the agents' side of the
+ * protocol (register, heartbeat). Changes the scheduler cares about are broadcast as
+ * `nodes.changed` (a wake-up hint).
+ */
+const NodesService: ServiceSchema<NodesSettings> = {
+	name: "nodes",
+	mixins: [DbMixin()],
+	settings: { leaseMs: 15000, forgottenGraceMs: 30000 },
+
+	actions: {
+		list: {
+			params: listParamsSchema({ include_inactive: {} }) as any,
+			handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+				const query = ctx.meta.query ?? ctx.params;
+				const all = parseBoolParam(query.include_inactive, "include_inactive", false);
+				return runList<NodeRow, unknown>(
+					this.db,
+					all ? NODE_LIST_ALL : NODE_LIST_ACTIVE,
+					{
+						query,
+						baseUrl: ctx.meta.baseUrl ?? "http://127.0.0.1",
+						path: ctx.meta.path ?? "/api/nodes/"
+					},
+					rows => rows.map(serializeNode)
+				);
+			}
+		},
+
+		status: {
+			params: listParamsSchema() as any,
+			handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+				return getNodesStatus(
+					this.db,
+					{
+						query: ctx.meta.query ?? ctx.params,
+						baseUrl: ctx.meta.baseUrl ?? "http://127.0.0.1",
+						path: ctx.meta.path ?? "/api/nodes/status/"
+					},
+					this.connectivity()
+				);
+			}
+		},
+
+		get: {
+			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			handler(this: any, ctx: Context<{ id: number }>) {
+				return getNodeDetails(this.db, ctx.params.id, this.connectivity());
+			}
+		},
+
+		replace: {
+			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+				return this.edit(ctx, "replace");
+			}
+		},
+
+		update: {
+			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+				return this.edit(ctx, "update");
+			}
+		},
+
+		/** Agent → control plane: an agent announces its node and what it offers. */
+		register: {
+			params: {
+				type: "object",
+				required: ["agentId", "slaveId", "hostname", "resources"],
+				properties: {
+					agentId: AGENT_ID,
+					slaveId: AGENT_ID,
+					hostname: { type: "string", minLength: 1, maxLength: 250 },
+					port: { type: "integer", minimum: 0, maximum: 65535 },
+					resources: RESOURCES
+				}
+			} as any,
+			async handler(this: any, ctx: Context<NodeRegistration>) {
+				const { id } = await registerNode(this.db, ctx.params);
+				this.broker.broadcast("nodes.changed", { nodeIds: [id] });
+				return { nodeId: id };
+			}
+		},
+
+		/**
+		 * Agent → control plane: the lease renewed, the current offer, and the executions the agent
+		 * runs. A NOT_FOUND answer means the node is unknown: the agent registers again.
+		 */
+		heartbeat: {
+			params: {
+				type: "object",
+				required: ["agentId", "slaveId", "resources"],
+				properties: {
+					agentId: AGENT_ID,
+					slaveId: AGENT_ID,
+					resources: RESOURCES,
+					running: { type: "array", items: ID }
+				}
+			} as any,
+			async handler(this: any, ctx: Context<NodeHeartbeat>) {
+				const hb = ctx.params;
+				const change = await heartbeatNode(this.db, hb, this.settings.leaseMs);
+				if (!change)
+					throw new NotFoundError(
+						`No node with slave id "${hb.slaveId}": register first`
+					);
+				if (change.changed)
+					this.broker.broadcast("nodes.changed", { nodeIds: [change.id] });
+				await this.reconcile(change.id, hb);
+				return { ok: true, nodeId: change.id };
+			}
+		}
+	},
+
+	events: {
+		async "$node.disconnected"(this: any, ctx: Context<{ node: { id: string } }>) {
+			const agentId = ctx.params?.node?.id;
+			if (!agentId) return;
+			try {
+				const ids = await clearAgent(this.db, agentId);
+				if (ids.length > 0) this.broker.broadcast("nodes.changed", { nodeIds: ids });
+			} catch (error) {
+				this.logger.warn({ err: error, agentId }, "cannot clear a departed agent");
+			}
+		}
+	},
+
+	methods: {
+		connectivity() {
+			const agents = new Set<string>(
+				this.broker.registry
+					.getServiceList({ onlyAvailable: true })
+					.filter((s: { name: string }) => s.name === "node-agent")
+					.map((s: { nodeID?: string }) => s.nodeID as string)
+			);
+			return { agents, leaseMs: this.settings.leaseMs };
+		},
+
+		async edit(ctx: Context<Record<string, unknown>, RequestMeta>, mode: "replace" | "update") {
+			const { id, ...body } = ctx.params;
+			const fields = parseNodeEdit(body, mode);
+			const row = await updateNode(this.db, id as number, fields);
+			this.broker.broadcast("nodes.changed", { nodeIds: [row.id] });
+			ctx.meta.$statusCode = 201;
+			ctx.meta.$location =
+				ctx.meta.baseUrl && ctx.meta.path
+					? `${ctx.meta.baseUrl}${ctx.meta.path}`
+					: `/nodes/${row.id}/`;
+			return serializeNode(row);
+		},
+
+		/**
+		 * Fails (node-lost) the executions this agent should run but does not report, once they are
+		 * old enough not to be in flight.
+		 */
+		async reconcile(nodeId: number, hb: NodeHeartbeat) {
+			if (!Array.isArray(hb.running)) return;
+			const forgotten = await findForgottenExecutions(poolSql(this.db), {
+				nodeId,
+				agentId: hb.agentId,
+				running: hb.running,
+				graceMs: this.settings.forgottenGraceMs
+			});
+			if (forgotten.length === 0) return;
+			this.logger.warn({ nodeId, forgotten }, "executions the agent does not run: node-lost");
+			const tx = poolTransaction(this.db);
+			const result = await withRetry(() =>
+				tx(sql =>
+					finishExecutions(sql, {
+						failures: forgotten.map(jobExeId => ({
+							jobExeId,
+							errorName: ERRORS.nodeLost
+						}))
+					})
+				)
+			);
+			if (result.ended.size > 0) this.broker.broadcast("scheduler.wake");
+			const jobs = result.failedJobs.map(id => ({ id, status: "FAILED" }));
+			if (jobs.length > 0) this.broker.broadcast("jobs.finished", { jobs });
+		}
+	}
+};
+
+export default NodesService;

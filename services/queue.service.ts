@@ -1,0 +1,196 @@
+import type { Context, ServiceSchema } from "moleculer";
+import type { Transaction } from "sequelize";
+import { DbMixin } from "../mixins/db.mixin";
+import { listParamsSchema } from "../mixins/list.mixin";
+import { select } from "../lib/db/connection";
+import { buildEnvelope } from "../lib/list/envelope";
+import { parseListQuery } from "../lib/list/params";
+import {
+	getJobDetails,
+	JOB_COLUMNS,
+	JOB_FROM,
+	serializeJob,
+	type JobListRow
+} from "../lib/models/job";
+import { getJobLoad, LOAD_FILTERS, msUntilNextMinute, recordJobLoad } from "../lib/queue/load";
+import { queueNewJobs } from "../lib/queue/new-job";
+import { requeueJobs, type RequeueFilters } from "../lib/queue/requeue";
+import { getQueueStatus } from "../lib/queue/status";
+import type { RequestMeta } from "../types/meta";
+
+const INT4_MAX = 2147483647;
+const ID = { type: "integer", minimum: 1, maximum: INT4_MAX };
+const REPEATABLE = {
+	type: ["array", "object"],
+	items: { type: "string" },
+	additionalProperties: { type: "string" }
+};
+
+/** Scale's requeue body: every field optional; unknown fields are ignored. */
+const REQUEUE_SCHEMA = {
+	type: "object",
+	properties: {
+		started: { type: "string" },
+		ended: { type: "string" },
+		status: { type: "string", enum: ["FAILED", "CANCELED"] },
+		job_ids: { type: "array", items: ID },
+		job_type_ids: { type: "array", items: ID },
+		job_type_names: { type: "array", items: { type: "string" } },
+		job_type_categories: { type: "array", items: { type: "string" } },
+		error_categories: {
+			type: "array",
+			items: { type: "string", enum: ["SYSTEM", "ALGORITHM", "DATA"] }
+		},
+		priority: { type: ["integer", "null"], minimum: 1, maximum: INT4_MAX }
+	}
+};
+
+/**
+ * The queue: new jobs (POST /queue/new-job/), requeue (POST /queue/requeue-jobs/), the queue by
+ * job type (GET /queue/status/) and the load history (GET /load/), with the clock that records
+ * that history every minute. After every commit that adds to the queue it emits `queue.changed`
+ * ({count}), the scheduler's wake-up; the database stays the truth.
+ */
+const QueueService: ServiceSchema = {
+	name: "queue",
+	mixins: [DbMixin()],
+
+	actions: {
+		newJob: {
+			params: {
+				type: "object",
+				required: ["job_type_id"],
+				properties: { job_type_id: ID, job_data: { type: "object" } }
+			} as any,
+			async handler(
+				this: any,
+				ctx: Context<{ job_type_id: number; job_data?: unknown }, RequestMeta>
+			) {
+				// The details are read before the commit: the answer shows the job QUEUED even
+				// if the scheduler claims it at once.
+				const details = await this.db.transaction(async (t: Transaction) => {
+					const [queued] = await queueNewJobs(this.db, t, [
+						{ jobTypeId: ctx.params.job_type_id, jobData: ctx.params.job_data ?? {} }
+					]);
+					return getJobDetails(this.db, queued.jobId, t);
+				});
+				this.queueChanged(1);
+				ctx.meta.$statusCode = 201;
+				ctx.meta.$location = `/jobs/${details.id}/`;
+				return details;
+			}
+		},
+
+		requeueJobs: {
+			params: REQUEUE_SCHEMA as any,
+			async handler(this: any, ctx: Context<RequeueFilters, RequestMeta>) {
+				const result = await this.db.transaction((t: Transaction) =>
+					requeueJobs(this.db, t, ctx.params)
+				);
+				if (result.queued.length > 0) this.queueChanged(result.queued.length);
+				return this.jobPage(ctx, result.matchedIds);
+			}
+		},
+
+		status: {
+			async handler(this: any) {
+				return getQueueStatus(this.db);
+			}
+		},
+
+		load: {
+			params: listParamsSchema(
+				Object.fromEntries(LOAD_FILTERS.map(name => [name, REPEATABLE]))
+			) as any,
+			handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+				return getJobLoad(this.db, {
+					query: ctx.meta.query ?? ctx.params,
+					baseUrl: ctx.meta.baseUrl ?? "http://127.0.0.1",
+					path: ctx.meta.path ?? "/api/load/"
+				});
+			}
+		},
+
+		/** Records this minute's load now (the clock does it every minute); internal. */
+		recordLoad: {
+			async handler(this: any) {
+				return { rows: await this.recordLoad() };
+			}
+		}
+	},
+
+	methods: {
+		queueChanged(this: any, count: number) {
+			this.broker.emit("queue.changed", { count });
+		},
+
+		async recordLoad(this: any): Promise<number> {
+			return this.db.transaction((t: Transaction) => recordJobLoad(this.db, t));
+		},
+
+		/** Schedules the load clock: a tick at the start of every minute. */
+		startLoadClock(this: any) {
+			this.stopLoadClock();
+			const tick = async () => {
+				try {
+					await this.recordLoad();
+				} catch (err) {
+					this.logger.warn({ err }, "recording the job load failed");
+				}
+				if (this.loadTimer) schedule();
+			};
+			const schedule = () => {
+				// A little past the minute, so that date_trunc lands on the minute just begun.
+				this.loadTimer = setTimeout(tick, msUntilNextMinute(Date.now()) + 100);
+				this.loadTimer.unref?.();
+			};
+			this.loadTimer = true;
+			schedule();
+		},
+
+		stopLoadClock(this: any) {
+			if (this.loadTimer && this.loadTimer !== true) clearTimeout(this.loadTimer);
+			this.loadTimer = null;
+		},
+
+		/**
+		 * A page of the given jobs as job records, in the order of the jobs list (last_modified,
+		 * then id), in the list envelope; paging from the request's query.
+		 */
+		async jobPage(this: any, ctx: Context<unknown, RequestMeta>, ids: number[]) {
+			const query = ctx.meta.query ?? {};
+			const paging = parseListQuery(
+				{ page: query.page, page_size: query.page_size },
+				{ orderable: {}, defaultOrder: [], timeColumn: null, filters: {} }
+			);
+			const rows = await select<JobListRow>(
+				this.db,
+				`SELECT ${JOB_COLUMNS} FROM ${JOB_FROM} WHERE j.id = ANY($1::int[])
+				 ORDER BY j.last_modified, j.id LIMIT ${paging.limit + 1} OFFSET ${paging.offset}`,
+				[ids]
+			);
+			const hasMore = rows.length > paging.limit;
+			if (hasMore) rows.pop();
+			return buildEnvelope({
+				count: ids.length,
+				page: paging.page,
+				pageSize: paging.pageSize,
+				hasMore,
+				results: rows.map(serializeJob),
+				baseUrl: ctx.meta.baseUrl ?? "http://127.0.0.1",
+				path: ctx.meta.path ?? "/api/queue/requeue-jobs/",
+				query
+			});
+		}
+	},
+
+	started(this: any) {
+		this.startLoadClock();
+	},
+
+	stopped(this: any) {
+		this.stopLoadClock();
+	}
+};
+
+export default QueueService;

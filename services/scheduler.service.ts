@@ -1,0 +1,569 @@
+import type { Context, ServiceSchema } from "moleculer";
+import type { Client } from "pg";
+import type { ExecutionFinished, ExecutionSpec, ExecutionStep } from "../lib/agent/protocol";
+import { DbMixin } from "../mixins/db.mixin";
+import { MicroBatcher } from "../lib/scheduling/batcher";
+import { schedulePass, type PlacedExe } from "../lib/scheduling/claim";
+import { ERRORS, runFailureError } from "../lib/scheduling/failure";
+import { finishExecutions, type FailureRequest, type FinishResult } from "../lib/scheduling/finish";
+import { LeaderLock } from "../lib/scheduling/leader";
+import { findExecutionsOfAgent, findLostExecutions } from "../lib/scheduling/lost";
+import { undoMoves, type FileMove } from "../lib/scheduling/parse";
+import {
+	getSchedulerSettings,
+	parseSettingsEdit,
+	updateSchedulerSettings
+} from "../lib/scheduling/settings";
+import { buildSpecs } from "../lib/scheduling/spec";
+import {
+	clientSql,
+	clientTransaction,
+	isTransientDbError,
+	poolSql,
+	poolTransaction,
+	withRetry,
+	type Sql,
+	type TxRunner
+} from "../lib/scheduling/sql";
+
+export interface SchedulerSettings {
+	/** an agent not heard from for this long has lost its node (its executions fail: node-lost) */
+	leaseMs: number;
+	/** the safety tick: lost agents are looked for, and a pass runs, this often */
+	tickMs: number;
+	/** how often a replica that does not lead tries to take the lock */
+	leaderRetryMs: number;
+	/** queue rows claimed per transaction */
+	batchSize: number;
+	/** queue rows read per pass at most (past rows that cannot be placed now) */
+	maxScanRows: number;
+	/** how long reports from agents are gathered before they are written together */
+	flushMs: number;
+	/** reports written together at most */
+	flushMaxItems: number;
+	/**
+	 * after start-up, how long before an agent missing from this process's registry counts as
+	 * gone (the registry fills as the other nodes announce themselves)
+	 */
+	registryGraceMs: number;
+	/** how long a node-agent.run call may take to be accepted */
+	runTimeoutMs: number;
+}
+
+type Item =
+	| { kind: "step"; step: ExecutionStep }
+	| { kind: "finished"; finished: ExecutionFinished }
+	| { kind: "failure"; failure: FailureRequest };
+
+const ID = { type: "integer", minimum: 1, maximum: 2147483647 };
+const TIME = { type: "string", maxLength: 64 };
+const EXIT_CODE = { type: ["integer", "null"] };
+const STEP_TIMES = {
+	type: "object",
+	properties: { started: TIME, completed: TIME, exitCode: EXIT_CODE }
+};
+
+const STEP_SCHEMA = {
+	type: "object",
+	required: ["jobExeId", "step", "event"],
+	properties: {
+		jobExeId: ID,
+		agentId: { type: "string" },
+		step: { enum: ["pre", "main", "post"] },
+		event: { enum: ["started", "completed"] },
+		at: TIME,
+		exitCode: EXIT_CODE,
+		commandArguments: { type: "string" }
+	}
+};
+
+const FINISHED_SCHEMA = {
+	type: "object",
+	required: ["jobExeId", "status"],
+	properties: {
+		jobExeId: ID,
+		agentId: { type: "string" },
+		status: { enum: ["COMPLETED", "FAILED", "CANCELED"] },
+		exitCode: EXIT_CODE,
+		errorName: { type: ["string", "null"], maxLength: 50 },
+		errorDetail: { type: ["string", "null"] },
+		products: {
+			type: "array",
+			items: {
+				type: "object",
+				required: ["outputName", "workspaceId", "filePath", "fileName"],
+				properties: {
+					outputName: { type: "string" },
+					workspaceId: ID,
+					filePath: { type: "string", minLength: 1, maxLength: 1000 },
+					fileName: { type: "string", minLength: 1, maxLength: 250 },
+					mediaType: { type: "string", maxLength: 250 },
+					size: { type: "number", minimum: 0 },
+					dataStarted: { type: ["string", "null"] },
+					dataEnded: { type: ["string", "null"] }
+				}
+			}
+		},
+		parseResults: { type: "array" },
+		stdout: { type: "string" },
+		stderr: { type: "string" },
+		steps: {
+			type: "object",
+			properties: { pre: STEP_TIMES, main: STEP_TIMES, post: STEP_TIMES }
+		}
+	}
+};
+
+function emptyResult(): FinishResult {
+	return {
+		stepped: new Set(),
+		ended: new Set(),
+		completedJobs: [],
+		failedJobs: [],
+		requeuedJobs: [],
+		canceledJobs: [],
+		pausedNodes: [],
+		parseEvents: [],
+		notes: []
+	};
+}
+
+function merge(into: FinishResult, from: FinishResult): FinishResult {
+	for (const id of from.stepped) into.stepped.add(id);
+	for (const id of from.ended) into.ended.add(id);
+	into.completedJobs.push(...from.completedJobs);
+	into.failedJobs.push(...from.failedJobs);
+	into.requeuedJobs.push(...from.requeuedJobs);
+	into.canceledJobs.push(...from.canceledJobs);
+	into.pausedNodes.push(...from.pausedNodes);
+	into.parseEvents.push(...from.parseEvents);
+	into.notes.push(...from.notes);
+	return into;
+}
+
+/**
+ * The scheduler. Any replica answers the REST settings and the agents' step and end reports
+ * (gathered for a few milliseconds and written together); one replica at a time, the holder of a
+ * PostgreSQL advisory lock, places queued executions on nodes and watches for lost agents.
+ *
+ * Wake-ups (events are hints; the database is the truth): `queue.changed` (new or requeued
+ * jobs), `nodes.changed` (offers, un-pauses), `scheduler.wake` (resources freed), and a short
+ * safety tick. `$node.disconnected` fails the executions of an agent that left, at once.
+ */
+const SchedulerService: ServiceSchema<SchedulerSettings> = {
+	name: "scheduler",
+	mixins: [DbMixin()],
+
+	settings: {
+		leaseMs: 15000,
+		tickMs: 1000,
+		leaderRetryMs: 3000,
+		batchSize: 200,
+		maxScanRows: 1000,
+		flushMs: 2,
+		flushMaxItems: 500,
+		registryGraceMs: 15000,
+		runTimeoutMs: 10000
+	},
+
+	actions: {
+		get: {
+			params: { type: "object" } as any,
+			async handler(this: any) {
+				return getSchedulerSettings(poolSql(this.db));
+			}
+		},
+
+		update: {
+			params: { type: "object" } as any,
+			async handler(this: any, ctx: Context<Record<string, unknown>>) {
+				const edit = parseSettingsEdit(ctx.params);
+				const settings = await updateSchedulerSettings(poolSql(this.db), edit);
+				if (!settings.is_paused) this.wakeCluster();
+				return settings;
+			}
+		},
+
+		/** Agent → control plane: a step of an execution started or completed. */
+		exeStep: {
+			params: STEP_SCHEMA as any,
+			async handler(this: any, ctx: Context<ExecutionStep>) {
+				const ok = await this.reports.add({ kind: "step", step: ctx.params });
+				return { ok };
+			}
+		},
+
+		/** Agent → control plane: an execution ended. Repeats are harmless. */
+		exeFinished: {
+			params: FINISHED_SCHEMA as any,
+			async handler(this: any, ctx: Context<ExecutionFinished>) {
+				await this.reports.add({ kind: "finished", finished: ctx.params });
+				return { ok: true };
+			}
+		}
+	},
+
+	events: {
+		"queue.changed"(this: any, ctx: Context) {
+			this.onHint(ctx);
+		},
+		"nodes.changed"(this: any, ctx: Context) {
+			this.onHint(ctx);
+		},
+		"scheduler.wake"(this: any) {
+			this.wake();
+		},
+		/**
+		 * A job was canceled while running: `{executions: [{jobExeId, agentId}]}`. The database is
+		 * already updated; the agents are told to stop the processes.
+		 */
+		"jobs.canceled"(
+			this: any,
+			ctx: Context<{ executions?: { jobExeId: number; agentId: string }[] }>
+		) {
+			for (const e of ctx.params?.executions ?? [])
+				if (e && e.agentId) this.cancelOnAgent(e.jobExeId, e.agentId);
+			this.wake();
+		},
+		"$node.disconnected"(this: any, ctx: Context<{ node: { id: string } }>) {
+			const agentId = ctx.params?.node?.id;
+			if (agentId && this.isLeader()) void this.failAgentExecutions(agentId);
+		}
+	},
+
+	methods: {
+		isLeader(): boolean {
+			return this.leaderClient !== null;
+		},
+
+		/** Moleculer nodeIDs of the node agents registered in the cluster now. */
+		agentIds(): string[] {
+			return this.broker.registry
+				.getServiceList({ onlyAvailable: true })
+				.filter((s: { name: string }) => s.name === "node-agent")
+				.map((s: { nodeID?: string }) => s.nodeID as string);
+		},
+
+		/** A wake-up hint: the leader wakes; another replica passes on a hint meant for one. */
+		onHint(ctx: Context) {
+			if (this.isLeader()) this.wake();
+			else if ((ctx as any).eventType === "emit") this.broker.broadcast("scheduler.wake");
+		},
+
+		/** Wakes the leader wherever it runs. */
+		wakeCluster() {
+			if (this.isLeader()) this.wake();
+			else this.broker.broadcast("scheduler.wake");
+		},
+
+		/** Runs work on the leader's connection one piece at a time (its transactions must not mix). */
+		exclusive<T>(fn: () => Promise<T>): Promise<T> {
+			const next = this.chain.then(fn, fn);
+			this.chain = next.then(
+				() => undefined,
+				() => undefined
+			);
+			return next;
+		},
+
+		/** Starts a scheduling loop unless one runs; one that runs goes round once more. */
+		wake() {
+			if (!this.isLeader()) return;
+			if (this.passing) {
+				this.dirty = true;
+				return;
+			}
+			this.passing = true;
+			void this.runPasses();
+		},
+
+		async runPasses() {
+			try {
+				let again = true;
+				while (again && this.isLeader()) {
+					this.dirty = false;
+					const sql: Sql = this.leaderSql;
+					const tx: TxRunner = this.leaderTx;
+					const result = await this.exclusive(() =>
+						schedulePass(sql, tx, {
+							agents: this.agentIds(),
+							leaseMs: this.settings.leaseMs,
+							batchSize: this.settings.batchSize,
+							maxScanRows: this.settings.maxScanRows
+						})
+					);
+					if (result.placed.length > 0) void this.dispatch(result.placed);
+					again =
+						this.dirty || (result.placed.length > 0 && result.stop === "scan-limit");
+				}
+			} catch (error) {
+				if (this.isLeader()) {
+					this.logger.warn(
+						{ err: error },
+						"scheduling pass failed; trying again shortly"
+					);
+					setTimeout(() => this.wake(), 200).unref?.();
+				}
+			} finally {
+				this.passing = false;
+			}
+		},
+
+		/** Hands placed executions to their agents: a call targeted at each, without retries. */
+		async dispatch(placed: PlacedExe[]) {
+			let specs: ExecutionSpec[];
+			try {
+				specs = await buildSpecs(poolSql(this.db), placed);
+			} catch (error) {
+				this.logger.error({ err: error }, "cannot build execution specs");
+				for (const exe of placed)
+					this.failExecution({ jobExeId: exe.id, errorName: ERRORS.unknown });
+				return;
+			}
+			placed.forEach((exe, i) => {
+				this.broker
+					.call("node-agent.run", specs[i], {
+						nodeID: exe.agent_id,
+						retries: 0,
+						timeout: this.settings.runTimeoutMs
+					})
+					.catch((error: any) => {
+						const errorName = runFailureError(error);
+						this.logger.warn(
+							{ err: error, jobExeId: exe.id, agentId: exe.agent_id, errorName },
+							"node-agent.run failed"
+						);
+						// It may have started after all: make sure it does not run on unseen.
+						if (error?.type === "REQUEST_TIMEOUT")
+							this.cancelOnAgent(exe.id, exe.agent_id);
+						this.failExecution({ jobExeId: exe.id, errorName });
+					});
+			});
+		},
+
+		failExecution(failure: FailureRequest) {
+			this.reports.add({ kind: "failure", failure }).catch((error: unknown) => {
+				this.logger.error({ err: error, failure }, "cannot record a failure");
+			});
+		},
+
+		cancelOnAgent(jobExeId: number, agentId: string) {
+			this.broker
+				.call("node-agent.cancel", { jobExeId }, { nodeID: agentId, retries: 0 })
+				.catch(() => undefined);
+		},
+
+		/** Fails (node-lost) the executions whose agent is gone or out of its lease. */
+		async checkLost() {
+			if (!this.isLeader()) return;
+			const graceOver = Date.now() - this.startedAt >= this.settings.registryGraceMs;
+			const agents: string[] = this.agentIds();
+			const lost = await this.exclusive(() =>
+				findLostExecutions(this.leaderSql, {
+					leaseMs: this.settings.leaseMs,
+					agents: graceOver ? agents : null
+				})
+			);
+			const live = new Set(agents);
+			for (const exe of lost) {
+				if (this.lostPending.has(exe.id)) continue;
+				this.lostPending.add(exe.id);
+				// An agent still there (a lease lapsed by a slow network) must stop it.
+				if (exe.agent_id && live.has(exe.agent_id))
+					this.cancelOnAgent(exe.id, exe.agent_id);
+				this.reports
+					.add({
+						kind: "failure",
+						failure: { jobExeId: exe.id, errorName: ERRORS.nodeLost }
+					})
+					.catch((error: unknown) =>
+						this.logger.error({ err: error }, "cannot fail a lost execution")
+					)
+					.finally(() => this.lostPending.delete(exe.id));
+			}
+		},
+
+		async failAgentExecutions(agentId: string) {
+			try {
+				const ids: number[] = await this.exclusive(() =>
+					findExecutionsOfAgent(this.leaderSql, agentId)
+				);
+				for (const jobExeId of ids)
+					this.failExecution({ jobExeId, errorName: ERRORS.nodeLost });
+			} catch (error) {
+				this.logger.warn(
+					{ err: error, agentId },
+					"cannot look up a lost agent's executions"
+				);
+			}
+		},
+
+		async tick() {
+			if (!this.isLeader()) return;
+			try {
+				await this.checkLost();
+			} catch (error) {
+				this.logger.warn({ err: error }, "lost-agent check failed");
+			}
+			this.wake();
+		},
+
+		/** Writes a batch of agent reports and control-plane failures in one transaction. */
+		async flushReports(items: Item[]): Promise<boolean[]> {
+			let result: FinishResult;
+			try {
+				result = await this.writeReports(items);
+			} catch (error) {
+				if (items.length === 1 || isTransientDbError(error)) throw error;
+				// One bad report must not hold the others back: write them one by one.
+				result = emptyResult();
+				const failed = new Map<number, unknown>();
+				for (const [i, item] of items.entries()) {
+					try {
+						merge(result, await this.writeReports([item]));
+					} catch (single) {
+						failed.set(i, single);
+					}
+				}
+				// A completion that cannot be written (a value the database refuses) fails the
+				// execution instead, so the agent's retries do not loop forever.
+				for (const [i, single] of failed) {
+					const item = items[i];
+					if (item.kind !== "finished" || isTransientDbError(single)) continue;
+					this.logger.error(
+						{ err: single, jobExeId: item.finished.jobExeId },
+						"cannot record the end of an execution; failing it"
+					);
+					try {
+						merge(
+							result,
+							await this.writeReports([
+								{
+									kind: "failure",
+									failure: {
+										jobExeId: item.finished.jobExeId,
+										errorName: ERRORS.unknown
+									}
+								}
+							])
+						);
+						failed.delete(i);
+					} catch {
+						// left failed: the agent will report it again
+					}
+				}
+				this.afterWrite(result);
+				return items.map((item, i) => {
+					if (failed.has(i)) throw failed.get(i);
+					return this.answer(item, result);
+				});
+			}
+			this.afterWrite(result);
+			return items.map(item => this.answer(item, result));
+		},
+
+		answer(item: Item, result: FinishResult): boolean {
+			if (item.kind === "step") return result.stepped.has(item.step.jobExeId);
+			if (item.kind === "failure") return result.ended.has(item.failure.jobExeId);
+			return true;
+		},
+
+		async writeReports(items: Item[]): Promise<FinishResult> {
+			const input = {
+				steps: items.flatMap(i => (i.kind === "step" ? [i.step] : [])),
+				finished: items.flatMap(i => (i.kind === "finished" ? [i.finished] : [])),
+				failures: items.flatMap(i => (i.kind === "failure" ? [i.failure] : []))
+			};
+			return withRetry(async () => {
+				const moves: FileMove[] = [];
+				try {
+					return await this.reportTx((sql: Sql) =>
+						finishExecutions(sql, input, {
+							moves,
+							warn: (message: string) => this.logger.warn(message)
+						})
+					);
+				} catch (error) {
+					await undoMoves(moves);
+					throw error;
+				}
+			});
+		},
+
+		/** Tells the others what the written reports changed (hints; the database has it all). */
+		afterWrite(result: FinishResult) {
+			for (const note of result.notes) this.logger.warn(note);
+			if (result.ended.size > 0 || result.requeuedJobs.length > 0) this.wakeCluster();
+			const jobs = [
+				...result.completedJobs.map(id => ({ id, status: "COMPLETED" })),
+				...result.failedJobs.map(id => ({ id, status: "FAILED" })),
+				...result.canceledJobs.map(id => ({ id, status: "CANCELED" }))
+			];
+			if (jobs.length > 0) this.broker.broadcast("jobs.finished", { jobs });
+			if (result.requeuedJobs.length > 0)
+				this.broker.broadcast("jobs.requeued", { jobIds: result.requeuedJobs });
+			if (result.parseEvents.length > 0)
+				this.broker.broadcast("trigger-events.created", {
+					type: "PARSE",
+					eventIds: result.parseEvents
+				});
+			if (result.pausedNodes.length > 0) {
+				this.logger.warn(
+					{ nodes: result.pausedNodes },
+					"nodes paused: too many system failures"
+				);
+				this.broker.broadcast("nodes.changed", { nodeIds: result.pausedNodes });
+			}
+		}
+	},
+
+	created() {
+		this.leaderClient = null as Client | null;
+		this.leaderSql = null as Sql | null;
+		this.leaderTx = null as TxRunner | null;
+		this.chain = Promise.resolve();
+		this.passing = false;
+		this.dirty = false;
+		this.lostPending = new Set<number>();
+		this.reportTx = poolTransaction(this.db);
+		this.reports = new MicroBatcher<Item, boolean>(items => this.flushReports(items), {
+			delayMs: this.settings.flushMs,
+			maxItems: this.settings.flushMaxItems
+		});
+	},
+
+	async started() {
+		this.startedAt = Date.now();
+		this.lock = new LeaderLock({
+			url: this.broker.metadata.databaseUrl as string,
+			retryMs: this.settings.leaderRetryMs,
+			onAcquired: (client: Client) => {
+				this.leaderClient = client;
+				this.leaderSql = clientSql(client);
+				this.leaderTx = clientTransaction(client);
+				this.chain = Promise.resolve();
+				this.logger.info("scheduler: leading");
+				void this.tick();
+			},
+			onLost: (reason: string) => {
+				this.leaderClient = null;
+				this.leaderSql = null;
+				this.leaderTx = null;
+				this.logger.info({ reason }, "scheduler: no longer leading");
+			},
+			log: (message: string, error?: unknown) => this.logger.warn({ err: error }, message)
+		});
+		await this.lock.start();
+		this.ticker = setInterval(() => void this.tick(), this.settings.tickMs);
+		this.ticker.unref?.();
+	},
+
+	async stopped() {
+		if (this.ticker) clearInterval(this.ticker);
+		await this.lock?.stop();
+		await this.chain;
+		await this.reports.drain();
+	}
+};
+
+export default SchedulerService;

@@ -1,0 +1,444 @@
+import fs from "fs";
+import os from "os";
+import path from "path";
+import { Errors, ServiceBroker, type ServiceSchema } from "moleculer";
+import { brokerOptions } from "../../moleculer.config";
+import { loadConfig } from "../../lib/config";
+import { loadServiceSchemas } from "../../lib/services";
+import type {
+	ExecutionFinished,
+	ExecutionStep,
+	NodeHeartbeat,
+	NodeRegistration
+} from "../../lib/agent/protocol";
+import { startServices, type TestApi } from "../helpers/broker";
+import {
+	job,
+	makeJobsExecutable,
+	removeTempDirs,
+	spec,
+	stagedFile,
+	tempDir
+} from "../fixtures/agent";
+
+/**
+ * The agent's protocol peer: `nodes` and `scheduler` services that record what the agent sends
+ * and answer as lib/agent/protocol.ts says (with switches to misbehave).
+ */
+class ControlPlane {
+	registrations: NodeRegistration[] = [];
+	heartbeats: NodeHeartbeat[] = [];
+	steps: ExecutionStep[] = [];
+	finished: ExecutionFinished[] = [];
+	/** exeFinished calls refused with a server error before one is accepted */
+	failFinished = 0;
+	finishedAttempts = 0;
+	/** register calls refused before one is accepted */
+	failRegister = 0;
+	/** the next heartbeat is answered "unknown node" */
+	forgetNode = false;
+
+	nodes(): ServiceSchema {
+		return {
+			name: "nodes",
+			actions: {
+				register: (ctx: any) => {
+					if (this.failRegister > 0) {
+						this.failRegister--;
+						throw new Errors.MoleculerError("the database is down", 500);
+					}
+					this.registrations.push(ctx.params);
+					return { nodeId: 17 };
+				},
+				heartbeat: (ctx: any) => {
+					this.heartbeats.push(ctx.params);
+					if (this.forgetNode) {
+						this.forgetNode = false;
+						return { ok: false, nodeId: null };
+					}
+					return { ok: true, nodeId: 17 };
+				}
+			}
+		};
+	}
+
+	scheduler(): ServiceSchema {
+		return {
+			name: "scheduler",
+			actions: {
+				exeStep: (ctx: any) => {
+					this.steps.push(ctx.params);
+					return { ok: true };
+				},
+				exeFinished: (ctx: any) => {
+					this.finishedAttempts++;
+					if (this.failFinished > 0) {
+						this.failFinished--;
+						throw new Errors.MoleculerError("the database is down", 500);
+					}
+					this.finished.push(ctx.params);
+					return { ok: true };
+				}
+			}
+		};
+	}
+
+	finishedOf(id: number): ExecutionFinished | undefined {
+		return this.finished.find(f => f.jobExeId === id);
+	}
+
+	stepsOf(id: number): string[] {
+		return this.steps.filter(s => s.jobExeId === id).map(s => `${s.step} ${s.event}`);
+	}
+}
+
+interface Agent {
+	broker: ServiceBroker;
+	plane: ControlPlane;
+	workDir: string;
+	call<T = any>(action: string, params: unknown): Promise<T>;
+}
+
+const running: ServiceBroker[] = [];
+
+/** A broker running the node-agent service as `SERVICES=node-agent` would, plus the peer. */
+async function startAgent(
+	settings: Record<string, unknown> = {},
+	env: Record<string, string> = {},
+	withPeer = true
+): Promise<Agent> {
+	const workDir = tempDir("agent");
+	const config = loadConfig({
+		LOG_LEVEL: "fatal",
+		SERVICES: "node-agent",
+		AGENT_WORK_DIR: workDir,
+		...env
+	});
+	const broker = new ServiceBroker({
+		...brokerOptions(config, null),
+		nodeID: `agent-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
+	});
+	const [schema] = loadServiceSchemas({ ...config, port: 4567 });
+	broker.createService({
+		...schema,
+		settings: {
+			...schema.settings,
+			heartbeatMs: 150,
+			registerRetryMs: 150,
+			finishRetryMs: 150,
+			killGraceMs: 300,
+			...settings
+		}
+	});
+	const plane = new ControlPlane();
+	if (withPeer) {
+		broker.createService(plane.nodes());
+		broker.createService(plane.scheduler());
+	}
+	await broker.start();
+	running.push(broker);
+	return {
+		broker,
+		plane,
+		workDir,
+		call: (action, params) => broker.call(action, params, { nodeID: broker.nodeID })
+	};
+}
+
+async function until(check: () => boolean, ms = 10000): Promise<void> {
+	const deadline = Date.now() + ms;
+	while (!check()) {
+		if (Date.now() > deadline) throw new Error("timed out waiting");
+		await new Promise(r => setTimeout(r, 20));
+	}
+}
+
+beforeAll(() => makeJobsExecutable());
+
+afterAll(async () => {
+	for (const broker of running) await broker.stop();
+	removeTempDirs();
+});
+
+describe("registration and heartbeats", () => {
+	it("registers the node and heartbeats with the running executions", async () => {
+		const a = await startAgent(
+			{},
+			{ AGENT_CPUS: "1.5", AGENT_MEM_MIB: "300", AGENT_DISK_MIB: "2" }
+		);
+		await until(() => a.plane.registrations.length === 1);
+		const slaveId = fs.readFileSync(path.join(a.workDir, "slave_id"), "utf8").trim();
+		expect(a.plane.registrations[0]).toEqual({
+			agentId: a.broker.nodeID,
+			slaveId,
+			hostname: os.hostname(),
+			port: 4567,
+			resources: { cpus: Math.min(1.5, os.cpus().length), mem: 300, disk: 2 }
+		});
+		await until(() => a.plane.heartbeats.length >= 2);
+		expect(a.plane.heartbeats[0]).toEqual({
+			agentId: a.broker.nodeID,
+			slaveId,
+			resources: { cpus: Math.min(1.5, os.cpus().length), mem: 300, disk: 2 },
+			running: []
+		});
+
+		const s = spec({ command: job("sleep.sh"), commandArguments: "30" });
+		await a.call("node-agent.run", s);
+		const before = a.plane.heartbeats.length;
+		await until(() => a.plane.heartbeats.length > before + 1);
+		expect(a.plane.heartbeats.at(-1)!.running).toEqual([s.jobExeId]);
+		await a.call("node-agent.cancel", { jobExeId: s.jobExeId });
+		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
+		const after = a.plane.heartbeats.length;
+		await until(() => a.plane.heartbeats.length > after + 1);
+		expect(a.plane.heartbeats.at(-1)!.running).toEqual([]);
+	});
+
+	it("keeps its slave id across restarts", async () => {
+		const a = await startAgent();
+		await until(() => a.plane.registrations.length === 1);
+		await a.broker.stop();
+		const b = await startAgent({}, { AGENT_WORK_DIR: a.workDir });
+		await until(() => b.plane.registrations.length === 1);
+		expect(b.plane.registrations[0].slaveId).toBe(a.plane.registrations[0].slaveId);
+		expect(b.plane.registrations[0].agentId).not.toBe(a.plane.registrations[0].agentId);
+	});
+
+	it("registers again when a heartbeat answer does not know the node", async () => {
+		const a = await startAgent();
+		await until(() => a.plane.heartbeats.length >= 1);
+		a.plane.forgetNode = true;
+		await until(() => a.plane.registrations.length === 2);
+		const beats = a.plane.heartbeats.length;
+		await until(() => a.plane.heartbeats.length > beats);
+	});
+
+	it("waits for the nodes service, and keeps heartbeating through failures", async () => {
+		const a = await startAgent({}, {}, false);
+		await new Promise(r => setTimeout(r, 400));
+		a.plane.failRegister = 2;
+		a.broker.createService(a.plane.nodes());
+		await until(() => a.plane.registrations.length === 1);
+		expect(a.plane.failRegister).toBe(0);
+		await until(() => a.plane.heartbeats.length >= 1);
+		// the control plane goes away and comes back: the agent carries on
+		await a.broker.destroyService(a.broker.getLocalService("nodes")!);
+		await new Promise(r => setTimeout(r, 400));
+		const beats = a.plane.heartbeats.length;
+		a.broker.createService(a.plane.nodes());
+		await until(() => a.plane.heartbeats.length > beats);
+		expect(a.plane.registrations).toHaveLength(1);
+	});
+
+	it("retries a failed registration every 2 s by default (npm start's settings)", async () => {
+		const workDir = tempDir("agent");
+		const app: TestApi = await startServices("", ["node-agent"], {
+			AGENT_WORK_DIR: workDir,
+			LOG_LEVEL: "fatal"
+		});
+		try {
+			const plane = new ControlPlane();
+			plane.failRegister = 1;
+			const started = Date.now();
+			app.broker.createService(plane.nodes());
+			await until(() => plane.registrations.length === 1, 8000);
+			const took = Date.now() - started;
+			expect(took).toBeGreaterThanOrEqual(1900);
+			expect(took).toBeLessThan(5000);
+			expect(plane.registrations[0].agentId).toBe(app.broker.nodeID);
+		} finally {
+			await app.stop();
+		}
+	});
+});
+
+describe("running executions", () => {
+	let a: Agent;
+	beforeAll(async () => {
+		a = await startAgent();
+	});
+
+	it("runs, reports its steps, then its result with the products", async () => {
+		const ws = tempDir("ws");
+		const input = stagedFile(tempDir("src"), "input.txt", "abc\n", 5);
+		const s = spec({
+			command: job("write-output.sh"),
+			commandArguments: "${input_file} ${job_output_dir}",
+			inputData: [{ name: "input_file", type: "file" }],
+			outputData: [{ name: "result", type: "file" }],
+			inputs: { input_file: { files: [input] } },
+			workspaceDir: ws
+		});
+		expect(await a.call("node-agent.run", s)).toEqual({ accepted: true });
+		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
+		const finished = a.plane.finishedOf(s.jobExeId)!;
+		expect(finished).toMatchObject({
+			jobExeId: s.jobExeId,
+			agentId: a.broker.nodeID,
+			status: "COMPLETED",
+			exitCode: 0,
+			errorName: null,
+			products: [
+				{
+					outputName: "result",
+					workspaceId: 7,
+					filePath: "my-job/1.0.0/42/result.txt",
+					fileName: "result.txt",
+					mediaType: "text/plain",
+					size: 4
+				}
+			],
+			parseResults: [{ filename: "input.txt", data_types: ["parsed"] }],
+			stderr: "a warning\n"
+		});
+		expect(Object.keys(finished.steps).sort()).toEqual(["main", "post", "pre"]);
+		expect(a.plane.stepsOf(s.jobExeId)).toEqual([
+			"pre started",
+			"pre completed",
+			"main started",
+			"main completed",
+			"post started",
+			"post completed"
+		]);
+		const preDone = a.plane.steps.find(
+			x => x.jobExeId === s.jobExeId && x.step === "pre" && x.event === "completed"
+		)!;
+		expect(preDone.commandArguments).toMatch(/inputs\/input_file\/input.txt .*\/outputs$/);
+		expect(fs.readFileSync(path.join(ws, "my-job/1.0.0/42/result.txt"), "utf8")).toBe("ABC\n");
+		// the task directory goes once the result is acknowledged
+		await until(() => !fs.existsSync(path.join(a.workDir, "tasks", String(s.jobExeId))));
+	});
+
+	it("reports a failure with its exit code", async () => {
+		const s = spec({ command: job("exit-3.sh"), commandArguments: "" });
+		await a.call("node-agent.run", s);
+		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
+		expect(a.plane.finishedOf(s.jobExeId)).toMatchObject({
+			status: "FAILED",
+			exitCode: 3,
+			errorName: null,
+			stdout: "about to fail\n"
+		});
+	});
+
+	it("refuses a malformed execution spec", async () => {
+		const s: any = spec({ command: "/bin/true", commandArguments: "" });
+		delete s.interface;
+		await expect(a.call("node-agent.run", s)).rejects.toMatchObject({
+			type: "VALIDATION_ERROR"
+		});
+		await expect(
+			a.call("node-agent.run", {
+				...spec({ command: "/bin/true", commandArguments: "" }),
+				jobExeId: "x"
+			})
+		).rejects.toMatchObject({ type: "VALIDATION_ERROR" });
+	});
+
+	it("runs a repeated execution id once", async () => {
+		const counter = path.join(tempDir("count"), "runs");
+		const s = spec({ command: "/bin/sh", commandArguments: `-c 'echo run >> ${counter}'` });
+		const answers = await Promise.all([
+			a.call("node-agent.run", s),
+			a.call("node-agent.run", s)
+		]);
+		expect(answers).toEqual([{ accepted: true }, { accepted: true }]);
+		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
+		expect(await a.call("node-agent.run", s)).toEqual({ accepted: true });
+		await new Promise(r => setTimeout(r, 300));
+		expect(a.plane.finished.filter(f => f.jobExeId === s.jobExeId)).toHaveLength(1);
+		expect(a.plane.stepsOf(s.jobExeId)).toHaveLength(6);
+		expect(fs.readFileSync(counter, "utf8")).toBe("run\n");
+	});
+
+	it("serves logs while running, and cancels", async () => {
+		const s = spec({ command: job("sleep.sh"), commandArguments: "30" });
+		await a.call("node-agent.run", s);
+		await until(() => a.plane.stepsOf(s.jobExeId).includes("main started"));
+		let logs: any;
+		const deadline = Date.now() + 5000;
+		do {
+			logs = await a.call("node-agent.logs", { jobExeId: s.jobExeId });
+		} while (!logs.stdout.includes("sleeping") && Date.now() < deadline);
+		expect(logs).toEqual({
+			stdout: expect.stringMatching(/^pid \d+\nsleeping 30\n$/),
+			stderr: "",
+			is_finished: false
+		});
+		expect(await a.call("node-agent.cancel", { jobExeId: s.jobExeId })).toEqual({
+			found: true
+		});
+		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
+		expect(a.plane.finishedOf(s.jobExeId)).toMatchObject({
+			status: "CANCELED",
+			exitCode: null,
+			stdout: logs.stdout
+		});
+		expect(await a.call("node-agent.cancel", { jobExeId: s.jobExeId })).toEqual({
+			found: false
+		});
+	});
+
+	it("answers NOT_FOUND for the logs of an execution it does not hold", async () => {
+		await expect(a.call("node-agent.logs", { jobExeId: 987654 })).rejects.toMatchObject({
+			code: 404,
+			type: "NOT_FOUND"
+		});
+		expect(await a.call("node-agent.cancel", { jobExeId: 987654 })).toEqual({ found: false });
+	});
+
+	it("fails a docker job type cleanly when no Docker engine runs here", async () => {
+		const s = spec({
+			command: "echo",
+			commandArguments: "hi",
+			jobType: { usesDocker: true, dockerImage: "alpine:3" }
+		});
+		await a.call("node-agent.run", s);
+		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
+		expect(a.plane.finishedOf(s.jobExeId)).toMatchObject({
+			status: "FAILED",
+			errorName: "docker-task-launch",
+			errorDetail: expect.stringMatching(/no Docker engine answers on this node/)
+		});
+	});
+
+	it("retries exeFinished until the scheduler answers", async () => {
+		a.plane.failFinished = 3;
+		const attempts = a.plane.finishedAttempts;
+		const s = spec({ command: "/bin/true", commandArguments: "" });
+		await a.call("node-agent.run", s);
+		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
+		expect(a.plane.finishedAttempts - attempts).toBe(4);
+	});
+
+	it("keeps a result through a restart of the scheduler service", async () => {
+		await a.broker.destroyService(a.broker.getLocalService("scheduler")!);
+		const s = spec({ command: "/bin/true", commandArguments: "" });
+		await a.call("node-agent.run", s);
+		await new Promise(r => setTimeout(r, 500));
+		// held, and listed as running in heartbeats meanwhile
+		const beats = a.plane.heartbeats.length;
+		await until(() => a.plane.heartbeats.length > beats);
+		expect(a.plane.heartbeats.at(-1)!.running).toContain(s.jobExeId);
+		a.broker.createService(a.plane.scheduler());
+		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
+		expect(a.plane.finishedOf(s.jobExeId)!.status).toBe("COMPLETED");
+		// steps sent while the scheduler was away were lost (best effort), the result was not
+		expect(a.plane.finishedOf(s.jobExeId)!.steps.main!.exitCode).toBe(0);
+	});
+});
+
+describe("stopping the agent", () => {
+	it("terminates running tasks and reports nothing for them", async () => {
+		const a = await startAgent();
+		const s = spec({ command: job("sleep.sh"), commandArguments: "30" });
+		await a.call("node-agent.run", s);
+		const stdout = path.join(a.workDir, "tasks", String(s.jobExeId), "stdout");
+		await until(() => fs.existsSync(stdout) && /pid \d+/.test(fs.readFileSync(stdout, "utf8")));
+		const pid = Number(/pid (\d+)/.exec(fs.readFileSync(stdout, "utf8"))![1]);
+		await a.broker.stop();
+		expect(() => process.kill(pid, 0)).toThrow();
+		expect(a.plane.finished).toEqual([]);
+	});
+});

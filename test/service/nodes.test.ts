@@ -1,0 +1,498 @@
+import type { ServiceBroker } from "moleculer";
+import { createTestDatabase, type TestDatabase } from "../helpers/db";
+import { request, startServices, type TestApi } from "../helpers/broker";
+
+/** The nodes resource over real HTTP and PostgreSQL, with agents registering through the protocol. */
+
+const ISO_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const NODE_FIELDS = [
+	"archived",
+	"created",
+	"hostname",
+	"id",
+	"is_active",
+	"is_paused",
+	"is_paused_errors",
+	"last_modified",
+	"last_offer",
+	"pause_reason",
+	"port",
+	"slave_id"
+];
+
+let tdb: TestDatabase;
+let app: TestApi;
+let api: string;
+let broker: ServiceBroker;
+let changes: unknown[] = [];
+let seq = 0;
+
+async function q<T = Record<string, any>>(sql: string, bind: unknown[] = []): Promise<T[]> {
+	try {
+		const [rows] = await tdb.db.query(sql, { bind });
+		return rows as T[];
+	} catch (error: any) {
+		throw new Error(`${error.message}: ${sql}`);
+	}
+}
+
+/** Registers a node whose agent is this broker (so it is connected). */
+async function register(
+	resources = { cpus: 4, mem: 8192, disk: 100000 },
+	agentId = broker.nodeID
+): Promise<{ id: number; slaveId: string }> {
+	const slaveId = `slave-${++seq}`;
+	const { nodeId } = await broker.call<{ nodeId: number }, any>("nodes.register", {
+		agentId,
+		slaveId,
+		hostname: `node${seq}.example.com`,
+		port: 5051,
+		resources
+	});
+	return { id: nodeId, slaveId };
+}
+
+async function runningExe(nodeId: number, opts: { status?: string; error?: string } = {}) {
+	const [type] = await q<{ id: number }>(
+		`INSERT INTO job_type (name, version, interface, title) VALUES ($1, '1.0', '{}', 'A Type')
+		 RETURNING id`,
+		[`nt-${++seq}`]
+	);
+	const [rev] = await q<{ id: number }>(
+		`INSERT INTO job_type_rev (job_type_id, revision_num, interface) VALUES ($1, 1, '{}') RETURNING id`,
+		[type.id]
+	);
+	const [event] = await q<{ id: number }>(
+		`INSERT INTO trigger_event (type) VALUES ('USER') RETURNING id`
+	);
+	const status = opts.status ?? "RUNNING";
+	const [job] = await q<{ id: number }>(
+		`INSERT INTO job (job_type_id, job_type_rev_id, event_id, status, priority, num_exes,
+			timeout, max_tries, data)
+		 VALUES ($1, $2, $3, $4, 10, 1, 60, 3, '{}') RETURNING id`,
+		[type.id, rev.id, event.id, status]
+	);
+	const [exe] = await q<{ id: number }>(
+		`INSERT INTO job_exe (job_id, status, timeout, node_id, agent_id, cpus_scheduled,
+			mem_scheduled, disk_in_scheduled, disk_out_scheduled, disk_total_scheduled, started,
+			command_arguments, error_id, ended)
+		 VALUES ($1, $2::text, 60, $3, $4, 1.5, 512, 10, 20, 30, now(), 'a b',
+			(SELECT id FROM error WHERE name = $5), CASE WHEN $2::text = 'RUNNING' THEN NULL ELSE now() END)
+		 RETURNING id`,
+		[job.id, status, nodeId, broker.nodeID, opts.error ?? null]
+	);
+	return { jobId: job.id, exeId: exe.id, typeId: type.id };
+}
+
+function expectPlain(reply: { status: number; headers: Headers; text: string }, status: number) {
+	expect(reply.status).toBe(status);
+	expect(reply.headers.get("content-type")).toMatch(/^text\/plain/);
+}
+
+beforeAll(async () => {
+	tdb = await createTestDatabase();
+	app = await startServices(tdb.url, ["api", "nodes"]);
+	api = app.api;
+	broker = app.broker;
+	broker.createService({
+		name: "node-agent",
+		actions: { run: () => ({ accepted: true }), cancel: () => ({ found: false }) }
+	});
+	broker.createService({
+		name: "listener",
+		events: {
+			"nodes.changed"(ctx: any) {
+				changes.push(ctx.params);
+			}
+		}
+	});
+	await broker.waitForServices(["node-agent", "listener"]);
+});
+
+afterAll(async () => {
+	await app?.stop();
+	await tdb?.drop();
+});
+
+beforeEach(() => {
+	changes = [];
+});
+
+describe("agents register and send heartbeats", () => {
+	it("creates a node on registration and updates it when the agent registers again", async () => {
+		const { id, slaveId } = await register({ cpus: 2, mem: 1000, disk: 5000 });
+		const [row] = await q(`SELECT * FROM node WHERE id = $1`, [id]);
+		expect(row).toMatchObject({
+			slave_id: slaveId,
+			agent_id: broker.nodeID,
+			port: 5051,
+			cpus_total: 2,
+			mem_total: 1000,
+			disk_total: 5000,
+			is_active: true,
+			is_paused: false
+		});
+		expect(row.last_heartbeat).toBeInstanceOf(Date);
+		expect(row.last_offer).toBeInstanceOf(Date);
+		const again = await broker.call<{ nodeId: number }, any>("nodes.register", {
+			agentId: "another-agent",
+			slaveId,
+			hostname: "renamed.example.com",
+			port: 0,
+			resources: { cpus: 8, mem: 2000, disk: 6000 }
+		});
+		expect(again).toEqual({ nodeId: id });
+		const [updated] = await q(`SELECT * FROM node WHERE id = $1`, [id]);
+		expect(updated).toMatchObject({
+			hostname: "renamed.example.com",
+			agent_id: "another-agent",
+			cpus_total: 8,
+			port: 0
+		});
+		await new Promise(r => setTimeout(r, 20));
+		expect(changes).toContainEqual({ nodeIds: [id] });
+	});
+
+	it("renews the lease on a heartbeat and tells the scheduler only about changes", async () => {
+		const { id, slaveId } = await register({ cpus: 2, mem: 1000, disk: 5000 });
+		await q(`UPDATE node SET last_heartbeat = now() - interval '5 seconds' WHERE id = $1`, [
+			id
+		]);
+		changes = [];
+		const beat = (resources: object) =>
+			broker.call("nodes.heartbeat", {
+				agentId: broker.nodeID,
+				slaveId,
+				resources,
+				running: []
+			});
+		expect(await beat({ cpus: 2, mem: 1000, disk: 5000 })).toEqual({ ok: true, nodeId: id });
+		const [row] = await q(
+			`SELECT last_heartbeat > now() - interval '1 second' AS fresh FROM node WHERE id = $1`,
+			[id]
+		);
+		expect(row.fresh).toBe(true);
+		await new Promise(r => setTimeout(r, 20));
+		expect(changes).toEqual([]);
+		await beat({ cpus: 3, mem: 1000, disk: 5000 });
+		await new Promise(r => setTimeout(r, 20));
+		expect(changes).toEqual([{ nodeIds: [id] }]);
+		expect((await q(`SELECT cpus_total FROM node WHERE id = $1`, [id]))[0].cpus_total).toBe(3);
+		// Out of its lease, a heartbeat brings the node back: the scheduler hears of it.
+		changes = [];
+		await q(`UPDATE node SET last_heartbeat = now() - interval '1 hour' WHERE id = $1`, [id]);
+		await beat({ cpus: 3, mem: 1000, disk: 5000 });
+		await new Promise(r => setTimeout(r, 20));
+		expect(changes).toEqual([{ nodeIds: [id] }]);
+	});
+
+	it("answers NOT_FOUND to a heartbeat of an unknown node, so the agent registers", async () => {
+		await expect(
+			broker.call("nodes.heartbeat", {
+				agentId: broker.nodeID,
+				slaveId: "never-registered",
+				resources: { cpus: 1, mem: 1, disk: 1 },
+				running: []
+			})
+		).rejects.toMatchObject({ type: "NOT_FOUND", code: 404 });
+	});
+
+	it("refuses a registration without the required fields", async () => {
+		await expect(
+			broker.call("nodes.register", { agentId: "a", slaveId: "b", hostname: "h" })
+		).rejects.toMatchObject({ type: "VALIDATION_ERROR" });
+	});
+
+	it("forgets the agent of a node when it leaves the cluster", async () => {
+		const { id } = await register(undefined, "leaving-agent");
+		changes = [];
+		broker.broadcastLocal("$node.disconnected", {
+			node: { id: "leaving-agent" },
+			unexpected: true
+		});
+		for (let i = 0; i < 100; i++) {
+			const [row] = await q(`SELECT agent_id FROM node WHERE id = $1`, [id]);
+			if (row.agent_id === null) break;
+			await new Promise(r => setTimeout(r, 20));
+		}
+		expect((await q(`SELECT agent_id FROM node WHERE id = $1`, [id]))[0].agent_id).toBeNull();
+		expect(changes).toContainEqual({ nodeIds: [id] });
+	});
+});
+
+describe("GET /nodes/", () => {
+	it("lists the active nodes in the envelope, with Scale's fields", async () => {
+		const { id } = await register();
+		const reply = await request("GET", `${api}/nodes/?page_size=1000`);
+		expect(reply.status).toBe(200);
+		expect(Object.keys(reply.body).sort()).toEqual(["count", "next", "previous", "results"]);
+		const node = reply.body.results.find((n: any) => n.id === id);
+		expect(Object.keys(node).sort()).toEqual(NODE_FIELDS);
+		expect(node).toMatchObject({
+			port: 5051,
+			is_paused: false,
+			is_paused_errors: false,
+			is_active: true,
+			archived: null,
+			pause_reason: null
+		});
+		expect(node.created).toMatch(ISO_MS_Z);
+		expect(node.last_offer).toMatch(ISO_MS_Z);
+		expect(reply.body.count).toBe(reply.body.results.length);
+	});
+
+	it("hides inactive nodes unless include_inactive is true", async () => {
+		const { id } = await register();
+		let reply = await request("PATCH", `${api}/nodes/${id}/`, { is_active: false });
+		expect(reply.status).toBe(201);
+		expect(reply.body.archived).toMatch(ISO_MS_Z);
+		const ids = async (query: string) =>
+			(await request("GET", `${api}/nodes/?page_size=1000${query}`)).body.results.map(
+				(n: any) => n.id
+			);
+		expect(await ids("")).not.toContain(id);
+		expect(await ids("&include_inactive=false")).not.toContain(id);
+		expect(await ids("&include_inactive=true")).toContain(id);
+		expect(await ids("&include_inactive=1")).toContain(id);
+		reply = await request("GET", `${api}/nodes/?include_inactive=maybe`);
+		expect(reply.status).toBe(400);
+		expect(reply.body.detail).toMatch(/^include_inactive:/);
+		reply = await request("PATCH", `${api}/nodes/${id}/`, { is_active: true });
+		expect(reply.body).toMatchObject({ is_active: true, archived: null });
+		expect(await ids("")).toContain(id);
+	});
+
+	it("orders by a requested field and pages", async () => {
+		await register();
+		await register();
+		const reply = await request("GET", `${api}/nodes/?order=-hostname&page_size=2`);
+		expect(reply.status).toBe(200);
+		const names = reply.body.results.map((n: any) => n.hostname);
+		expect(names).toEqual([...names].sort().reverse());
+		expect(reply.body.next).toMatch(/page=2/);
+		const bad = await request("GET", `${api}/nodes/?order=nope`);
+		expect(bad.status).toBe(400);
+	});
+});
+
+describe("GET /nodes/{id}/", () => {
+	it("answers details with resources, running executions and disconnected false", async () => {
+		const { id } = await register({ cpus: 4, mem: 8192, disk: 100000 });
+		const { exeId, jobId, typeId } = await runningExe(id);
+		const reply = await request("GET", `${api}/nodes/${id}/`);
+		expect(reply.status).toBe(200);
+		expect(Object.keys(reply.body).sort()).toEqual(
+			[...NODE_FIELDS, "disconnected", "job_exes_running", "resources"].sort()
+		);
+		expect(reply.body.disconnected).toBe(false);
+		expect(reply.body.resources).toEqual({
+			total: { cpus: 4, mem: 8192, disk: 100000 },
+			scheduled: { cpus: 1.5, mem: 512, disk: 30 },
+			used: { cpus: 0, mem: 0, disk: 0 }
+		});
+		expect(reply.body.job_exes_running).toHaveLength(1);
+		const exe = reply.body.job_exes_running[0];
+		expect(exe).toMatchObject({
+			id: exeId,
+			status: "RUNNING",
+			command_arguments: "a b",
+			timeout: 60,
+			node: { id },
+			error: null,
+			cpus_scheduled: 1.5,
+			mem_scheduled: 512,
+			disk_in_scheduled: 10,
+			disk_out_scheduled: 20,
+			disk_total_scheduled: 30,
+			job: {
+				id: jobId,
+				status: "RUNNING",
+				priority: 10,
+				num_exes: 1,
+				error: null,
+				job_type: { id: typeId, version: "1.0", title: "A Type" }
+			}
+		});
+		expect(exe.started).toMatch(ISO_MS_Z);
+	});
+
+	it("says disconnected when the agent is not in the cluster or out of its lease", async () => {
+		const gone = await register(undefined, "agent-not-here");
+		let reply = await request("GET", `${api}/nodes/${gone.id}/`);
+		expect(reply.body.disconnected).toBe(true);
+		expect(reply.body.resources.scheduled).toEqual({ cpus: 0, mem: 0, disk: 0 });
+		const stale = await register();
+		await q(`UPDATE node SET last_heartbeat = now() - interval '1 hour' WHERE id = $1`, [
+			stale.id
+		]);
+		reply = await request("GET", `${api}/nodes/${stale.id}/`);
+		expect(reply.body.disconnected).toBe(true);
+	});
+
+	it("answers 404 in text/plain for an unknown node", async () => {
+		for (const [method, body] of [
+			["GET", undefined],
+			["PATCH", { is_paused: true }],
+			["PUT", { hostname: "h", port: 1, is_paused: false, is_active: true }]
+		] as const) {
+			const reply = await request(method, `${api}/nodes/999999/`, body);
+			expectPlain(reply, 404);
+			expect(reply.text).toMatch(/999999/);
+		}
+	});
+});
+
+describe("PUT /nodes/{id}/", () => {
+	it("replaces the node and answers 201 with Location and the node", async () => {
+		const { id, slaveId } = await register();
+		const url = `${api}/nodes/${id}/`;
+		const reply = await request("PUT", url, {
+			hostname: "replaced.example.com",
+			port: 6000,
+			is_paused: true,
+			is_active: true,
+			pause_reason: "disk swap"
+		});
+		expect(reply.status).toBe(201);
+		expect(reply.headers.get("location")).toBe(url);
+		expect(Object.keys(reply.body).sort()).toEqual(NODE_FIELDS);
+		expect(reply.body).toMatchObject({
+			id,
+			slave_id: slaveId,
+			hostname: "replaced.example.com",
+			port: 6000,
+			is_paused: true,
+			pause_reason: "disk swap",
+			is_paused_errors: false
+		});
+	});
+
+	it("lists missing and unexpected fields in a text/plain 400", async () => {
+		const { id } = await register();
+		let reply = await request("PUT", `${api}/nodes/${id}/`, { hostname: "h", is_paused: true });
+		expectPlain(reply, 400);
+		expect(reply.text).toBe("Missing required fields: port, is_active");
+		reply = await request("PUT", `${api}/nodes/${id}/`, {
+			hostname: "h",
+			port: 1,
+			is_paused: true,
+			is_active: true,
+			color: "red",
+			size: 3
+		});
+		expectPlain(reply, 400);
+		expect(reply.text).toBe("Unexpected fields: color, size");
+		reply = await request("PUT", `${api}/nodes/${id}/`, {
+			hostname: "h",
+			port: "80",
+			is_paused: true,
+			is_active: true
+		});
+		expectPlain(reply, 400);
+		expect(reply.text).toMatch(/^port:/);
+		const [row] = await q(`SELECT hostname FROM node WHERE id = $1`, [id]);
+		expect(row.hostname).not.toBe("h");
+	});
+});
+
+describe("PATCH /nodes/{id}/", () => {
+	it("pauses with a reason, and un-pausing clears the reason and is_paused_errors", async () => {
+		const { id } = await register();
+		await q(
+			`UPDATE node SET is_paused = true, is_paused_errors = true, pause_reason = 'errors'
+			 WHERE id = $1`,
+			[id]
+		);
+		const url = `${api}/v3/nodes/${id}/`;
+		let reply = await request("PATCH", url, { is_paused: false });
+		expect(reply.status).toBe(201);
+		expect(reply.headers.get("location")).toBe(url);
+		expect(reply.body).toMatchObject({
+			is_paused: false,
+			is_paused_errors: false,
+			pause_reason: null
+		});
+		reply = await request("PATCH", url, { is_paused: true, pause_reason: "upgrade" });
+		expect(reply.body).toMatchObject({ is_paused: true, pause_reason: "upgrade" });
+		reply = await request("PATCH", url, { hostname: "other.example.com" });
+		expect(reply.body).toMatchObject({
+			hostname: "other.example.com",
+			is_paused: true,
+			pause_reason: "upgrade"
+		});
+		await new Promise(r => setTimeout(r, 20));
+		expect(changes).toContainEqual({ nodeIds: [id] });
+	});
+
+	it("refuses no fields and unexpected fields in a text/plain 400", async () => {
+		const { id } = await register();
+		let reply = await request("PATCH", `${api}/nodes/${id}/`, {});
+		expectPlain(reply, 400);
+		expect(reply.text).toBe("No fields specified for update.");
+		reply = await request("PATCH", `${api}/nodes/${id}/`, { is_paused: true, slave_id: "x" });
+		expectPlain(reply, 400);
+		expect(reply.text).toBe("Unexpected fields: slave_id");
+		reply = await request("PATCH", `${api}/nodes/${id}/`, { is_paused: "yes" });
+		expectPlain(reply, 400);
+		expect(reply.text).toMatch(/^is_paused:/);
+		const [row] = await q(`SELECT is_paused FROM node WHERE id = $1`, [id]);
+		expect(row.is_paused).toBe(false);
+	});
+});
+
+describe("GET /nodes/status/", () => {
+	it("answers each active node with online state, execution counts and running executions", async () => {
+		const { id } = await register();
+		const inactive = await register();
+		await q(`UPDATE node SET is_active = false WHERE id = $1`, [inactive.id]);
+		const offline = await register(undefined, "nobody");
+		const running = await runningExe(id);
+		await runningExe(id, { status: "COMPLETED" });
+		await runningExe(id, { status: "COMPLETED" });
+		await runningExe(id, { status: "FAILED", error: "filesystem-io" });
+		const reply = await request("GET", `${api}/nodes/status/?page_size=1000`);
+		expect(reply.status).toBe(200);
+		expect(Object.keys(reply.body).sort()).toEqual(["count", "next", "previous", "results"]);
+		const ids = reply.body.results.map((r: any) => r.node.id);
+		expect(ids).toContain(id);
+		expect(ids).toContain(offline.id);
+		expect(ids).not.toContain(inactive.id);
+		const entry = reply.body.results.find((r: any) => r.node.id === id);
+		expect(Object.keys(entry).sort()).toEqual([
+			"is_online",
+			"job_exe_counts",
+			"job_exes_running",
+			"node"
+		]);
+		expect(entry.is_online).toBe(true);
+		expect(Object.keys(entry.node).sort()).toEqual(NODE_FIELDS);
+		const counts = entry.job_exe_counts.map((c: any) => [c.status, c.count, c.category]);
+		expect(counts).toEqual([
+			["COMPLETED", 2, null],
+			["FAILED", 1, "SYSTEM"],
+			["RUNNING", 1, null]
+		]);
+		for (const c of entry.job_exe_counts) expect(c.most_recent).toMatch(ISO_MS_Z);
+		expect(entry.job_exes_running.map((e: any) => e.id)).toEqual([running.exeId]);
+		expect(reply.body.results.find((r: any) => r.node.id === offline.id).is_online).toBe(false);
+
+		// A range that ends before the executions counts none of them.
+		const old = await request(
+			"GET",
+			`${api}/nodes/status/?started=2000-01-01T00:00:00Z&ended=2000-01-02T00:00:00Z&page_size=1000`
+		);
+		expect(old.body.results.find((r: any) => r.node.id === id).job_exe_counts).toEqual([]);
+	});
+
+	it("pages its entries", async () => {
+		await register();
+		await register();
+		const reply = await request("GET", `${api}/nodes/status/?page_size=1`);
+		expect(reply.body.results).toHaveLength(1);
+		expect(reply.body.count).toBeGreaterThan(1);
+		expect(reply.body.next).toMatch(/page=2/);
+		const past = await request("GET", `${api}/nodes/status/?page_size=1&page=1000`);
+		expect(past.body.results).toEqual([]);
+		expect(past.body.count).toBe(reply.body.count);
+	});
+});

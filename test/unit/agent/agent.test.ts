@@ -1,0 +1,228 @@
+import fs from "fs";
+import path from "path";
+import { NodeAgent, type AgentOptions } from "../../../lib/agent/agent";
+import { taskDirOf } from "../../../lib/agent/execution";
+import type { ExecutionFinished, ExecutionStep } from "../../../lib/agent/protocol";
+import {
+	job,
+	makeJobsExecutable,
+	removeTempDirs,
+	spec,
+	stagedFile,
+	tempDir
+} from "../../fixtures/agent";
+
+beforeAll(() => makeJobsExecutable());
+afterAll(() => removeTempDirs());
+
+interface Recorder {
+	agent: NodeAgent;
+	workDir: string;
+	events: string[];
+	reports: ExecutionFinished[];
+	/** resolves when the report of `id` is delivered */
+	delivered(id: number): Promise<ExecutionFinished>;
+	/** make deliveries wait until release() */
+	hold(): void;
+	release(): void;
+}
+
+function makeAgent(options: Partial<AgentOptions> = {}): Recorder {
+	const workDir = tempDir("agent");
+	const events: string[] = [];
+	const reports: ExecutionFinished[] = [];
+	const waiters = new Map<number, (r: ExecutionFinished) => void>();
+	let gate: Promise<void> | null = null;
+	let open: () => void = () => undefined;
+	const agent = new NodeAgent({
+		agentId: "agent-x",
+		workDir,
+		launchers: 1,
+		killGraceMs: 300,
+		async sendStep(step: ExecutionStep) {
+			// a slow peer: steps must still arrive in order, all before the report
+			await new Promise(r => setTimeout(r, 5));
+			events.push(`${step.jobExeId} ${step.step} ${step.event}`);
+		},
+		async deliver(report: ExecutionFinished) {
+			if (gate) await gate;
+			events.push(`${report.jobExeId} finished ${report.status}`);
+			reports.push(report);
+			waiters.get(report.jobExeId)?.(report);
+		},
+		...options
+	});
+	return {
+		agent,
+		workDir,
+		events,
+		reports,
+		delivered: id =>
+			new Promise(resolve => {
+				const done = reports.find(r => r.jobExeId === id);
+				if (done) resolve(done);
+				else waiters.set(id, resolve);
+			}),
+		hold() {
+			gate = new Promise(r => (open = r));
+		},
+		release() {
+			gate = null;
+			open();
+		}
+	};
+}
+
+async function until(check: () => boolean, ms = 5000) {
+	const deadline = Date.now() + ms;
+	while (!check()) {
+		if (Date.now() > deadline) throw new Error("timed out");
+		await new Promise(r => setTimeout(r, 20));
+	}
+}
+
+it("runs an execution once, however often it is asked", async () => {
+	const r = makeAgent();
+	try {
+		const counter = path.join(tempDir("count"), "runs");
+		const s = spec({ command: "/bin/sh", commandArguments: `-c 'echo run >> ${counter}'` });
+		expect(r.agent.run(s)).toBe("started");
+		expect(r.agent.run(s)).toBe("known");
+		await r.delivered(s.jobExeId);
+		expect(r.agent.run(s)).toBe("known");
+		await new Promise(res => setTimeout(res, 100));
+		expect(fs.readFileSync(counter, "utf8")).toBe("run\n");
+		expect(r.reports).toHaveLength(1);
+	} finally {
+		await r.agent.stop();
+	}
+});
+
+it("reports every step in order before the result", async () => {
+	const r = makeAgent();
+	try {
+		const s = spec({ command: "/bin/true", commandArguments: "" });
+		r.agent.run(s);
+		await r.delivered(s.jobExeId);
+		const id = s.jobExeId;
+		expect(r.events).toEqual([
+			`${id} pre started`,
+			`${id} pre completed`,
+			`${id} main started`,
+			`${id} main completed`,
+			`${id} post started`,
+			`${id} post completed`,
+			`${id} finished COMPLETED`
+		]);
+	} finally {
+		await r.agent.stop();
+	}
+});
+
+it("still reports the result when the steps cannot be reported", async () => {
+	const warnings: string[] = [];
+	const r = makeAgent({
+		sendStep: () => Promise.reject(new Error("no scheduler")),
+		warn: m => warnings.push(m)
+	});
+	try {
+		const s = spec({ command: "/bin/true", commandArguments: "" });
+		r.agent.run(s);
+		expect((await r.delivered(s.jobExeId)).status).toBe("COMPLETED");
+		expect(warnings).toHaveLength(6);
+		expect(warnings[0]).toMatch(/pre started step was not reported: no scheduler/);
+	} finally {
+		await r.agent.stop();
+	}
+});
+
+it("holds an execution until its result is acknowledged, then cleans up", async () => {
+	const r = makeAgent();
+	try {
+		const ws = tempDir("ws");
+		const input = stagedFile(tempDir("src"), "in.txt", "abc");
+		const ok = spec({
+			command: job("write-output.sh"),
+			commandArguments: "${i} ${job_output_dir}",
+			inputData: [{ name: "i", type: "file" }],
+			outputData: [{ name: "result" }],
+			inputs: { i: { files: [input] } },
+			workspaceDir: ws
+		});
+		const bad = spec({ command: job("exit-3.sh"), commandArguments: "" });
+		r.hold();
+		r.agent.run(ok);
+		r.agent.run(bad);
+		expect(r.agent.running().sort()).toEqual([ok.jobExeId, bad.jobExeId].sort());
+		await new Promise(res => setTimeout(res, 300));
+		// finished, not yet acknowledged: still held (the heartbeat lists them)
+		expect(r.agent.running().sort()).toEqual([ok.jobExeId, bad.jobExeId].sort());
+		const logs = await r.agent.logs(bad.jobExeId);
+		expect(logs).toEqual({
+			stdout: "about to fail\n",
+			stderr: "something went wrong\n",
+			is_finished: true
+		});
+		expect(r.agent.cancel(bad.jobExeId)).toBe(false);
+		r.release();
+		await r.delivered(ok.jobExeId);
+		await r.delivered(bad.jobExeId);
+		await until(() => r.agent.running().length === 0);
+		expect(await r.agent.logs(ok.jobExeId)).toBeNull();
+		// completed: its task directory goes; failed: kept for debugging, without its inputs
+		await until(() => !fs.existsSync(taskDirOf(r.workDir, ok.jobExeId)));
+		const kept = taskDirOf(r.workDir, bad.jobExeId);
+		await until(() => !fs.existsSync(path.join(kept, "inputs")));
+		expect(fs.readdirSync(kept).sort()).toEqual(["outputs", "stderr", "stdout"]);
+		expect(fs.readFileSync(path.join(ws, "my-job/1.0.0/42/result.txt"), "utf8")).toBe("ABC");
+	} finally {
+		r.release();
+		await r.agent.stop();
+	}
+});
+
+it("cancels a running execution", async () => {
+	const r = makeAgent();
+	try {
+		const s = spec({ command: job("sleep.sh"), commandArguments: "30" });
+		r.agent.run(s);
+		await until(() => fs.existsSync(path.join(taskDirOf(r.workDir, s.jobExeId), "stdout")));
+		await new Promise(res => setTimeout(res, 100));
+		expect(r.agent.cancel(s.jobExeId)).toBe(true);
+		expect((await r.delivered(s.jobExeId)).status).toBe("CANCELED");
+		expect(r.agent.cancel(s.jobExeId)).toBe(false);
+		expect(r.agent.cancel(999999)).toBe(false);
+	} finally {
+		await r.agent.stop();
+	}
+});
+
+it("prunes kept task directories once old enough", async () => {
+	const r = makeAgent({ keepFailedMs: 60_000 });
+	try {
+		const tasks = path.join(r.workDir, "tasks");
+		for (const id of ["5", "6"])
+			fs.mkdirSync(path.join(tasks, id, "outputs"), { recursive: true });
+		const old = new Date(Date.now() - 120_000);
+		fs.utimesSync(path.join(tasks, "5"), old, old);
+		await r.agent.prune();
+		expect(fs.readdirSync(tasks)).toEqual(["6"]);
+	} finally {
+		await r.agent.stop();
+	}
+});
+
+it("stops: terminates running processes and reports nothing more", async () => {
+	const r = makeAgent();
+	const s = spec({ command: job("sleep.sh"), commandArguments: "30" });
+	r.agent.run(s);
+	const stdout = path.join(taskDirOf(r.workDir, s.jobExeId), "stdout");
+	await until(() => fs.existsSync(stdout) && /pid \d+/.test(fs.readFileSync(stdout, "utf8")));
+	const pid = Number(/pid (\d+)/.exec(fs.readFileSync(stdout, "utf8"))![1]);
+	const started = Date.now();
+	await r.agent.stop();
+	expect(Date.now() - started).toBeLessThan(2000);
+	expect(() => process.kill(pid, 0)).toThrow();
+	expect(r.reports).toEqual([]);
+	expect(r.agent.run(spec({ command: "/bin/true", commandArguments: "" }))).toBe("stopping");
+});
