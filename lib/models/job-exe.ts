@@ -1,7 +1,7 @@
 import type { Sequelize, Transaction } from "sequelize";
+import { serializeNode, type NodeRow } from "./node";
 import { select } from "../db/connection";
 import { NotFoundError } from "../errors";
-import { formatDatetime } from "../list/iso8601";
 import type { ListSource } from "../list/run";
 import { serializeError, type ErrorRow } from "./error";
 import {
@@ -192,45 +192,8 @@ export async function getJobExeListRow(
 	return row;
 }
 
-interface NodeRow {
-	id: number;
-	hostname: string;
-	port: number;
-	slave_id: string;
-	pause_reason: string | null;
-	is_paused: boolean;
-	is_paused_errors: boolean;
-	is_active: boolean;
-	archived: Date | null;
-	created: Date;
-	last_offer: Date | null;
-	last_modified: Date;
-}
-
-function date(d: Date | null): string | null {
-	return d ? formatDatetime(d) : null;
-}
-
 function num(v: number | string | null): number | null {
 	return v === null ? null : Number(v);
-}
-
-/** The node record an execution's details embed (Scale's NodeSerializer). */
-function serializeNode(row: NodeRow) {
-	return {
-		id: row.id,
-		hostname: row.hostname,
-		port: row.port,
-		slave_id: row.slave_id,
-		pause_reason: row.pause_reason,
-		is_paused: row.is_paused,
-		is_paused_errors: row.is_paused_errors,
-		is_active: row.is_active,
-		archived: date(row.archived),
-		created: formatDatetime(row.created),
-		last_offer: date(row.last_offer),
-		last_modified: formatDatetime(row.last_modified)
-	};
 }
 
 /**
