@@ -39,6 +39,22 @@ interface PgConnection {
 	): Promise<{ rows: any[] }>;
 }
 
+/**
+ * A transaction's statements run on its one connection. Callers may start several at once
+ * (Promise.all); they are sent one after another, as the pg client wants.
+ */
+const lastOnConnection = new WeakMap<PgConnection, Promise<unknown>>();
+
+function inTurn<T>(conn: PgConnection, fn: () => Promise<T>): Promise<T> {
+	const previous = lastOnConnection.get(conn) ?? Promise.resolve();
+	const next = previous.then(fn, fn);
+	lastOnConnection.set(
+		conn,
+		next.catch(() => undefined)
+	);
+	return next;
+}
+
 /** Statement names for `prepare`: one per distinct SQL text, kept by each connection. */
 const statementNames = new Map<string, string>();
 
@@ -67,7 +83,7 @@ async function run(
 		? { text: sql, values: bind, name: statementName(sql) }
 		: { text: sql, values: bind };
 	const conn = (transaction as unknown as { connection?: PgConnection } | undefined)?.connection;
-	if (conn) return (await conn.query(query)).rows;
+	if (conn) return inTurn(conn, async () => (await conn.query(query)).rows);
 	const manager = db.connectionManager as unknown as {
 		getConnection(o: { type: string }): Promise<PgConnection>;
 		releaseConnection(c: PgConnection): void;

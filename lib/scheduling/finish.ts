@@ -63,7 +63,7 @@ export interface FinishOptions {
 	warn?: (message: string) => void;
 }
 
-interface LockedExe {
+interface EndingExe {
 	id: number;
 	job_id: number;
 	node_id: number | null;
@@ -241,13 +241,12 @@ export async function finishExecutions(
 		parseEvents: [],
 		notes: []
 	};
-	const ending = [
-		...new Set([...finished.map(f => f.jobExeId), ...failures.map(f => f.jobExeId)])
-	];
+	const endingSet = new Set([...finished.map(f => f.jobExeId), ...failures.map(f => f.jobExeId)]);
+	const ending = [...endingSet];
 	const stepCols = collectSteps(steps, finished);
 
 	// Step reports of executions that go on running: their columns only.
-	const stepOnly = [...stepCols.keys()].filter(id => !ending.includes(id));
+	const stepOnly = [...stepCols.keys()].filter(id => !endingSet.has(id));
 	if (stepOnly.length > 0) {
 		const u = stepUnnest(stepOnly, stepCols);
 		const rows = await sql.query<{ id: number }>(
@@ -262,7 +261,7 @@ export async function finishExecutions(
 	// What the endings need to know. No lock: every transition below is guarded on RUNNING
 	// (PostgreSQL re-checks the guard under the row lock), and later work follows only the
 	// executions whose transition this transaction made.
-	const rows = await sql.query<LockedExe>(
+	const rows = await sql.query<EndingExe>(
 		`SELECT e.id, e.job_id, e.node_id, j.num_exes, j.max_tries, j.job_type_id, t.name,
 			t.version, t.is_operational, t.is_long_running, j.data, r.interface, t.error_mapping
 		 FROM job_exe e JOIN job j ON j.id = e.job_id JOIN job_type t ON t.id = j.job_type_id
@@ -273,11 +272,11 @@ export async function finishExecutions(
 	const running = new Map(rows.map(l => [l.id, l]));
 
 	// Sort the endings: completions, failures (with their error name) and cancellations.
-	const completions: { exe: LockedExe; f: ExecutionFinished; products: ProducedFile[] }[] = [];
-	const failing: { exe: LockedExe; errorName: string }[] = [];
-	const canceling: LockedExe[] = [];
+	const completions: { exe: EndingExe; f: ExecutionFinished; products: ProducedFile[] }[] = [];
+	const failing: { exe: EndingExe; errorName: string }[] = [];
+	const canceling: EndingExe[] = [];
 	const taken = new Set<number>();
-	const take = (id: number): LockedExe | null => {
+	const take = (id: number): EndingExe | null => {
 		const exe = running.get(id);
 		if (!exe || taken.has(id)) return null;
 		taken.add(id);
@@ -309,10 +308,13 @@ export async function finishExecutions(
 	if (canceling.length > 0) await cancel(sql, canceling, stepCols, result);
 	for (const s of steps) if (result.ended.has(s.jobExeId)) result.stepped.add(s.jobExeId);
 
-	// Logs of every execution that ended here.
-	const logs = finished.filter(
-		f => result.ended.has(f.jobExeId) && (storable(f.stdout) || storable(f.stderr))
-	);
+	// Logs of every execution that ended here (from its first report, as above).
+	const logged = new Set<number>();
+	const logs = finished.filter(f => {
+		if (!result.ended.has(f.jobExeId) || logged.has(f.jobExeId)) return false;
+		logged.add(f.jobExeId);
+		return !!(storable(f.stdout) || storable(f.stderr));
+	});
 	if (logs.length > 0) {
 		await sql.query(
 			`INSERT INTO job_exe_log (job_exe_id, stdout, stderr)
@@ -330,7 +332,7 @@ export async function finishExecutions(
 }
 
 /** The results document of an execution from the products stored per output. */
-function resultsOf(exe: LockedExe, made: { output: string; id: number }[]): JobResults {
+function resultsOf(exe: EndingExe, made: { output: string; id: number }[]): JobResults {
 	return buildJobResults(
 		(exe.interface?.output_data ?? []).map(o => ({
 			name: o.name,
@@ -342,7 +344,7 @@ function resultsOf(exe: LockedExe, made: { output: string; id: number }[]): JobR
 
 async function complete(
 	sql: Sql,
-	completions: { exe: LockedExe; f: ExecutionFinished; products: ProducedFile[] }[],
+	completions: { exe: EndingExe; f: ExecutionFinished; products: ProducedFile[] }[],
 	stepCols: Map<number, StepColumns>,
 	result: FinishResult,
 	opts: FinishOptions
@@ -495,7 +497,7 @@ async function complete(
 
 async function fail(
 	sql: Sql,
-	failing: { exe: LockedExe; errorName: string }[],
+	failing: { exe: EndingExe; errorName: string }[],
 	stepCols: Map<number, StepColumns>,
 	result: FinishResult
 ): Promise<void> {
@@ -640,7 +642,7 @@ async function fail(
 
 async function cancel(
 	sql: Sql,
-	canceling: LockedExe[],
+	canceling: EndingExe[],
 	stepCols: Map<number, StepColumns>,
 	result: FinishResult
 ): Promise<void> {
