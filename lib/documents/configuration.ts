@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { compileChecker } from "../validation/schema";
+import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 import type { Warning } from "./types";
 
@@ -209,11 +209,7 @@ export function parseConfigurationImport(
 	doc: unknown,
 	field = "import"
 ): { document: ConfigurationDocument; warnings: Warning[] } {
-	const problems = checkShape(doc);
-	if (problems !== true) {
-		const [p] = problems;
-		throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, p.message);
-	}
+	assertSchema(checkShape, doc, field);
 	checkStorableText(doc, field);
 	const given = doc as {
 		version?: string;

@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { compileChecker } from "../validation/schema";
+import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 import type { ErrorMapping } from "./types";
 
@@ -37,11 +37,7 @@ export function parseErrorMapping(
 ): ErrorMapping {
 	if (doc === undefined || doc === null)
 		return { version: ERROR_MAPPING_VERSION, exit_codes: {} };
-	const problems = checkShape(doc);
-	if (problems !== true) {
-		const [p] = problems;
-		throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, p.message);
-	}
+	assertSchema(checkShape, doc, field);
 	checkStorableText(doc, field);
 	const given = doc as { version?: string; exit_codes?: Record<string, unknown> };
 	const version = given.version ?? ERROR_MAPPING_VERSION;

@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { compileChecker, type Checker } from "../validation/schema";
+import { assertSchema, compileChecker, type Checker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 import type { JobInterface } from "./types";
 
@@ -104,11 +104,7 @@ interface RawInput {
  * fileIdsIn and workspaceIdsIn.
  */
 export function parseJobData(doc: unknown, iface: JobInterface, field = "job_data"): JobData {
-	const problems = checkShape(doc);
-	if (problems !== true) {
-		const [p] = problems;
-		throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, p.message);
-	}
+	assertSchema(checkShape, doc, field);
 	checkStorableText(doc, field);
 	const given = doc as { version?: string; input_data?: RawInput[]; output_data?: OutputData[] };
 	const version = given.version ?? JOB_DATA_VERSION;

@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { compileChecker, type Checker } from "../validation/schema";
+import { assertSchema, compileChecker, type Checker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 import type { InputEntry, JobInterface, OutputEntry } from "./types";
 
@@ -74,15 +74,13 @@ export const JOB_INTERFACE_SCHEMA = {
 
 const checkShape: Checker = compileChecker(JOB_INTERFACE_SCHEMA);
 
-/** Throws FieldError at the first schema problem of `doc`, its paths prefixed with `field`. */
+/** What a name that breaks the name pattern is told. */
+export const IO_NAME_RULE = "must be 1 to 255 letters, digits, spaces, underscores or hyphens";
+
 function assertShape(check: Checker, doc: unknown, field: string): void {
-	const problems = check(doc);
-	if (problems === true) return;
-	const [p] = problems;
-	let message = p.message;
-	if (p.type === "pattern" && /\.name$/.test(p.field))
-		message = "must be 1 to 255 letters, digits, spaces, underscores or hyphens";
-	throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, message);
+	assertSchema(check, doc, field, p =>
+		p.type === "pattern" && /\.name$/.test(p.field) ? IO_NAME_RULE : p.message
+	);
 }
 
 interface RawInput {

@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { compileChecker, type Checker } from "../validation/schema";
+import { assertSchema, compileChecker, type Checker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 
 /**
@@ -61,11 +61,7 @@ const checkShape: Checker = compileChecker(JOB_RESULTS_SCHEMA);
  * (a files output, non-empty); names are unique. Throws FieldError under `field`.
  */
 export function parseJobResults(doc: unknown, field = "results"): JobResults {
-	const problems = checkShape(doc);
-	if (problems !== true) {
-		const [p] = problems;
-		throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, p.message);
-	}
+	assertSchema(checkShape, doc, field);
 	checkStorableText(doc, field);
 	const given = doc as {
 		version?: string;

@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { compileChecker } from "../validation/schema";
+import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 import type { RecipeDefinition } from "./recipe-definition";
 import type { InputEntry, JobTypeLookup, Warning } from "./types";
@@ -65,11 +65,7 @@ export function parseRecipeData(
 	def: Pick<RecipeDefinition, "input_data">,
 	field = "recipe_data"
 ): RecipeData {
-	const problems = checkShape(doc);
-	if (problems !== true) {
-		const [p] = problems;
-		throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, p.message);
-	}
+	assertSchema(checkShape, doc, field);
 	checkStorableText(doc, field);
 	const given = doc as { version?: string; input_data?: GivenInput[]; workspace_id?: number };
 	const version = given.version ?? RECIPE_DATA_VERSION;

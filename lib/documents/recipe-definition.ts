@@ -1,5 +1,6 @@
 import { FieldError } from "../errors";
-import { compileChecker } from "../validation/schema";
+import { assertSchema, compileChecker } from "../validation/schema";
+import { IO_NAME_RULE } from "./job-interface";
 import { checkStorableText } from "../validation/text";
 import type {
 	InputEntry,
@@ -175,15 +176,7 @@ export function parseRecipeDefinition(
 	lookup: JobTypeLookup,
 	field = "definition"
 ): { definition: RecipeDefinition; warnings: Warning[] } {
-	const problems = checkShape(doc);
-	if (problems !== true) {
-		const [p] = problems;
-		const message =
-			p.type === "pattern"
-				? "must be 1 to 255 letters, digits, spaces, underscores or hyphens"
-				: p.message;
-		throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, message);
-	}
+	assertSchema(checkShape, doc, field, p => (p.type === "pattern" ? IO_NAME_RULE : p.message));
 	checkStorableText(doc, field);
 	const given = doc as Given;
 	const version = given.version ?? RECIPE_DEFINITION_VERSION;

@@ -1,6 +1,6 @@
 import { FieldError } from "../errors";
 import { Iso8601Error, parseDatetime } from "../list/iso8601";
-import { compileChecker, type Checker } from "../validation/schema";
+import { assertSchema, compileChecker, type Checker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 
 /**
@@ -150,13 +150,6 @@ export const RESULTS_MANIFEST_1_0_SCHEMA = {
 const check11: Checker = compileChecker(RESULTS_MANIFEST_SCHEMA);
 const check10: Checker = compileChecker(RESULTS_MANIFEST_1_0_SCHEMA);
 
-function assertShape(check: Checker, doc: unknown, field: string): void {
-	const problems = check(doc);
-	if (problems === true) return;
-	const [p] = problems;
-	throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, p.message);
-}
-
 interface RawGeo {
 	data_started?: string;
 	data_ended?: string;
@@ -217,7 +210,7 @@ export function parseResultsManifest(doc: unknown, field = "results_manifest"): 
 			`${field}.version`,
 			`"${version}" is an unsupported version (supported: 1.1, 1.0)`
 		);
-	assertShape(version === "1.0" ? check10 : check11, doc, field);
+	assertSchema(version === "1.0" ? check10 : check11, doc, field);
 	checkStorableText(doc, field);
 	const manifest =
 		version === "1.0" ? convert10(doc as Raw10, field) : read11(doc as Raw11, field);

@@ -1,6 +1,6 @@
 import path from "path";
 import { FieldError } from "../errors";
-import { compileChecker } from "../validation/schema";
+import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 
 /**
@@ -84,11 +84,7 @@ export function parseStrikeConfiguration(
 	doc: unknown,
 	field = "configuration"
 ): StrikeConfiguration {
-	const problems = checkShape(doc);
-	if (problems !== true) {
-		const [p] = problems;
-		throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, p.message);
-	}
+	assertSchema(checkShape, doc, field);
 	checkStorableText(doc, field);
 	const given = doc as Given;
 	const version = given.version ?? STRIKE_CONFIGURATION_VERSION;

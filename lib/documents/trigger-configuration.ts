@@ -1,6 +1,6 @@
 import { FieldError } from "../errors";
 import { Iso8601Error, parseDuration } from "../list/iso8601";
-import { compileChecker, type Checker } from "../validation/schema";
+import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 import type { InputEntry, Warning } from "./types";
 
@@ -100,14 +100,6 @@ const checkRule = compileChecker(RULE_SCHEMA);
 const checkFileConfiguration = compileChecker(FILE_CONFIGURATION_SCHEMA);
 const checkClockConfiguration = compileChecker(CLOCK_CONFIGURATION_SCHEMA);
 
-function checkShape(check: Checker, doc: unknown, field: string): void {
-	const problems = check(doc);
-	if (problems !== true) {
-		const [p] = problems;
-		throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, p.message);
-	}
-}
-
 /**
  * Parses a trigger rule body `{type, name?, is_active?, configuration}` and its configuration
  * by type. A CLOCK rule's name must be one of `clockProcessors`. Answers a normalised copy;
@@ -120,7 +112,7 @@ export function parseTriggerRule(
 	opts: { clockProcessors: ReadonlySet<string> },
 	field = "trigger_rule"
 ): TriggerRuleSpec {
-	checkShape(checkRule, doc, field);
+	assertSchema(checkRule, doc, field);
 	checkStorableText(doc, field);
 	const given = doc as {
 		type: TriggerType;
@@ -132,7 +124,7 @@ export function parseTriggerRule(
 	const at = `${field}.configuration`;
 	const version = given.configuration.version ?? TRIGGER_CONFIGURATION_VERSION;
 	if (given.type === "CLOCK") {
-		checkShape(checkClockConfiguration, given.configuration, at);
+		assertSchema(checkClockConfiguration, given.configuration, at);
 		checkVersion(version, at);
 		const config = given.configuration as { event_type: string; schedule: string };
 		try {
@@ -161,7 +153,7 @@ export function parseTriggerRule(
 			}
 		};
 	}
-	checkShape(checkFileConfiguration, given.configuration, at);
+	assertSchema(checkFileConfiguration, given.configuration, at);
 	checkVersion(version, at);
 	const config = given.configuration as {
 		condition?: { media_type?: string; data_types?: string[] };

@@ -1,4 +1,5 @@
 import type { Sequelize, Transaction } from "sequelize";
+import { checkSpecSchema, duplicateType, fieldPath, has, type SaveOptions } from "./type-spec";
 import { select, write } from "../db/connection";
 import { parseErrorMapping, errorNamesIn } from "../documents/error-mapping";
 import { parseJobInterface } from "../documents/job-interface";
@@ -446,33 +447,6 @@ export interface JobTypeSpec {
 	[other: string]: unknown;
 }
 
-export interface SaveOptions {
-	/** edit this job type (name and version in the spec are ignored); create when absent */
-	existingId?: number;
-	/** prefix of the field paths in error messages, e.g. `job_types[2]` */
-	field?: string;
-}
-
-function fieldPath(prefix: string | undefined, name: string): string {
-	return prefix ? `${prefix}.${name}` : name;
-}
-
-/** Whether the body carries the field (null counts: it clears or removes). */
-function has(spec: JobTypeSpec, key: string): boolean {
-	return Object.prototype.hasOwnProperty.call(spec, key) && spec[key] !== undefined;
-}
-
-function checkSchema(check: Checker, spec: unknown, prefix?: string): void {
-	const problems = check(spec);
-	if (problems === true) return;
-	const [p] = problems;
-	const message = p.type === "pattern" && p.field === "name" ? NAME_RULE : p.message;
-	throw new FieldError(
-		p.field === "body" ? prefix || "body" : fieldPath(prefix, p.field),
-		message
-	);
-}
-
 /** The names of registered errors among those the mapping mentions (read tolerantly). */
 async function registeredErrorNames(
 	db: Sequelize,
@@ -624,7 +598,7 @@ export async function validateJobType(
 	spec: JobTypeSpec,
 	opts: { field?: string; t?: Transaction } = {}
 ): Promise<Warning[]> {
-	checkSchema(checkNew, spec, opts.field);
+	checkSpecSchema(checkNew, spec, NAME_RULE, opts.field);
 	const prepared = await prepare(db, spec, null, opts.field, opts.t);
 	const [existing] = await select<{ name: string; version: string }>(
 		db,
@@ -676,10 +650,11 @@ export async function saveJobType(
 ): Promise<{ id: number; warnings: Warning[] }> {
 	if (opts.existingId !== undefined) return editJobType(db, opts.existingId, spec, t, opts);
 
-	checkSchema(checkNew, spec, opts.field);
+	checkSpecSchema(checkNew, spec, NAME_RULE, opts.field);
 	const name = spec.name as string;
 	const version = spec.version as string;
-	if ((await findJobTypeId(db, name, version, t)) !== null) throw duplicate(name, version, opts);
+	if ((await findJobTypeId(db, name, version, t)) !== null)
+		throw duplicateType("job type", name, version, opts);
 	const prepared = await prepare(db, spec, null, opts.field, t);
 	const ruleId = await applyTriggerRuleChange(db, null, prepared.ruleChange, t);
 
@@ -719,7 +694,7 @@ export async function saveJobType(
 		t
 	);
 	// A concurrent create of the same name and version won the race.
-	if (!row) throw duplicate(name, version, opts);
+	if (!row) throw duplicateType("job type", name, version, opts);
 	await write(
 		db,
 		`INSERT INTO job_type_rev (job_type_id, revision_num, interface)
@@ -730,13 +705,6 @@ export async function saveJobType(
 	return { id: row.id, warnings: prepared.warnings };
 }
 
-function duplicate(name: string, version: string, opts: SaveOptions): FieldError {
-	return new FieldError(
-		fieldPath(opts.field, "name"),
-		`a job type named "${name}" with version "${version}" already exists`
-	);
-}
-
 async function editJobType(
 	db: Sequelize,
 	id: number,
@@ -744,7 +712,7 @@ async function editJobType(
 	t: Transaction,
 	opts: SaveOptions
 ): Promise<{ id: number; warnings: Warning[] }> {
-	checkSchema(checkEdit, spec, opts.field);
+	checkSpecSchema(checkEdit, spec, NAME_RULE, opts.field);
 	const [current] = await select<JobTypeRow>(
 		db,
 		"SELECT * FROM job_type WHERE id = $1 FOR UPDATE",

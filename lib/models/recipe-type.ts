@@ -1,4 +1,5 @@
 import type { Sequelize, Transaction } from "sequelize";
+import { checkSpecSchema, duplicateType, fieldPath, has, type SaveOptions } from "./type-spec";
 import { select, write } from "../db/connection";
 import {
 	parseRecipeDefinition,
@@ -6,7 +7,7 @@ import {
 	type RecipeDefinition
 } from "../documents/recipe-definition";
 import type { JobInterface, Warning } from "../documents/types";
-import { FieldError, NotFoundError } from "../errors";
+import { NotFoundError } from "../errors";
 import { formatDatetime } from "../list/iso8601";
 import type { ListSource } from "../list/run";
 import { compileChecker, type Checker } from "../validation/schema";
@@ -208,33 +209,6 @@ export interface RecipeTypeSpec {
 	[other: string]: unknown;
 }
 
-export interface SaveOptions {
-	/** edit this recipe type (name and version in the spec are ignored); create when absent */
-	existingId?: number;
-	/** prefix of the field paths in error messages, e.g. `recipe_types[0]` */
-	field?: string;
-}
-
-function fieldPath(prefix: string | undefined, name: string): string {
-	return prefix ? `${prefix}.${name}` : name;
-}
-
-/** Whether the body carries the field (null counts: it clears or removes). */
-function has(spec: RecipeTypeSpec, key: string): boolean {
-	return Object.prototype.hasOwnProperty.call(spec, key) && spec[key] !== undefined;
-}
-
-function checkSchema(check: Checker, spec: unknown, prefix?: string): void {
-	const problems = check(spec);
-	if (problems === true) return;
-	const [p] = problems;
-	const message = p.type === "pattern" && p.field === "name" ? JOB_TYPE_NAME_RULE : p.message;
-	throw new FieldError(
-		p.field === "body" ? prefix || "body" : fieldPath(prefix, p.field),
-		message
-	);
-}
-
 interface Prepared {
 	definition: RecipeDefinition | null;
 	ruleChange: ReturnType<typeof parseTriggerRuleField>;
@@ -315,7 +289,7 @@ export async function validateRecipeType(
 	spec: RecipeTypeSpec,
 	opts: { field?: string; t?: Transaction } = {}
 ): Promise<Warning[]> {
-	checkSchema(checkNew, spec, opts.field);
+	checkSpecSchema(checkNew, spec, JOB_TYPE_NAME_RULE, opts.field);
 	return (await prepare(db, spec, null, opts.field, opts.t)).warnings;
 }
 
@@ -338,11 +312,11 @@ export async function saveRecipeType(
 ): Promise<{ id: number; warnings: Warning[] }> {
 	if (opts.existingId !== undefined) return editRecipeType(db, opts.existingId, spec, t, opts);
 
-	checkSchema(checkNew, spec, opts.field);
+	checkSpecSchema(checkNew, spec, JOB_TYPE_NAME_RULE, opts.field);
 	const name = spec.name as string;
 	const version = spec.version as string;
 	if ((await findRecipeTypeId(db, name, version, t)) !== null)
-		throw duplicate(name, version, opts);
+		throw duplicateType("recipe type", name, version, opts);
 	const prepared = await prepare(db, spec, null, opts.field, t);
 	const ruleId = await applyTriggerRuleChange(db, null, prepared.ruleChange, t);
 	const definition = JSON.stringify(prepared.definition);
@@ -362,7 +336,7 @@ export async function saveRecipeType(
 		t
 	);
 	// A concurrent create of the same name and version won the race.
-	if (!row) throw duplicate(name, version, opts);
+	if (!row) throw duplicateType("recipe type", name, version, opts);
 	await write(
 		db,
 		`INSERT INTO recipe_type_rev (recipe_type_id, revision_num, definition)
@@ -373,13 +347,6 @@ export async function saveRecipeType(
 	return { id: row.id, warnings: prepared.warnings };
 }
 
-function duplicate(name: string, version: string, opts: SaveOptions): FieldError {
-	return new FieldError(
-		fieldPath(opts.field, "name"),
-		`a recipe type named "${name}" with version "${version}" already exists`
-	);
-}
-
 async function editRecipeType(
 	db: Sequelize,
 	id: number,
@@ -387,7 +354,7 @@ async function editRecipeType(
 	t: Transaction,
 	opts: SaveOptions
 ): Promise<{ id: number; warnings: Warning[] }> {
-	checkSchema(checkEdit, spec, opts.field);
+	checkSpecSchema(checkEdit, spec, JOB_TYPE_NAME_RULE, opts.field);
 	const [current] = await select<RecipeTypeRow>(
 		db,
 		"SELECT * FROM recipe_type WHERE id = $1 FOR UPDATE",

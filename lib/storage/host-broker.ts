@@ -1,7 +1,7 @@
 import { constants as fsConstants, promises as fs } from "fs";
 import path from "path";
 import { FieldError } from "../errors";
-import { compileChecker } from "../validation/schema";
+import { assertSchema, compileChecker } from "../validation/schema";
 
 /** A validation warning: something that does not stop the workspace from working. */
 export interface ValidationWarning {
@@ -60,11 +60,7 @@ export async function validateHostBroker(
 	broker: Record<string, unknown>,
 	field: string
 ): Promise<ValidationWarning[]> {
-	const problems = checkSchema(broker);
-	if (problems !== true) {
-		const [p] = problems;
-		throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, p.message);
-	}
+	assertSchema(checkSchema, broker, field);
 	const hostPath = broker.host_path as string;
 	const at = `${field}.host_path`;
 	if (!path.posix.isAbsolute(hostPath))

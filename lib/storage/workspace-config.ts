@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { compileChecker } from "../validation/schema";
+import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 import { validateHostBroker, type ValidationWarning } from "./host-broker";
 
@@ -45,11 +45,7 @@ const checkShape = compileChecker(WORKSPACE_CONFIG_SCHEMA);
  * the version filled in; throws FieldError naming the field at fault, e.g. `json_config.version`.
  */
 export function parseWorkspaceConfig(doc: unknown, field = "json_config"): WorkspaceConfig {
-	const problems = checkShape(doc);
-	if (problems !== true) {
-		const [p] = problems;
-		throw new FieldError(p.field === "body" ? field : `${field}.${p.field}`, p.message);
-	}
+	assertSchema(checkShape, doc, field);
 	checkStorableText(doc, field);
 	const given = doc as { version?: string; broker: WorkspaceConfig["broker"] };
 	const version = given.version ?? WORKSPACE_CONFIG_VERSION;

@@ -1,5 +1,6 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
+import { FieldError } from "../errors";
 
 export interface FieldProblem {
 	type: string;
@@ -71,4 +72,26 @@ export function compileChecker(schema: Record<string, unknown>): Checker {
 /** Formats problems as one sentence for a `{"detail": ...}` body. */
 export function formatProblems(problems: FieldProblem[]): string {
 	return problems.map(p => `${p.field}: ${p.message}`).join("; ");
+}
+
+/** The path of a problem under `field` (a document's place in the request; empty = the body). */
+export function problemPath(field: string | undefined, p: FieldProblem): string {
+	if (p.field === "body") return field || "body";
+	return field ? `${field}.${p.field}` : p.field;
+}
+
+/**
+ * Throws FieldError (400) for the first problem `check` finds in `value`, named by its path
+ * under `field`; `message` may reword a problem (e.g. a name pattern into its rule).
+ */
+export function assertSchema(
+	check: Checker,
+	value: unknown,
+	field: string | undefined,
+	message: (p: FieldProblem) => string = p => p.message
+): void {
+	const problems = check(value);
+	if (problems === true) return;
+	const [p] = problems;
+	throw new FieldError(problemPath(field, p), message(p));
 }
