@@ -14,12 +14,25 @@ export const JOB_INTERFACE_VERSION = "1.0";
 export const JOB_OUTPUT_DIR = "job_output_dir";
 
 /** Input and output names: 1 to 255 letters, digits, spaces, `_` and `-` (Scale's pattern). */
-const NAME_PATTERN = "^[a-zA-Z0-9_ -]{1,255}$";
+export const NAME_PATTERN = "^[a-zA-Z0-9_ -]{1,255}$";
 
 /**
  * The shape, as Scale's JOB_INTERFACE_SCHEMA has it: no unknown fields at any level. Stricter
  * than Scale where Scale only forgot to say: media_types holds strings, command is not empty.
  */
+/** An input entry, as interfaces and recipe definitions declare their inputs (Scale's schema). */
+export const INPUT_ENTRY_SCHEMA = {
+	type: "object",
+	required: ["name", "type"],
+	additionalProperties: false,
+	properties: {
+		name: { type: "string", pattern: NAME_PATTERN },
+		type: { type: "string", enum: ["property", "file", "files"] },
+		required: { type: "boolean" },
+		media_types: { type: "array", items: { type: "string" } }
+	}
+};
+
 export const JOB_INTERFACE_SCHEMA = {
 	type: "object",
 	required: ["command", "command_arguments"],
@@ -30,17 +43,7 @@ export const JOB_INTERFACE_SCHEMA = {
 		command_arguments: { type: "string" },
 		input_data: {
 			type: "array",
-			items: {
-				type: "object",
-				required: ["name", "type"],
-				additionalProperties: false,
-				properties: {
-					name: { type: "string", pattern: NAME_PATTERN },
-					type: { type: "string", enum: ["property", "file", "files"] },
-					required: { type: "boolean" },
-					media_types: { type: "array", items: { type: "string" } }
-				}
-			}
+			items: INPUT_ENTRY_SCHEMA
 		},
 		output_data: {
 			type: "array",

@@ -1,6 +1,6 @@
 import { FieldError } from "../errors";
 import { assertSchema, compileChecker } from "../validation/schema";
-import { IO_NAME_RULE } from "./job-interface";
+import { INPUT_ENTRY_SCHEMA, IO_NAME_RULE, NAME_PATTERN } from "./job-interface";
 import { checkStorableText } from "../validation/text";
 import type {
 	InputEntry,
@@ -58,9 +58,6 @@ export interface RecipeDefinition {
 	jobs: RecipeJob[];
 }
 
-// Scale's pattern, except that a name may not be empty (as job interface names).
-const NAME_PATTERN = "^[a-zA-Z0-9_ -]{1,255}$";
-
 const RECIPE_DEFINITION_SCHEMA = {
 	type: "object",
 	required: ["jobs"],
@@ -69,17 +66,7 @@ const RECIPE_DEFINITION_SCHEMA = {
 		version: { type: "string", maxLength: 50 },
 		input_data: {
 			type: "array",
-			items: {
-				type: "object",
-				required: ["name", "type"],
-				additionalProperties: false,
-				properties: {
-					name: { type: "string", pattern: NAME_PATTERN },
-					type: { type: "string", enum: ["property", "file", "files"] },
-					required: { type: "boolean" },
-					media_types: { type: "array", items: { type: "string" } }
-				}
-			}
+			items: INPUT_ENTRY_SCHEMA
 		},
 		jobs: {
 			type: "array",
