@@ -25,7 +25,8 @@ import type {
  * - `nodes.heartbeat` every heartbeatMs with the current offer and the executions held here
  *   (running, or finished with the report not yet acknowledged). A failed call is logged and the
  *   next beat tries again.
- * - `scheduler.exeStep` for each step's start and end, best effort, in order.
+ * - `scheduler.exeSteps` with the steps of running executions, gathered for stepDelayMs, best
+ *   effort, in order (a short execution's steps come only with its report).
  * - `scheduler.exeFinished` once per execution, after its steps, retried every finishRetryMs
  *   while the call fails for want of a peer (no service, timeout, server error), so a result
  *   survives a control-plane restart. An answer of any kind ends the retries (a 4xx refusal is
@@ -38,6 +39,7 @@ interface Settings {
 	heartbeatMs: number;
 	registerRetryMs: number;
 	finishRetryMs: number;
+	stepDelayMs: number;
 	killGraceMs: number;
 	dockerCommand: string;
 	logCapBytes: number;
@@ -73,6 +75,8 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		heartbeatMs: 5000,
 		registerRetryMs: 2000,
 		finishRetryMs: 2000,
+		// step events are gathered this long: a short execution's ride with its report instead
+		stepDelayMs: 200,
 		killGraceMs: 5000,
 		dockerCommand: "docker",
 		// the tail of stdout and of stderr kept for reports and live logs; a report carries both,
@@ -246,18 +250,20 @@ const NodeAgentService: ServiceSchema<Settings> = {
 			}
 		},
 
-		/** Reports a step, best effort: a failure is logged (once a minute at most), not retried. */
-		async sendStep(this: any, step: ExecutionStep) {
+		/** Reports steps, best effort: a failure is logged (once a minute at most), not retried. */
+		async sendSteps(this: any, steps: ExecutionStep[]) {
 			try {
 				if (!this.broker.registry.hasService("scheduler"))
 					throw new Error("no scheduler service answers");
-				await this.broker.call("scheduler.exeStep", step, {
-					timeout: this.settings.callTimeoutMs
-				});
+				await this.broker.call(
+					"scheduler.exeSteps",
+					{ steps },
+					{ timeout: this.settings.callTimeoutMs }
+				);
 			} catch (error: any) {
 				this.warnOnce(
 					"step",
-					`execution ${step.jobExeId}: its ${step.step} ${step.event} step was not reported (best effort): ${error?.message ?? error}`
+					`${steps.length} step events were not reported (best effort): ${error?.message ?? error}`
 				);
 			}
 		},
@@ -311,7 +317,8 @@ const NodeAgentService: ServiceSchema<Settings> = {
 			dockerCommand: settings.dockerCommand,
 			logCapBytes: settings.logCapBytes,
 			keepFailedMs: settings.keepFailedMs,
-			sendStep: (step: ExecutionStep) => this.sendStep(step),
+			sendSteps: (steps: ExecutionStep[]) => this.sendSteps(steps),
+			stepDelayMs: settings.stepDelayMs,
 			deliver: (report: ExecutionFinished) => this.deliver(report),
 			warn: (message: string) => this.logger.warn(message)
 		});

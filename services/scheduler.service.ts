@@ -105,6 +105,7 @@ const FINISHED_SCHEMA = {
 			}
 		},
 		parseResults: { type: "array" },
+		commandArguments: { type: "string" },
 		stdout: { type: "string" },
 		stderr: { type: "string" },
 		steps: {
@@ -184,12 +185,21 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 			}
 		},
 
-		/** Agent → control plane: a step of an execution started or completed. */
-		exeStep: {
-			params: STEP_SCHEMA as any,
-			async handler(this: any, ctx: Context<ExecutionStep>) {
-				const ok = await this.reports.add({ kind: "step", step: ctx.params });
-				return { ok };
+		/**
+		 * Agent → control plane: steps of running executions started or completed. `ok` is false
+		 * when one of them was not recorded (its execution is not running any more).
+		 */
+		exeSteps: {
+			params: {
+				type: "object",
+				required: ["steps"],
+				properties: { steps: { type: "array", maxItems: 100000, items: STEP_SCHEMA } }
+			} as any,
+			async handler(this: any, ctx: Context<{ steps: ExecutionStep[] }>) {
+				const recorded: boolean[] = await Promise.all(
+					ctx.params.steps.map(step => this.reports.add({ kind: "step", step }))
+				);
+				return { ok: recorded.every(Boolean) };
 			}
 		},
 

@@ -22,10 +22,14 @@ export interface AgentOptions {
 	/** how long the task directory of a FAILED or CANCELED execution is kept; default 24 h */
 	keepFailedMs?: number;
 	/**
-	 * Sends one step event (best effort: a rejection is ignored). Steps of one execution are sent
-	 * one after another, and all of them before its report.
+	 * Sends step events of running executions, gathered for stepDelayMs (best effort: a
+	 * rejection is ignored). One call at a time, in order; an execution's report waits for the
+	 * call carrying its steps. Steps of an execution that ends before they are sent are not sent:
+	 * its report carries them.
 	 */
-	sendStep(step: ExecutionStep): Promise<unknown>;
+	sendSteps(steps: ExecutionStep[]): Promise<unknown>;
+	/** how long step events are gathered before they are sent; default 200 ms */
+	stepDelayMs?: number;
 	/**
 	 * Delivers the report of a finished execution; resolves once the control plane has
 	 * acknowledged it (the caller retries as long as it takes) or the agent stops.
@@ -53,7 +57,11 @@ export class NodeAgent {
 	/** running, or finished with the report not yet acknowledged */
 	private readonly executions = new Map<number, Execution>();
 	private readonly finished = new Set<number>();
-	private readonly stepChains = new Map<number, Promise<unknown>>();
+	/** step events not sent yet */
+	private outbox: ExecutionStep[] = [];
+	private outboxTimer: NodeJS.Timeout | null = null;
+	/** the step calls made so far, settled in order */
+	private sending: Promise<void> = Promise.resolve();
 	private readonly work = new Set<Promise<void>>();
 	private stopping = false;
 
@@ -94,16 +102,27 @@ export class NodeAgent {
 		return "started";
 	}
 
+	/**
+	 * Queues a step event. Short executions (most) end before the outbox is sent and their steps
+	 * ride with the report; a long one's show up on the control plane within stepDelayMs.
+	 */
 	private step(step: ExecutionStep): void {
-		const previous = this.stepChains.get(step.jobExeId) ?? Promise.resolve();
-		this.stepChains.set(
-			step.jobExeId,
-			previous.then(() =>
-				this.options.sendStep(step).catch(error => {
+		this.outbox.push(step);
+		this.outboxTimer ??= setTimeout(() => this.sendOutbox(), this.options.stepDelayMs ?? 200);
+	}
+
+	private sendOutbox(): void {
+		this.outboxTimer = null;
+		const batch = this.outbox;
+		this.outbox = [];
+		if (batch.length === 0) return;
+		this.sending = this.sending.then(() =>
+			this.options.sendSteps(batch).then(
+				() => undefined,
+				error =>
 					this.options.warn?.(
-						`execution ${step.jobExeId}: the ${step.step} ${step.event} step was not reported: ${error?.message ?? error}`
-					);
-				})
+						`${batch.length} step events of executions ${[...new Set(batch.map(s => s.jobExeId))].join(", ")} were not reported: ${error?.message ?? error}`
+					)
 			)
 		);
 	}
@@ -113,8 +132,9 @@ export class NodeAgent {
 		let report: ExecutionFinished;
 		try {
 			report = await execution.run();
-			await this.stepChains.get(id);
-			this.stepChains.delete(id);
+			// the report carries every step: the ones not sent yet need not be
+			this.outbox = this.outbox.filter(step => step.jobExeId !== id);
+			await this.sending;
 			if (this.stopping) return;
 			await this.options.deliver(report);
 			if (this.stopping) return;
@@ -136,9 +156,22 @@ export class NodeAgent {
 	}
 
 	private async cleanUp(execution: Execution, status: ExecutionFinished["status"]) {
-		if (status === "COMPLETED")
+		if (status !== "COMPLETED") {
+			await fs.promises.rm(execution.inputsDir, { recursive: true, force: true });
+			return;
+		}
+		// a task that left only its logs and an empty output directory (the common case) goes in
+		// four system calls; anything more, through the recursive removal
+		try {
+			await Promise.all([
+				fs.promises.unlink(execution.stdoutPath),
+				fs.promises.unlink(execution.stderrPath),
+				fs.promises.rmdir(execution.outputDir)
+			]);
+			await fs.promises.rmdir(execution.taskDir);
+		} catch {
 			await fs.promises.rm(execution.taskDir, { recursive: true, force: true });
-		else await fs.promises.rm(execution.inputsDir, { recursive: true, force: true });
+		}
 	}
 
 	/** Cancels an execution running here; false when there is none (unknown or finished). */
@@ -192,6 +225,9 @@ export class NodeAgent {
 	async stop(): Promise<void> {
 		if (this.stopping) return;
 		this.stopping = true;
+		if (this.outboxTimer) clearTimeout(this.outboxTimer);
+		this.outboxTimer = null;
+		this.outbox = [];
 		for (const execution of this.executions.values()) execution.stop();
 		const ended = Promise.all([...this.work]);
 		let timer: NodeJS.Timeout | undefined;

@@ -37,6 +37,20 @@ export const RESULTS_MANIFEST_FILE = "results_manifest.json";
 /** The longest product file name the control plane stores (its scale_file.file_name). */
 export const MAX_FILE_NAME = 250;
 
+/**
+ * Makes a directory that did not exist, or replaces one left by an earlier run of the same
+ * execution id (stale). The common case costs one system call.
+ */
+async function makeFreshDir(dir: string): Promise<void> {
+	try {
+		await fs.promises.mkdir(dir);
+	} catch (error: any) {
+		if (error?.code === "EEXIST") await fs.promises.rm(dir, { recursive: true, force: true });
+		else if (error?.code !== "ENOENT") throw error;
+		await fs.promises.mkdir(dir, { recursive: true });
+	}
+}
+
 /** What every execution of one agent shares. */
 export interface ExecutionContext {
 	agentId: string;
@@ -116,6 +130,8 @@ export class Execution {
 	private readonly steps: ExecutionFinished["steps"] = {};
 	private result: Promise<ExecutionFinished> | null = null;
 	private finishedLogs: ExecutionLogs | null = null;
+	/** after pre: the substituted command line, for the report */
+	private commandArguments: string | undefined;
 	/** how main ended, in words, for a non-zero exit */
 	private exitDetail = "";
 
@@ -200,7 +216,8 @@ export class Execution {
 			at,
 			exitCode
 		};
-		if (commandArguments !== undefined) event.commandArguments = commandArguments;
+		if (commandArguments !== undefined)
+			event.commandArguments = this.commandArguments = commandArguments;
 		this.ctx.onStep?.(event);
 	}
 
@@ -267,7 +284,7 @@ export class Execution {
 		]);
 		this.finishedLogs = { stdout, stderr, is_finished: true };
 		this.phase = "finished";
-		return {
+		const report: ExecutionFinished = {
 			jobExeId: this.spec.jobExeId,
 			agentId: this.ctx.agentId,
 			status,
@@ -281,6 +298,8 @@ export class Execution {
 			stderr,
 			steps: this.steps
 		};
+		if (this.commandArguments !== undefined) report.commandArguments = this.commandArguments;
+		return report;
 	}
 
 	// ---------------------------------------------------------------- pre
@@ -290,10 +309,8 @@ export class Execution {
 		this.stepStarted("pre");
 		const spec = this.spec;
 		try {
-			// a task directory left by an earlier run of this execution id is stale
-			await fs.promises.rm(this.taskDir, { recursive: true, force: true });
-			await fs.promises.mkdir(this.inputsDir, { recursive: true });
-			await fs.promises.mkdir(this.outputDir, { recursive: true });
+			await makeFreshDir(this.taskDir);
+			await fs.promises.mkdir(this.outputDir);
 		} catch (error) {
 			throw new Failure(
 				"filesystem-io",

@@ -13,7 +13,8 @@
  * Agent → control plane:
  *   nodes.register     NodeRegistration         → { nodeId }
  *   nodes.heartbeat    NodeHeartbeat            → { ok: true, nodeId }
- *   scheduler.exeStep  ExecutionStep            → { ok: boolean }
+ *   scheduler.exeSteps { steps: ExecutionStep[] } → { ok: boolean }  (best effort; gathered for a
+ *                      moment, so a short execution's steps come only with its report)
  *   scheduler.exeFinished ExecutionFinished     → { ok: boolean }  (the agent retries until it gets an answer)
  */
 
@@ -134,6 +135,8 @@ export interface ExecutionFinished {
 	parseResults: unknown[];
 	stdout: string;
 	stderr: string;
+	/** after pre: the substituted command line (as in the pre step's completion) */
+	commandArguments?: string;
 	/** ISO-8601 of each step, for the execution record */
 	steps: Partial<
 		Record<Step, { started?: string; completed?: string; exitCode?: number | null }>

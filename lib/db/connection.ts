@@ -98,15 +98,26 @@ async function run(
 
 /**
  * A SELECT run as a named prepared statement: PostgreSQL parses and plans it once per
- * connection. For the hot read paths (lists), whose SQL texts come from a small fixed set of
- * shapes; never for SQL that embeds values.
+ * connection. For the hot paths (lists, job details), whose SQL texts come from a small fixed
+ * set of shapes; never for SQL that embeds values.
  */
 export async function selectPrepared<T = Record<string, any>>(
 	db: Sequelize,
 	sql: string,
-	bind: unknown[] = []
+	bind: unknown[] = [],
+	transaction?: Transaction
 ): Promise<T[]> {
-	return run(db, sql, bind, undefined, true) as Promise<T[]>;
+	return run(db, sql, bind, transaction, true) as Promise<T[]>;
+}
+
+/** A write run as a named prepared statement (see selectPrepared): for the hot, fixed ones. */
+export async function writePrepared<T = Record<string, any>>(
+	db: Sequelize,
+	sql: string,
+	bind: unknown[] = [],
+	transaction?: Transaction
+): Promise<T[]> {
+	return run(db, sql, bind, transaction, true) as Promise<T[]>;
 }
 
 /** Runs a SELECT with positional binds ($1, $2 ...) and returns its rows. */

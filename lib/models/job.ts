@@ -1,5 +1,5 @@
 import type { Sequelize, Transaction } from "sequelize";
-import { select } from "../db/connection";
+import { select, selectPrepared } from "../db/connection";
 import type { JobData } from "../documents/job-data";
 import type { JobInterface } from "../documents/types";
 import { NotFoundError } from "../errors";
@@ -577,6 +577,69 @@ function mergeValues(
 	});
 }
 
+const EXE_DATES = [
+	"pre_started",
+	"pre_completed",
+	"job_started",
+	"job_completed",
+	"post_started",
+	"post_completed",
+	"created",
+	"queued",
+	"started",
+	"ended",
+	"last_modified"
+];
+
+type Json = Record<string, unknown>;
+
+interface DetailsRow extends JobRow {
+	part_job_type: Json;
+	part_rev: Json;
+	part_event: Json;
+	part_error: Json | null;
+	part_exes: Json[];
+	part_recipes: Json[];
+}
+
+/** A row read as JSON, its named timestamp fields (JSON text) made Dates as `pg` gives them. */
+function revive<T>(json: Json, dates: readonly string[]): T {
+	const row: Json = { ...json };
+	for (const key of dates) if (typeof row[key] === "string") row[key] = new Date(row[key]);
+	return row as T;
+}
+
+const JOB_DETAILS_SQL = `SELECT j.*,
+	(SELECT to_jsonb(jt) - 'interface' - 'error_mapping' FROM job_type jt
+	 WHERE jt.id = j.job_type_id) AS part_job_type,
+	(SELECT jsonb_build_object('id', r.id, 'revision_num', r.revision_num,
+		'interface', r.interface, 'created', r.created)
+	 FROM job_type_rev r WHERE r.id = j.job_type_rev_id) AS part_rev,
+	(SELECT jsonb_build_object('id', ev.id, 'type', ev.type, 'rule_id', ev.rule_id,
+		'occurred', ev.occurred, 'description', ev.description, 'rule_type', ru.type,
+		'rule_name', ru.name, 'rule_is_active', ru.is_active,
+		'rule_configuration', ru.configuration)
+	 FROM trigger_event ev LEFT JOIN trigger_rule ru ON ru.id = ev.rule_id
+	 WHERE ev.id = j.event_id) AS part_event,
+	(SELECT to_jsonb(er) FROM error er WHERE er.id = j.error_id) AS part_error,
+	(SELECT coalesce(jsonb_agg(to_jsonb(x) - 'environment' - 'results' - 'results_manifest'
+		ORDER BY x.created DESC, x.id DESC), '[]')
+	 FROM job_exe x WHERE x.job_id = j.id) AS part_exes,
+	(SELECT coalesce(jsonb_agg(jsonb_build_object('id', rc.id,
+		'recipe_type_id', rc.recipe_type_id, 'rt_name', rt.name, 'rt_version', rt.version,
+		'rt_title', rt.title, 'rt_description', rt.description,
+		'recipe_type_rev_id', rc.recipe_type_rev_id, 'rr_revision_num', rr.revision_num,
+		'event_id', rc.event_id, 'ev_type', ev.type, 'ev_rule_id', ev.rule_id,
+		'ev_occurred', ev.occurred, 'created', rc.created, 'completed', rc.completed,
+		'last_modified', rc.last_modified) ORDER BY rc.last_modified, rc.id), '[]')
+	 FROM recipe_job rj
+		JOIN recipe rc ON rc.id = rj.recipe_id
+		JOIN recipe_type rt ON rt.id = rc.recipe_type_id
+		JOIN recipe_type_rev rr ON rr.id = rc.recipe_type_rev_id
+		JOIN trigger_event ev ON ev.id = rc.event_id
+	 WHERE rj.job_id = j.id) AS part_recipes
+FROM job j WHERE j.id = $1`;
+
 /**
  * The details of a job (Scale's JobDetailsSerializer): the record with its whole job type,
  * revision (with interface), event (with rule and description) and error, its data and results
@@ -584,54 +647,35 @@ function mergeValues(
  * merged with their values. Pass `t` to read inside a transaction (what it has written included).
  */
 export async function getJobDetails(db: Sequelize, id: number, t?: Transaction) {
-	const [job] = await select<JobRow>(db, "SELECT * FROM job WHERE id = $1", [id], t);
-	if (!job) throw new NotFoundError(`No job with id ${id}`);
-	const [[jobType], [rev], [event], errors, exes, recipes, files] = await Promise.all([
-		select<JobTypeRow>(db, "SELECT * FROM job_type WHERE id = $1", [job.job_type_id], t),
-		select<{ id: number; revision_num: number; interface: JobInterface; created: Date }>(
-			db,
-			"SELECT id, revision_num, interface, created FROM job_type_rev WHERE id = $1",
-			[job.job_type_rev_id],
-			t
-		),
-		select<EventDetailsRow>(
-			db,
-			`SELECT ev.id, ev.type, ev.rule_id, ev.occurred, ev.description,
-				ru.type AS rule_type, ru.name AS rule_name, ru.is_active AS rule_is_active,
-				ru.configuration AS rule_configuration
-			 FROM trigger_event ev LEFT JOIN trigger_rule ru ON ru.id = ev.rule_id
-			 WHERE ev.id = $1`,
-			[job.event_id],
-			t
-		),
-		job.error_id === null
-			? Promise.resolve([] as ErrorRow[])
-			: select<ErrorRow>(db, "SELECT * FROM error WHERE id = $1", [job.error_id], t),
-		select<JobExeRow>(
-			db,
-			"SELECT * FROM job_exe WHERE job_id = $1 ORDER BY created DESC, id DESC",
-			[id],
-			t
-		),
-		select<RecipeRow>(
-			db,
-			`SELECT rc.id, rc.recipe_type_id, rt.name AS rt_name, rt.version AS rt_version,
-				rt.title AS rt_title, rt.description AS rt_description, rc.recipe_type_rev_id,
-				rr.revision_num AS rr_revision_num, rc.event_id, ev.type AS ev_type,
-				ev.rule_id AS ev_rule_id, ev.occurred AS ev_occurred, rc.created, rc.completed,
-				rc.last_modified
-			 FROM recipe_job rj
-				JOIN recipe rc ON rc.id = rj.recipe_id
-				JOIN recipe_type rt ON rt.id = rc.recipe_type_id
-				JOIN recipe_type_rev rr ON rr.id = rc.recipe_type_rev_id
-				JOIN trigger_event ev ON ev.id = rc.event_id
-			 WHERE rj.job_id = $1
-			 ORDER BY rc.last_modified, rc.id`,
-			[id],
-			t
-		),
-		loadFiles(db, [...inputFileIds(job.data), ...resultFileIds(job.results)], t)
+	// One statement (a round trip costs more than building the JSON): the job row as it is, the
+	// parts it references as JSON, their timestamps turned back into Dates below.
+	const [row] = await selectPrepared<DetailsRow>(db, JOB_DETAILS_SQL, [id], t);
+	if (!row) throw new NotFoundError(`No job with id ${id}`);
+	const { part_job_type, part_rev, part_event, part_error, part_exes, part_recipes, ...job } =
+		row;
+	const jobType = revive<JobTypeRow>(part_job_type, [
+		"created",
+		"archived",
+		"paused",
+		"last_modified"
 	]);
+	const rev = revive<{
+		id: number;
+		revision_num: number;
+		interface: JobInterface;
+		created: Date;
+	}>(part_rev, ["created"]);
+	const event = revive<EventDetailsRow>(part_event, ["occurred"]);
+	const errors = part_error ? [revive<ErrorRow>(part_error, ["created", "last_modified"])] : [];
+	const exes = part_exes.map(x => revive<JobExeRow>(x, EXE_DATES));
+	const recipes = part_recipes.map(r =>
+		revive<RecipeRow>(r, ["ev_occurred", "created", "completed", "last_modified"])
+	);
+	const files = await loadFiles(
+		db,
+		[...inputFileIds(job.data), ...resultFileIds(job.results)],
+		t
+	);
 	const iface = rev.interface;
 	return {
 		id: job.id,

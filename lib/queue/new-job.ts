@@ -1,5 +1,5 @@
 import type { Sequelize, Transaction } from "sequelize";
-import { select, write } from "../db/connection";
+import { select, writePrepared } from "../db/connection";
 import { fileIdsIn, parseJobData, workspaceIdsIn, type JobData } from "../documents/job-data";
 import type { InputEntry, JobInterface } from "../documents/types";
 import { FieldError } from "../errors";
@@ -43,6 +43,8 @@ export interface JobTypeForQueue {
 	mem_required: number;
 	disk_out_const_required: number;
 	disk_out_mult_required: number;
+	/** the job type's edit counter: every edit raises it, so an unchanged one means unchanged values */
+	revision_num: number;
 	/** the latest job_type_rev (revision numbers may have gaps) */
 	rev_id: number;
 	interface: JobInterface;
@@ -85,7 +87,7 @@ export async function loadJobTypesForQueue(
 		db,
 		`SELECT jt.id, jt.name, jt.version, jt.is_active, jt.priority, jt.timeout, jt.max_tries,
 			jt.cpus_required, jt.mem_required, jt.disk_out_const_required,
-			jt.disk_out_mult_required, r.id AS rev_id, r.interface
+			jt.disk_out_mult_required, jt.revision_num, r.id AS rev_id, r.interface
 		 FROM job_type jt
 			JOIN LATERAL (
 				SELECT id, interface FROM job_type_rev WHERE job_type_id = jt.id
@@ -108,6 +110,50 @@ export async function loadJobTypesForQueue(
 		])
 	);
 }
+
+/**
+ * Job types as new jobs last saw them, per database. An entry may be stale: the write of new
+ * jobs checks, in the same statement, that each job type is still active at the cached
+ * revision_num (every edit raises it) and writes nothing otherwise; the caller then reads the job
+ * types again. So the hot path (the same job types over and over) reads nothing before writing.
+ */
+const jobTypeCache = new WeakMap<Sequelize, Map<number, JobTypeForQueue>>();
+/** Job types cached per database at most (the oldest are forgotten). */
+const CACHED_JOB_TYPES = 1000;
+
+async function cachedJobTypesForQueue(
+	db: Sequelize,
+	ids: number[],
+	t: Transaction | undefined
+): Promise<Map<number, JobTypeForQueue>> {
+	let cache = jobTypeCache.get(db);
+	if (!cache) jobTypeCache.set(db, (cache = new Map()));
+	const found = new Map<number, JobTypeForQueue>();
+	const missing: number[] = [];
+	for (const id of ids) {
+		const hit = cache.get(id);
+		if (hit) found.set(id, hit);
+		else missing.push(id);
+	}
+	if (missing.length === 0) return found;
+	for (const [id, jobType] of await loadJobTypesForQueue(db, missing, t)) {
+		found.set(id, jobType);
+		// an archived job type is not cached: its requests fail, and the next read sees a revival
+		if (!jobType.is_active) continue;
+		cache.delete(id);
+		cache.set(id, jobType);
+		if (cache.size > CACHED_JOB_TYPES) cache.delete(cache.keys().next().value as number);
+	}
+	return found;
+}
+
+function forgetJobTypes(db: Sequelize, ids: number[]): void {
+	const cache = jobTypeCache.get(db);
+	for (const id of ids) cache?.delete(id);
+}
+
+/** The write found a job type edited or archived since it was read: read again and retry. */
+class StaleJobTypes extends Error {}
 
 interface FileFacts {
 	id: number;
@@ -230,13 +276,13 @@ export function checkDataFacts(
 export async function prepareNewJobs(
 	db: Sequelize,
 	t: Transaction | undefined,
-	requests: NewJobRequest[]
+	requests: NewJobRequest[],
+	cached = false
 ): Promise<PreparedJob[]> {
-	const jobTypes = await loadJobTypesForQueue(
-		db,
-		requests.map(r => r.jobTypeId),
-		t
-	);
+	const ids = requests.map(r => r.jobTypeId);
+	const jobTypes = cached
+		? await cachedJobTypesForQueue(db, ids, t)
+		: await loadJobTypesForQueue(db, ids, t);
 	const parsed = requests.map(request => {
 		const typeField = request.jobTypeField ?? "job_type_id";
 		const jobType = jobTypes.get(request.jobTypeId);
@@ -280,116 +326,129 @@ export async function prepareNewJobs(
 const SLICE = 1000;
 
 /**
- * Creates the requested jobs and queues them, inside the caller's transaction `t`: for each, a
- * USER trigger_event (processed at once) unless the request names its event, the job (QUEUED,
- * with the job type's latest revision, priority, timeout, max_tries, cpus and mem, the disk it
- * needs, its parsed data, num_exes 1), its first execution (QUEUED) and its `queue` row. The
- * writes are set-based: one statement per slice of SLICE jobs. Answers the new ids in the order
- * of the requests. Emitting `queue.changed` after the commit is the caller's part.
+ * Creates the requested jobs and queues them: for each, a USER trigger_event (processed at once)
+ * unless the request names its event, the job (QUEUED, with the job type's latest revision,
+ * priority, timeout, max_tries, cpus and mem, the disk it needs, its parsed data, num_exes 1), its
+ * first execution (QUEUED) and its `queue` row. The writes are set-based: one statement per slice
+ * of SLICE jobs, atomic on its own, so `t` (the caller's transaction) is optional. Answers the new
+ * ids in the order of the requests. Emitting `queue.changed` after the commit is the caller's part.
  *
  * Throws FieldError (400) before writing anything when a request is invalid (prepareNewJobs).
  */
 export async function queueNewJobs(
 	db: Sequelize,
-	t: Transaction,
+	t: Transaction | undefined,
 	requests: NewJobRequest[]
 ): Promise<QueuedJob[]> {
 	if (requests.length === 0) return [];
-	const prepared = await prepareNewJobs(db, t, requests);
 	const queued: QueuedJob[] = [];
-	for (let start = 0; start < prepared.length; start += SLICE) {
-		const slice = prepared.slice(start, start + SLICE);
-		const sliceRequests = requests.slice(start, start + SLICE);
-		queued.push(...(await writeNewJobs(db, t, slice, sliceRequests)));
+	for (let start = 0; start < requests.length; start += SLICE) {
+		const slice = requests.slice(start, start + SLICE);
+		queued.push(...(await queueSlice(db, t, slice)));
 	}
 	return queued;
 }
 
-async function writeNewJobs(
+/** Writes one slice, from cached job types first and from fresh ones when a cached one is stale. */
+async function queueSlice(
 	db: Sequelize,
-	t: Transaction,
-	jobs: PreparedJob[],
+	t: Transaction | undefined,
 	requests: NewJobRequest[]
 ): Promise<QueuedJob[]> {
-	const newEvents = requests.filter(r => r.eventId === undefined).length;
-	// Ids are drawn first so that each request knows its rows; nextval never hands one out twice.
-	const [ids, eventIds] = await Promise.all([
-		select<{ job_id: number; exe_id: number }>(
+	try {
+		return await writeNewJobs(db, t, await prepareNewJobs(db, t, requests, true), requests);
+	} catch (error) {
+		if (!(error instanceof StaleJobTypes)) throw error;
+		forgetJobTypes(
 			db,
-			`SELECT nextval(pg_get_serial_sequence('job', 'id'))::int AS job_id,
-				nextval(pg_get_serial_sequence('job_exe', 'id'))::int AS exe_id
-			 FROM generate_series(1, $1::int)`,
-			[jobs.length],
-			t
-		),
-		newEvents === 0
-			? Promise.resolve([] as { id: number }[])
-			: select<{ id: number }>(
-					db,
-					`SELECT nextval(pg_get_serial_sequence('trigger_event', 'id'))::int AS id
-					 FROM generate_series(1, $1::int)`,
-					[newEvents],
-					t
-				)
-	]);
-	let nextEvent = 0;
-	const rows = jobs.map((job, i) => {
-		const request = requests[i];
-		const isNewEvent = request.eventId === undefined;
-		const eventId = isNewEvent ? eventIds[nextEvent++].id : (request.eventId as number);
-		return {
-			job_id: ids[i].job_id,
-			exe_id: ids[i].exe_id,
-			event_id: eventId,
-			new_event: isNewEvent,
-			job_type_id: job.jobType.id,
-			rev_id: job.jobType.rev_id,
-			priority: job.jobType.priority,
-			timeout: job.jobType.timeout,
-			max_tries: job.jobType.max_tries,
-			cpus: job.jobType.cpus_required,
-			mem: job.jobType.mem_required,
-			disk_in: job.diskIn,
-			disk_out: job.diskOut,
-			data: job.data
-		};
-	});
-	// One statement: the foreign keys between the rows are checked at its end.
-	await write(
+			requests.map(r => r.jobTypeId)
+		);
+		// read fresh (so an archive now fails with its own message); the guard stays, since the
+		// job type may change again between this read and the write
+		return writeNewJobs(db, t, await prepareNewJobs(db, t, requests), requests, true);
+	}
+}
+
+async function writeNewJobs(
+	db: Sequelize,
+	t: Transaction | undefined,
+	jobs: PreparedJob[],
+	requests: NewJobRequest[],
+	lastTry = false
+): Promise<QueuedJob[]> {
+	const rows = jobs.map((job, i) => ({
+		ord: i,
+		event_id: requests[i].eventId ?? null,
+		job_type_id: job.jobType.id,
+		type_revision: job.jobType.revision_num,
+		rev_id: job.jobType.rev_id,
+		priority: job.jobType.priority,
+		timeout: job.jobType.timeout,
+		max_tries: job.jobType.max_tries,
+		cpus: job.jobType.cpus_required,
+		mem: job.jobType.mem_required,
+		disk_in: job.diskIn,
+		disk_out: job.diskOut,
+		data: job.data
+	}));
+	// One statement, atomic on its own: the foreign keys between the rows are checked at its end.
+	// `fresh` holds when every job type is still active at the revision_num the values were taken
+	// from; otherwise nothing is written (every insert reads `r`, which is then empty).
+	// The ids are drawn in `r`, which PostgreSQL computes once (a CTE with volatile functions is
+	// materialized), in the order of the requests.
+	const ids = await writePrepared<{ job_id: number; exe_id: number; event_id: number }>(
 		db,
-		`WITH r AS (
-			SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(job_id int, exe_id int, event_id int,
-				new_event boolean, job_type_id int, rev_id int, priority int, timeout int,
-				max_tries int, cpus float8, mem float8, disk_in float8, disk_out float8, data jsonb)
+		`WITH given AS (
+			SELECT * FROM jsonb_to_recordset($1::jsonb) AS g(event_id int,
+				job_type_id int, type_revision int, rev_id int, priority int, timeout int,
+				max_tries int, cpus float8, mem float8, disk_in float8, disk_out float8, data jsonb,
+				ord int)
+		 ), fresh AS (
+			SELECT NOT EXISTS (
+				SELECT 1 FROM given g WHERE NOT EXISTS (
+					SELECT 1 FROM job_type jt
+					WHERE jt.id = g.job_type_id AND jt.is_active
+						AND jt.revision_num = g.type_revision
+				)
+			) AS ok
+		 ), r AS (
+			SELECT g.*, g.event_id IS NULL AS new_event,
+				nextval(pg_get_serial_sequence('job', 'id'))::int AS job_id,
+				nextval(pg_get_serial_sequence('job_exe', 'id'))::int AS exe_id,
+				coalesce(g.event_id,
+					nextval(pg_get_serial_sequence('trigger_event', 'id'))::int) AS eid
+			FROM given g WHERE (SELECT ok FROM fresh) ORDER BY g.ord
 		 ), e AS (
 			INSERT INTO trigger_event (id, type, rule_id, description, occurred, processed)
-			SELECT event_id, 'USER', NULL, '{"user": "Anonymous"}'::jsonb, now(), now()
+			SELECT eid, 'USER', NULL, '{"user": "Anonymous"}'::jsonb, now(), now()
 			FROM r WHERE new_event
-			RETURNING id
 		 ), j AS (
 			INSERT INTO job (id, job_type_id, job_type_rev_id, event_id, status, priority,
 				num_exes, timeout, max_tries, cpus_required, mem_required, disk_in_required,
 				disk_out_required, data, queued, last_status_change)
-			SELECT job_id, job_type_id, rev_id, event_id, 'QUEUED', priority, 1, timeout,
+			SELECT job_id, job_type_id, rev_id, eid, 'QUEUED', priority, 1, timeout,
 				max_tries, cpus, mem, disk_in, disk_out, data, now(), now()
 			FROM r ORDER BY job_id
-			RETURNING id
 		 ), x AS (
 			INSERT INTO job_exe (id, job_id, status, timeout, queued)
 			SELECT exe_id, job_id, 'QUEUED', timeout, now() FROM r ORDER BY exe_id
-			RETURNING id
 		 ), q AS (
 			INSERT INTO queue (job_exe_id, job_id, job_type_id, priority, cpus_required,
 				mem_required, disk_in_required, disk_out_required, disk_total_required, queued)
 			SELECT exe_id, job_id, job_type_id, priority, cpus, mem, disk_in, disk_out,
 				disk_in + disk_out, now()
 			FROM r ORDER BY exe_id
-			RETURNING id
 		 )
-		 SELECT (SELECT count(*) FROM e) AS events, (SELECT count(*) FROM j) AS jobs,
-			(SELECT count(*) FROM x) AS exes, (SELECT count(*) FROM q) AS queued`,
+		 SELECT job_id, exe_id, eid AS event_id FROM r ORDER BY ord`,
 		[JSON.stringify(rows)],
 		t
 	);
-	return rows.map(row => ({ jobId: row.job_id, jobExeId: row.exe_id, eventId: row.event_id }));
+	if (ids.length !== rows.length) {
+		if (lastTry)
+			throw new Error(
+				"the job types of new jobs kept changing while the jobs were written; try again"
+			);
+		throw new StaleJobTypes();
+	}
+	return ids.map(row => ({ jobId: row.job_id, jobExeId: row.exe_id, eventId: row.event_id }));
 }

@@ -152,6 +152,7 @@ export function collectSteps(
 		}
 		const main = exitCode(f.exitCode);
 		if (main !== null) cols.job_exit_code = main;
+		if (typeof f.commandArguments === "string") cols.command_arguments = f.commandArguments;
 	}
 	return out;
 }

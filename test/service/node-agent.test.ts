@@ -66,8 +66,8 @@ class ControlPlane {
 		return {
 			name: "scheduler",
 			actions: {
-				exeStep: (ctx: any) => {
-					this.steps.push(ctx.params);
+				exeSteps: (ctx: any) => {
+					this.steps.push(...ctx.params.steps);
 					return { ok: true };
 				},
 				exeFinished: (ctx: any) => {
@@ -126,6 +126,7 @@ async function startAgent(
 			heartbeatMs: 150,
 			registerRetryMs: 150,
 			finishRetryMs: 150,
+			stepDelayMs: 20,
 			killGraceMs: 300,
 			...settings
 		}
@@ -293,18 +294,18 @@ describe("running executions", () => {
 			stderr: "a warning\n"
 		});
 		expect(Object.keys(finished.steps).sort()).toEqual(["main", "post", "pre"]);
-		expect(a.plane.stepsOf(s.jobExeId)).toEqual([
+		// the steps sent while it ran come first and in order; the report carries them all
+		const sent = a.plane.stepsOf(s.jobExeId);
+		const all = [
 			"pre started",
 			"pre completed",
 			"main started",
 			"main completed",
 			"post started",
 			"post completed"
-		]);
-		const preDone = a.plane.steps.find(
-			x => x.jobExeId === s.jobExeId && x.step === "pre" && x.event === "completed"
-		)!;
-		expect(preDone.commandArguments).toMatch(/inputs\/input_file\/input.txt .*\/outputs$/);
+		];
+		expect(sent).toEqual(all.slice(0, sent.length));
+		expect(finished.commandArguments).toMatch(/inputs\/input_file\/input.txt .*\/outputs$/);
 		expect(fs.readFileSync(path.join(ws, "my-job/1.0.0/42/result.txt"), "utf8")).toBe("ABC\n");
 		// the task directory goes once the result is acknowledged
 		await until(() => !fs.existsSync(path.join(a.workDir, "tasks", String(s.jobExeId))));
@@ -348,7 +349,7 @@ describe("running executions", () => {
 		expect(await a.call("node-agent.run", s)).toEqual({ accepted: true });
 		await new Promise(r => setTimeout(r, 300));
 		expect(a.plane.finished.filter(f => f.jobExeId === s.jobExeId)).toHaveLength(1);
-		expect(a.plane.stepsOf(s.jobExeId)).toHaveLength(6);
+		expect(a.plane.stepsOf(s.jobExeId).length).toBeLessThanOrEqual(6);
 		expect(fs.readFileSync(counter, "utf8")).toBe("run\n");
 	});
 

@@ -972,7 +972,9 @@ describe("completion", () => {
 		wake();
 		await waitFor(() => agent.runs.length === 1);
 		const step = (s: Record<string, unknown>) =>
-			main.broker.call("scheduler.exeStep", { jobExeId: j.exeId, agentId: "x", ...s });
+			main.broker.call("scheduler.exeSteps", {
+				steps: [{ jobExeId: j.exeId, agentId: "x", ...s }]
+			});
 		await expect(
 			step({ step: "pre", event: "started", at: "2022-02-02T00:00:00.000Z" })
 		).resolves.toEqual({ ok: true });
@@ -994,6 +996,41 @@ describe("completion", () => {
 		await expect(
 			step({ step: "post", event: "started", at: "2022-02-02T00:00:09.000Z" })
 		).resolves.toEqual({ ok: false });
+	});
+
+	it("records the steps and command line a report carries (a short execution sends no steps)", async () => {
+		const type = await jobType();
+		await registerNode();
+		agent.behave = () => "hold";
+		const j = await queueJob(type);
+		wake();
+		await waitFor(() => agent.runs.length === 1);
+		await agent.finish(j.exeId, {
+			commandArguments: "x y",
+			steps: {
+				pre: {
+					started: "2022-03-03T00:00:00.000Z",
+					completed: "2022-03-03T00:00:01.000Z",
+					exitCode: 0
+				},
+				main: {
+					started: "2022-03-03T00:00:02.000Z",
+					completed: "2022-03-03T00:00:03.000Z",
+					exitCode: 0
+				},
+				post: {
+					started: "2022-03-03T00:00:04.000Z",
+					completed: "2022-03-03T00:00:05.000Z",
+					exitCode: 0
+				}
+			}
+		});
+		const [exe] = await exes(j.jobId);
+		expect(exe.status).toBe("COMPLETED");
+		expect(exe.command_arguments).toBe("x y");
+		expect(exe.pre_started.toISOString()).toBe("2022-03-03T00:00:00.000Z");
+		expect(exe.job_started.toISOString()).toBe("2022-03-03T00:00:02.000Z");
+		expect(exe.post_completed.toISOString()).toBe("2022-03-03T00:00:05.000Z");
 	});
 });
 

@@ -39,10 +39,11 @@ function makeAgent(options: Partial<AgentOptions> = {}): Recorder {
 		workDir,
 		launchers: 1,
 		killGraceMs: 300,
-		async sendStep(step: ExecutionStep) {
+		stepDelayMs: 20,
+		async sendSteps(steps: ExecutionStep[]) {
 			// a slow peer: steps must still arrive in order, all before the report
 			await new Promise(r => setTimeout(r, 5));
-			events.push(`${step.jobExeId} ${step.step} ${step.event}`);
+			for (const step of steps) events.push(`${step.jobExeId} ${step.step} ${step.event}`);
 		},
 		async deliver(report: ExecutionFinished) {
 			if (gate) await gate;
@@ -98,22 +99,41 @@ it("runs an execution once, however often it is asked", async () => {
 	}
 });
 
-it("reports every step in order before the result", async () => {
+it("sends the steps of a running execution in order before its result", async () => {
 	const r = makeAgent();
 	try {
-		const s = spec({ command: "/bin/true", commandArguments: "" });
+		const s = spec({ command: "/bin/sleep", commandArguments: "0.3" });
 		r.agent.run(s);
-		await r.delivered(s.jobExeId);
+		const report = await r.delivered(s.jobExeId);
 		const id = s.jobExeId;
+		// pre and main's start were sent while it slept; the rest ride with the report
 		expect(r.events).toEqual([
 			`${id} pre started`,
 			`${id} pre completed`,
 			`${id} main started`,
-			`${id} main completed`,
-			`${id} post started`,
-			`${id} post completed`,
 			`${id} finished COMPLETED`
 		]);
+		expect(Object.keys(report.steps).sort()).toEqual(["main", "post", "pre"]);
+		expect(report.steps.main).toMatchObject({ exitCode: 0 });
+		expect(report.commandArguments).toBe("0.3");
+	} finally {
+		await r.agent.stop();
+	}
+});
+
+it("sends no steps of an execution that ends before they go: its report carries them", async () => {
+	const r = makeAgent({ stepDelayMs: 5000 });
+	try {
+		const s = spec({ command: "/bin/true", commandArguments: "a b" });
+		r.agent.run(s);
+		const report = await r.delivered(s.jobExeId);
+		expect(r.events).toEqual([`${s.jobExeId} finished COMPLETED`]);
+		for (const step of ["pre", "main", "post"] as const) {
+			expect(report.steps[step]!.started).toMatch(/^\d{4}-/);
+			expect(report.steps[step]!.completed).toMatch(/^\d{4}-/);
+			expect(report.steps[step]!.exitCode).toBe(0);
+		}
+		expect(report.commandArguments).toBe("a b");
 	} finally {
 		await r.agent.stop();
 	}
@@ -122,15 +142,17 @@ it("reports every step in order before the result", async () => {
 it("still reports the result when the steps cannot be reported", async () => {
 	const warnings: string[] = [];
 	const r = makeAgent({
-		sendStep: () => Promise.reject(new Error("no scheduler")),
+		sendSteps: () => Promise.reject(new Error("no scheduler")),
 		warn: m => warnings.push(m)
 	});
 	try {
-		const s = spec({ command: "/bin/true", commandArguments: "" });
+		const s = spec({ command: "/bin/sleep", commandArguments: "0.2" });
 		r.agent.run(s);
 		expect((await r.delivered(s.jobExeId)).status).toBe("COMPLETED");
-		expect(warnings).toHaveLength(6);
-		expect(warnings[0]).toMatch(/pre started step was not reported: no scheduler/);
+		expect(warnings).toHaveLength(1);
+		expect(warnings[0]).toMatch(
+			new RegExp(`3 step events of executions ${s.jobExeId} were not reported: no scheduler`)
+		);
 	} finally {
 		await r.agent.stop();
 	}
