@@ -18,6 +18,7 @@ import { queueNewJobs } from "../lib/queue/new-job";
 import { bareSpawnRate } from "./lib/spawn-rate";
 import { graphileNoopRate } from "./lib/graphile";
 import { instantAgent } from "./lib/instant-agent";
+import { treeCpuSeconds } from "./lib/cpu";
 import { benchDatabase, percentile, postJson, startService, waitForCount } from "./lib/cluster";
 
 const TRUE_JOB_TYPE = {
@@ -35,12 +36,23 @@ const NEW_JOB = (jobTypeId: number) => ({
 	job_data: { input_data: [], output_data: [] }
 });
 
+/** CPU time of the service, PostgreSQL and this client, read before and after a run. */
+function cpuReading(servicePid: number, pgPid: number) {
+	const own = process.cpuUsage();
+	return {
+		service: treeCpuSeconds(servicePid),
+		pg: treeCpuSeconds(pgPid),
+		client: (own.user + own.system) / 1e6
+	};
+}
+
 async function p1(n: number) {
-	const { url, db, stop } = await benchDatabase();
+	const { url, db, pgPid, stop } = await benchDatabase();
 	const service = await startService(url);
 	try {
 		const jt = await postJson(`${service.api}/job-types/`, TRUE_JOB_TYPE);
 		await waitForCount(db, "SELECT count(*) AS n FROM node WHERE is_active", 1, 20000);
+		const before = cpuReading(service.proc.pid!, pgPid);
 		const started = process.hrtime.bigint();
 		let next = 0;
 		const submit = async () => {
@@ -56,7 +68,13 @@ async function p1(n: number) {
 			n,
 			600000
 		);
-		const rate = n / (Number(process.hrtime.bigint() - started) / 1e9);
+		const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+		const rate = n / seconds;
+		const after = cpuReading(service.proc.pid!, pgPid);
+		const perJob = (key: "service" | "pg" | "client") =>
+			(((after[key] - before[key]) / n) * 1000).toFixed(2);
+		const busy =
+			after.service + after.pg + after.client - before.service - before.pg - before.client;
 		const [[failed]] = (await db.query(
 			"SELECT count(*) AS n FROM job WHERE status <> 'COMPLETED'"
 		)) as any;
@@ -67,6 +85,9 @@ async function p1(n: number) {
 		);
 		console.log(`P1 bare spawn of /bin/true from Node (4 at a time): ${bare.toFixed(1)} /s`);
 		console.log(`P1 ratio: ${(rate / bare).toFixed(3)} (target >= 0.9)`);
+		console.log(
+			`P1 CPU per job: service ${perJob("service")} ms (with the agent's launchers and tasks), PostgreSQL ${perJob("pg")} ms, this client ${perJob("client")} ms; ${((busy / seconds / os.cpus().length) * 100).toFixed(0)}% of ${os.cpus().length} cpus busy`
+		);
 	} finally {
 		if (service.proc.exitCode === null) await service.stop();
 		await stop();

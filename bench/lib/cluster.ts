@@ -14,6 +14,8 @@ import { freePort } from "../../test/helpers/ports";
 export async function benchDatabase(): Promise<{
 	url: string;
 	db: Sequelize;
+	/** the postmaster's pid (its backends are its children) */
+	pgPid: number;
 	stop(): Promise<void>;
 }> {
 	const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "scale-bench-"));
@@ -26,9 +28,13 @@ export async function benchDatabase(): Promise<{
 	await pg.start();
 	const db = createSequelize(pg.url, { poolMax: 4 });
 	await migrate(db);
+	const pgPid = Number(
+		fs.readFileSync(path.join(pg.dataDir, "postmaster.pid"), "utf8").split("\n")[0]
+	);
 	return {
 		url: pg.url,
 		db,
+		pgPid,
 		async stop() {
 			await db.close();
 			await pg.stop();
