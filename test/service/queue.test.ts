@@ -433,6 +433,46 @@ async function createJob(jobTypeId: number, data: unknown = jobData()): Promise<
 	return reply.body.id;
 }
 
+describe("new jobs after their job type changes (the cached job type is checked as it is written)", () => {
+	it("takes a job type's edits, a new revision, and its archive into account at once", async () => {
+		const type = await addJobType("cached", { priority: 40 });
+		const first = await newJob({ job_type_id: type.id, job_data: jobData() });
+		expect(first.status).toBe(201);
+		expect(first.body.priority).toBe(40);
+		// an edit as the job type model makes it: a new revision_num (and here a new revision)
+		const [rev] = await query<{ id: number }>(
+			`INSERT INTO job_type_rev (job_type_id, revision_num, interface)
+			 SELECT $1, 2, interface FROM job_type_rev WHERE id = $2 RETURNING id`,
+			[type.id, type.revIds[0]]
+		);
+		await query(
+			"UPDATE job_type SET priority = 15, timeout = 33, revision_num = 2 WHERE id = $1",
+			[type.id]
+		);
+		const second = await newJob({ job_type_id: type.id, job_data: jobData() });
+		expect(second.status).toBe(201);
+		expect(second.body).toMatchObject({ priority: 15, timeout: 33 });
+		expect(second.body.job_type_rev.id).toBe(rev.id);
+		const [queued] = await query<{ priority: number }>(
+			"SELECT priority FROM queue WHERE job_id = $1",
+			[second.body.id]
+		);
+		expect(queued.priority).toBe(15);
+
+		await query(
+			"UPDATE job_type SET is_active = false, archived = now(), revision_num = 3 WHERE id = $1",
+			[type.id]
+		);
+		const before = await counts();
+		expectJsonError(
+			await newJob({ job_type_id: type.id, job_data: jobData() }),
+			400,
+			/^job_type_id: job type "cached" version "1.0" is archived/
+		);
+		expect(await counts()).toEqual(before);
+	});
+});
+
 describe("POST /queue/requeue-jobs/", () => {
 	it("requeues FAILED and CANCELED jobs: new execution, queue row, failure allowance raised", async () => {
 		const failed = await createJob(jt.kml);
