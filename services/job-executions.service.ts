@@ -9,6 +9,7 @@ import {
 	getJobExeListRow,
 	JOB_EXE_LIST,
 	loadStoredLogs,
+	type StoredLogs,
 	serializeJobExe,
 	serializeJobExeLogs,
 	type JobExeListRow
@@ -52,16 +53,23 @@ const JobExecutionsService: ServiceSchema = {
 			async handler(this: any, ctx: Context<LogsParams, RequestMeta>) {
 				let row: JobExeListRow = await getJobExeListRow(this.db, ctx.params.id);
 				let logs: ExecutionLogs | null = null;
-				if (row.status === "RUNNING" && row.agent_id) {
+				let stored: StoredLogs | null = null;
+				if (row.status !== "RUNNING") stored = await loadStoredLogs(this.db, row.id);
+				// A canceled execution's logs are stored when its agent reports it, a moment after
+				// the cancel: until then the agent still has them.
+				const held = row.status === "RUNNING" || (row.status === "CANCELED" && !stored);
+				if (held && row.agent_id) {
 					logs = await this.liveLogs(ctx, row.id, row.agent_id);
 					// The agent may have finished it meanwhile: read the record again.
-					if (!logs) row = await getJobExeListRow(this.db, ctx.params.id);
+					if (!logs) {
+						row = await getJobExeListRow(this.db, ctx.params.id);
+						stored = await loadStoredLogs(this.db, row.id);
+					}
 				}
-				if (!logs)
-					logs = {
-						...(await loadStoredLogs(this.db, row.id)),
-						is_finished: ENDED_EXE_STATUSES.includes(row.status)
-					};
+				logs ??= {
+					...(stored ?? { stdout: "", stderr: "" }),
+					is_finished: ENDED_EXE_STATUSES.includes(row.status)
+				};
 				if (ctx.params.stream) {
 					ctx.meta.$responseType = "text/plain; charset=utf-8";
 					return logs[ctx.params.stream] ?? "";
@@ -90,8 +98,10 @@ const JobExecutionsService: ServiceSchema = {
 					stderr: live?.stderr ?? "",
 					is_finished: !!live?.is_finished
 				};
-			} catch (err) {
-				this.logger.warn(
+			} catch (err: any) {
+				// NOT_FOUND: the agent has just reported the end, and the logs are stored
+				const level = err?.type === "NOT_FOUND" ? "debug" : "warn";
+				this.logger[level](
 					{ err, jobExeId, agentId },
 					"live logs unavailable; answering the stored logs"
 				);

@@ -11,7 +11,7 @@ import {
 	serializeJobUpdates,
 	type JobListRow
 } from "../lib/models/job";
-import { cancelJob, checkJobUpdate } from "../lib/queue/cancel";
+import { cancelJobTransaction, checkJobUpdate } from "../lib/queue/cancel";
 import type { RequestMeta } from "../types/meta";
 
 const ID = { type: "integer", minimum: 1 };
@@ -61,8 +61,9 @@ const JobsService: ServiceSchema = {
 
 		/**
 		 * Cancels the job: its queue row goes, its live execution and the job become CANCELED in
-		 * one transaction; a process that was running is then killed through its agent. Errors
-		 * are text/plain (400, 404, and 500 for anything unexpected).
+		 * one transaction (run again if a requeue slipped in, see lib/queue/cancel); a process
+		 * that was running is then killed through its agent. Errors are text/plain (400, 404,
+		 * and 500 for anything unexpected).
 		 */
 		update: {
 			async handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
@@ -70,11 +71,10 @@ const JobsService: ServiceSchema = {
 				checkJobUpdate(body);
 				const jobId = Number(id);
 				try {
-					const { result, details } = await this.db.transaction(
-						async (t: Transaction) => {
-							const result = await cancelJob(this.db, t, jobId);
-							return { result, details: await getJobDetails(this.db, jobId, t) };
-						}
+					const { result, value: details } = await cancelJobTransaction(
+						this.db,
+						jobId,
+						(t: Transaction) => getJobDetails(this.db, jobId, t)
 					);
 					const exe = result.canceledExe;
 					if (exe && exe.previous === "RUNNING" && exe.agentId)

@@ -23,8 +23,9 @@ import type {
  * - `nodes.register` at start, retried every registerRetryMs until it answers, and again when a
  *   heartbeat answer does not know the node (`ok: false`, no nodeId, or a NOT_FOUND error).
  * - `nodes.heartbeat` every heartbeatMs with the current offer and the executions held here
- *   (running, or finished with the report not yet acknowledged). A failed call is logged and the
- *   next beat tries again.
+ *   (running, or finished with the report not yet acknowledged). The answer lists those of them
+ *   that have ended on the control plane (canceled while their run was on its way, say): they are
+ *   canceled here. A failed call is logged and the next beat tries again.
  * - `scheduler.exeSteps` with the steps of running executions, gathered for stepDelayMs, best
  *   effort, in order (a short execution's steps come only with its report).
  * - `scheduler.exeFinished` once per execution, after its steps, retried every finishRetryMs
@@ -44,6 +45,7 @@ interface Settings {
 	dockerCommand: string;
 	logCapBytes: number;
 	keepFailedMs: number;
+	cancelMemoryMs: number;
 	callTimeoutMs: number;
 }
 
@@ -83,6 +85,8 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		// and NATS refuses messages above its max_payload (1 MB by default)
 		logCapBytes: 256 * 1024,
 		keepFailedMs: 24 * 3600 * 1000,
+		// a cancel that overtakes its run (sent at most runTimeoutMs, 10 s, before the run gives up)
+		cancelMemoryMs: 60 * 1000,
 		callTimeoutMs: 30 * 1000
 	},
 
@@ -95,6 +99,10 @@ const NodeAgentService: ServiceSchema<Settings> = {
 				if (outcome === "known")
 					this.logger.info(
 						`execution ${ctx.params.jobExeId} is already known here: not run again`
+					);
+				else if (outcome === "canceled")
+					this.logger.info(
+						`execution ${ctx.params.jobExeId} was canceled before it arrived: not run, reported CANCELED`
 					);
 				else if (outcome === "stopping")
 					this.logger.warn(
@@ -237,7 +245,9 @@ const NodeAgentService: ServiceSchema<Settings> = {
 					);
 					this.registered = false;
 					void this.register();
+					return;
 				}
+				this.stopEnded(answer.cancel);
 			} catch (error: any) {
 				if (error?.type === "NOT_FOUND" || (error?.code === 404 && !error?.retryable)) {
 					this.registered = false;
@@ -248,6 +258,20 @@ const NodeAgentService: ServiceSchema<Settings> = {
 			} finally {
 				this.beating = false;
 			}
+		},
+
+		/**
+		 * Cancels the executions a heartbeat answer says have ended on the control plane (its
+		 * record is the truth): a process started for one whose cancel never arrived, or came
+		 * before the run and was forgotten, is killed and reported CANCELED.
+		 */
+		stopEnded(this: any, ids: unknown) {
+			if (!Array.isArray(ids)) return;
+			const stopped: number[] = this.agent.cancelEnded(ids.filter(Number.isInteger));
+			if (stopped.length > 0)
+				this.logger.warn(
+					`executions ${stopped.join(", ")} have ended on the control plane but ran here: canceled`
+				);
 		},
 
 		/** Reports steps, best effort: a failure is logged (once a minute at most), not retried. */
@@ -317,6 +341,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 			dockerCommand: settings.dockerCommand,
 			logCapBytes: settings.logCapBytes,
 			keepFailedMs: settings.keepFailedMs,
+			cancelMemoryMs: settings.cancelMemoryMs,
 			sendSteps: (steps: ExecutionStep[]) => this.sendSteps(steps),
 			stepDelayMs: settings.stepDelayMs,
 			deliver: (report: ExecutionFinished) => this.deliver(report),

@@ -1,11 +1,12 @@
 import type { Context, ServiceSchema } from "moleculer";
-import type { NodeHeartbeat, NodeRegistration } from "../lib/agent/protocol";
+import type { NodeHeartbeat, NodeHeartbeatAnswer, NodeRegistration } from "../lib/agent/protocol";
 import { NotFoundError } from "../lib/errors";
 import { runList } from "../lib/list/run";
 import { DbMixin } from "../mixins/db.mixin";
 import { listParamsSchema } from "../mixins/list.mixin";
 import {
 	clearAgent,
+	executionsToStop,
 	getNodeDetails,
 	getNodesStatus,
 	heartbeatNode,
@@ -133,7 +134,9 @@ const NodesService: ServiceSchema<NodesSettings> = {
 
 		/**
 		 * Agent → control plane: the lease renewed, the current offer, and the executions the agent
-		 * runs. A NOT_FOUND answer means the node is unknown: the agent registers again.
+		 * holds. Those it should hold but does not list are failed (node-lost, past a grace); those
+		 * it lists but must not run are answered in `cancel`, for it to stop them. A NOT_FOUND
+		 * answer means the node is unknown: the agent registers again.
 		 */
 		heartbeat: {
 			params: {
@@ -146,7 +149,7 @@ const NodesService: ServiceSchema<NodesSettings> = {
 					running: { type: "array", items: ID }
 				}
 			} as any,
-			async handler(this: any, ctx: Context<NodeHeartbeat>) {
+			async handler(this: any, ctx: Context<NodeHeartbeat>): Promise<NodeHeartbeatAnswer> {
 				const hb = ctx.params;
 				const change = await heartbeatNode(this.db, hb, this.settings.leaseMs);
 				if (!change)
@@ -156,7 +159,15 @@ const NodesService: ServiceSchema<NodesSettings> = {
 				if (change.changed)
 					this.broker.broadcast("nodes.changed", { nodeIds: [change.id] });
 				await this.reconcile(change.id, hb);
-				return { ok: true, nodeId: change.id };
+				const cancel = await executionsToStop(this.db, hb.agentId, hb.running ?? []);
+				// debug: an execution canceled by a user is listed too while its process is killed
+				// (the agent says when a cancel is news to it)
+				if (cancel.length > 0)
+					this.logger.debug(
+						{ nodeId: change.id, agentId: hb.agentId, cancel },
+						"the agent holds executions that must not run: it is told to cancel them"
+					);
+				return { ok: true, nodeId: change.id, cancel };
 			}
 		}
 	},

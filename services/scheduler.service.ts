@@ -223,18 +223,6 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 		"scheduler.wake"(this: any) {
 			this.wake();
 		},
-		/**
-		 * A job was canceled while running: `{executions: [{jobExeId, agentId}]}`. The database is
-		 * already updated; the agents are told to stop the processes.
-		 */
-		"jobs.canceled"(
-			this: any,
-			ctx: Context<{ executions?: { jobExeId: number; agentId: string }[] }>
-		) {
-			for (const e of ctx.params?.executions ?? [])
-				if (e && e.agentId) this.cancelOnAgent(e.jobExeId, e.agentId);
-			this.wake();
-		},
 		"$node.disconnected"(this: any, ctx: Context<{ node: { id: string } }>) {
 			const agentId = ctx.params?.node?.id;
 			if (agentId && this.isLeader()) void this.failAgentExecutions(agentId);

@@ -21,6 +21,8 @@ export interface AgentOptions {
 	taskPath?: string;
 	/** how long the task directory of a FAILED or CANCELED execution is kept; default 24 h */
 	keepFailedMs?: number;
+	/** how long a cancel of an execution not held here keeps its run from starting; default 60 s */
+	cancelMemoryMs?: number;
 	/**
 	 * Sends step events of running executions, gathered for stepDelayMs (best effort: a
 	 * rejection is ignored). One call at a time, in order; an execution's report waits for the
@@ -39,7 +41,10 @@ export interface AgentOptions {
 	warn?(message: string): void;
 }
 
-/** Finished execution ids remembered to make `run` idempotent (the oldest are forgotten). */
+/**
+ * Finished execution ids remembered to make `run` idempotent, and cancels remembered ahead of
+ * their run (the oldest of each are forgotten beyond this).
+ */
 const REMEMBERED = 10_000;
 
 /**
@@ -56,7 +61,13 @@ export class NodeAgent {
 	private readonly docker: DockerCheck;
 	/** running, or finished with the report not yet acknowledged */
 	private readonly executions = new Map<number, Execution>();
+	/** canceled before they arrived, not started: their CANCELED report not yet acknowledged */
+	private readonly refused = new Set<number>();
 	private readonly finished = new Set<number>();
+	/** cancels of executions not held here, by id: until when they keep its run from starting */
+	private readonly earlyCancels = new Map<number, number>();
+	/** executions held here whose cancel has been asked for */
+	private readonly cancelAsked = new Set<number>();
 	/** step events not sent yet */
 	private outbox: ExecutionStep[] = [];
 	private outboxTimer: NodeJS.Timeout | null = null;
@@ -77,11 +88,19 @@ export class NodeAgent {
 	/**
 	 * Starts an execution in the background ("started"). Does nothing when this id is already
 	 * running or finished here ("known": a repeated `node-agent.run`) or the agent is stopping.
+	 * One whose cancel came first ("canceled": the control plane canceled it after placing it,
+	 * and the cancel overtook the run) is not started; it is reported CANCELED all the same, so
+	 * that the control plane hears of its end as of any other.
 	 */
-	run(spec: ExecutionSpec): "started" | "known" | "stopping" {
+	run(spec: ExecutionSpec): "started" | "known" | "canceled" | "stopping" {
 		const id = spec.jobExeId;
 		if (this.stopping) return "stopping";
-		if (this.executions.has(id) || this.finished.has(id)) return "known";
+		if (this.executions.has(id) || this.refused.has(id) || this.finished.has(id))
+			return "known";
+		if (this.takeEarlyCancel(id)) {
+			this.refuse(spec);
+			return "canceled";
+		}
 		const execution = new Execution(spec, {
 			agentId: this.options.agentId,
 			workDir: this.options.workDir,
@@ -140,6 +159,7 @@ export class NodeAgent {
 			if (this.stopping) return;
 		} finally {
 			this.executions.delete(id);
+			this.cancelAsked.delete(id);
 			this.remember(id);
 		}
 		await this.cleanUp(execution, report.status).catch(error =>
@@ -147,6 +167,55 @@ export class NodeAgent {
 				`execution ${id}: its task directory was not cleaned up: ${error?.message ?? error}`
 			)
 		);
+	}
+
+	/** Reports an execution canceled before it arrived, held (listed as running) until acknowledged. */
+	private refuse(spec: ExecutionSpec): void {
+		const id = spec.jobExeId;
+		this.refused.add(id);
+		const report: ExecutionFinished = {
+			jobExeId: id,
+			agentId: this.options.agentId,
+			status: "CANCELED",
+			exitCode: null,
+			errorName: null,
+			errorDetail: "canceled before it reached the agent: not started",
+			products: [],
+			resultsManifest: null,
+			parseResults: [],
+			stdout: "",
+			stderr: "",
+			steps: {}
+		};
+		const work = (async () => {
+			try {
+				await this.options.deliver(report);
+			} finally {
+				this.refused.delete(id);
+				this.remember(id);
+			}
+		})().catch(error => this.options.warn?.(`execution ${id}: ${error?.stack ?? error}`));
+		this.work.add(work);
+		void work.finally(() => this.work.delete(work));
+	}
+
+	/** Whether a cancel of this id came before it, not long ago (it is used up either way). */
+	private takeEarlyCancel(id: number): boolean {
+		const until = this.earlyCancels.get(id);
+		if (until === undefined) return false;
+		this.earlyCancels.delete(id);
+		return until >= Date.now();
+	}
+
+	private rememberCancel(id: number): void {
+		const now = Date.now();
+		// the oldest first: the expired ones, and any beyond the cap, go
+		for (const [old, until] of this.earlyCancels) {
+			if (until >= now && this.earlyCancels.size < REMEMBERED) break;
+			this.earlyCancels.delete(old);
+		}
+		this.earlyCancels.delete(id);
+		this.earlyCancels.set(id, now + (this.options.cancelMemoryMs ?? 60_000));
 	}
 
 	private remember(id: number): void {
@@ -174,9 +243,30 @@ export class NodeAgent {
 		}
 	}
 
-	/** Cancels an execution running here; false when there is none (unknown or finished). */
+	/**
+	 * Cancels an execution running here; false when there is none (unknown or finished). An id
+	 * this agent has never had is remembered for cancelMemoryMs: the scheduler hands an execution
+	 * over after committing its placement, so a cancel committed just after may arrive first, and
+	 * the run that follows must not start a process nobody would stop.
+	 */
 	cancel(jobExeId: number): boolean {
-		return this.executions.get(jobExeId)?.cancel() ?? false;
+		const execution = this.executions.get(jobExeId);
+		if (execution) {
+			const found = execution.cancel();
+			if (found) this.cancelAsked.add(jobExeId);
+			return found;
+		}
+		if (!this.refused.has(jobExeId) && !this.finished.has(jobExeId))
+			this.rememberCancel(jobExeId);
+		return false;
+	}
+
+	/**
+	 * Cancels executions the control plane has ended (a heartbeat answer); answers those whose
+	 * cancel is news here (a process that ran though it should not), not the ones canceled already.
+	 */
+	cancelEnded(jobExeIds: readonly number[]): number[] {
+		return jobExeIds.filter(id => !this.cancelAsked.has(id) && this.cancel(id));
 	}
 
 	/** Live logs of an execution here, or null when this agent does not have it (any more). */
@@ -190,7 +280,7 @@ export class NodeAgent {
 	 * (so the control plane does not fail as lost an execution whose result is on its way).
 	 */
 	running(): number[] {
-		return [...this.executions.keys()];
+		return [...this.executions.keys(), ...this.refused];
 	}
 
 	/** Removes kept task directories (of failed and canceled executions) older than keepFailedMs. */

@@ -7,12 +7,15 @@
  *
  * Control plane → agent (always targeted: `ctx.call(name, params, { nodeID: agentId })`):
  *   node-agent.run     ExecutionSpec            → { accepted: true }   (returns at once)
- *   node-agent.cancel  { jobExeId }              → { found: boolean }   (SIGTERM, then SIGKILL)
+ *   node-agent.cancel  { jobExeId }              → { found: boolean }   (SIGTERM, then SIGKILL;
+ *                      an id not held here is remembered for a minute: a run of it arriving
+ *                      meanwhile, overtaken by its cancel, is not started but reported CANCELED)
  *   node-agent.logs    { jobExeId }              → ExecutionLogs
  *
  * Agent → control plane:
  *   nodes.register     NodeRegistration         → { nodeId }
- *   nodes.heartbeat    NodeHeartbeat            → { ok: true, nodeId }
+ *   nodes.heartbeat    NodeHeartbeat            → NodeHeartbeatAnswer (the agent cancels the
+ *                      executions listed in `cancel`)
  *   scheduler.exeSteps { steps: ExecutionStep[] } → { ok: boolean }  (best effort; gathered for a
  *                      moment, so a short execution's steps come only with its report)
  *   scheduler.exeFinished ExecutionFinished     → { ok: boolean }  (the agent retries until it gets an answer)
@@ -41,8 +44,23 @@ export interface NodeHeartbeat {
 	agentId: string;
 	slaveId: string;
 	resources: Resources;
-	/** executions the agent is running now (the control plane fails the ones it thinks run there but do not) */
+	/**
+	 * executions the agent holds now: running, or finished with the report not yet acknowledged
+	 * (the control plane fails the ones it thinks run there but are not listed)
+	 */
 	running: number[];
+}
+
+export interface NodeHeartbeatAnswer {
+	ok: true;
+	nodeId: number;
+	/**
+	 * among `running`, the executions that must not run (ended in the database, CANCELED,
+	 * FAILED or COMPLETED, unknown to it, or running elsewhere): the agent cancels them. This
+	 * catches a cancel that never reached the agent, or reached it before the run and was
+	 * forgotten by then.
+	 */
+	cancel: number[];
 }
 
 /** A file input staged from a workspace: the agent copies `hostPath` into the task directory. */

@@ -259,14 +259,14 @@ export async function loadStoredLogs(
 	db: Sequelize,
 	id: number,
 	t?: Transaction
-): Promise<StoredLogs> {
+): Promise<StoredLogs | null> {
 	const [row] = await select<{ stdout: string | null; stderr: string | null }>(
 		db,
 		"SELECT stdout, stderr FROM job_exe_log WHERE job_exe_id = $1",
 		[id],
 		t
 	);
-	return { stdout: row?.stdout ?? "", stderr: row?.stderr ?? "" };
+	return row ? { stdout: row.stdout ?? "", stderr: row.stderr ?? "" } : null;
 }
 
 /** The logs view (Scale's JobExecutionLogSerializer): the list record with the logs. */

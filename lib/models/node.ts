@@ -180,6 +180,29 @@ export async function clearAgent(db: Sequelize, agentId: string): Promise<number
 	return rows.map(r => r.id);
 }
 
+/**
+ * Among the executions an agent says it holds, those it must not run: ended (CANCELED, FAILED,
+ * COMPLETED), unknown, or RUNNING on another agent; the database is the record, and an agent
+ * learns of an execution only after its placement committed, so none of these can be on its way.
+ * The usual one: a cancel committed after the placement and reached the agent before its run (or
+ * not at all), so the process was started after all. Ids in ascending order.
+ */
+export async function executionsToStop(
+	db: Sequelize,
+	agentId: string,
+	held: readonly number[]
+): Promise<number[]> {
+	const ids = [...new Set(held)].sort((a, b) => a - b);
+	if (ids.length === 0) return [];
+	const running = await select<{ id: number }>(
+		db,
+		`SELECT id FROM job_exe WHERE id = ANY($1::int[]) AND status = 'RUNNING' AND agent_id = $2`,
+		[ids, agentId]
+	);
+	const here = new Set(running.map(r => r.id));
+	return ids.filter(id => !here.has(id));
+}
+
 // ---- user edits ------------------------------------------------------------------------------
 
 /** PUT: all of these; PATCH: any of them (Scale's NodeDetailsView). */

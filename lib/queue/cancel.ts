@@ -31,11 +31,31 @@ function refuse(jobId: number, status: string): BadRequestError {
 }
 
 /**
+ * A job gained a live execution while it was being canceled: a requeue (of a failed execution by
+ * the scheduler, or POST /queue/requeue-jobs/) committed between the cancel's look at the queue
+ * and its lock on the job. The transaction must be run again; cancelJobTransaction does.
+ */
+export class JobRequeuedDuringCancelError extends Error {
+	constructor(jobId: number) {
+		super(`Job ${jobId} was requeued while it was being canceled`);
+		this.name = "JobRequeuedDuringCancelError";
+	}
+}
+
+/**
  * Cancels a job inside the caller's transaction, every step guarded on the old state, taking
- * row locks in the order the scheduler does (queue row, then execution, then job): its queue row
- * is deleted, its live execution (if any) becomes CANCELED (ended now), and the job CANCELED
- * (ended and last_status_change now). Throws NotFoundError for an unknown job and
+ * row locks in the order the scheduler's claim does (queue row, then execution, then job): its
+ * queue row is deleted, its live execution (if any) becomes CANCELED (ended now), and the job
+ * CANCELED (ended and last_status_change now). Throws NotFoundError for an unknown job and
  * BadRequestError for a COMPLETED or CANCELED one (both text/plain); a refusal rolls back.
+ *
+ * A requeue creates the job's next execution and queue row while it holds the job row, so one
+ * that committed after the first two steps looked is seen once the job row is ours: then nothing
+ * live may be left, or JobRequeuedDuringCancelError is thrown (to be run again, see
+ * cancelJobTransaction). The job row is not taken first: the claim takes it last, after the queue
+ * row and the execution, and the two would deadlock. Once the job is CANCELED under our lock, the
+ * scheduler's requeue cannot follow (it is guarded on RUNNING); a user's requeue that waited for
+ * the lock comes after the cancel, as it should.
  *
  * Killing the process of an execution that was RUNNING is the caller's part, after the commit:
  * `node-agent.cancel` targeted at `canceledExe.agentId`.
@@ -91,10 +111,45 @@ export async function cancelJob(
 		);
 		throw refuse(jobId, now?.status ?? "unknown");
 	}
+	// A statement of its own, so that it sees what committed while the job row was waited for.
+	const [left] = await select<{ left: boolean }>(
+		db,
+		`SELECT EXISTS (SELECT 1 FROM queue WHERE job_id = $1)
+			OR EXISTS (SELECT 1 FROM job_exe WHERE job_id = $1 AND status IN ('QUEUED', 'RUNNING'))
+			AS left`,
+		[jobId],
+		t
+	);
+	if (left?.left) throw new JobRequeuedDuringCancelError(jobId);
 	return {
 		jobId,
 		canceledExe: exe ? { id: exe.id, previous: exe.previous, agentId: exe.agent_id } : null
 	};
+}
+
+/**
+ * Cancels a job in a transaction of its own and runs `then` in it before the commit (to read
+ * the job as the answer shows it). A requeue that slipped in (JobRequeuedDuringCancelError)
+ * rolls the transaction back and runs it again, which then finds the new execution; each repeat
+ * needs another requeue to have committed meanwhile, so a few attempts are plenty.
+ */
+export async function cancelJobTransaction<T>(
+	db: Sequelize,
+	jobId: number,
+	then: (t: Transaction, result: CancelResult) => Promise<T>,
+	attempts = 5
+): Promise<{ result: CancelResult; value: T }> {
+	for (let attempt = 1; ; attempt++) {
+		try {
+			return await db.transaction(async (t: Transaction) => {
+				const result = await cancelJob(db, t, jobId);
+				return { result, value: await then(t, result) };
+			});
+		} catch (error) {
+			if (!(error instanceof JobRequeuedDuringCancelError) || attempt >= attempts)
+				throw error;
+		}
+	}
 }
 
 /**

@@ -25,6 +25,11 @@ import type { Sql } from "./sql";
  * (products, ancestry, results, parse results), failures (error, retry or end) and cancellations.
  * Every transition is guarded on RUNNING (re-checked under the row lock), so a repeated or late message changes
  * nothing. Statements are set-based: a flush of hundreds of executions costs a handful of them.
+ *
+ * One kind of late report still counts: the agent's report of an execution a user canceled while
+ * it ran. The cancel ended it in the REST transaction (lib/queue/cancel.ts) before the agent
+ * killed the process, so the report is the only carrier of its logs and step times; they are
+ * filled in, its status and its job's are left alone.
  */
 
 /** A failure the control plane itself decides (a lost node, a run call that failed). */
@@ -199,12 +204,15 @@ const STEP_KEYS = [
 /**
  * A `WITH u AS (...)`-ready unnest of `ids` and the step columns, after `extra` columns of
  * the caller: answers the SQL of the unnest, the SET list for the step columns, and the binds.
+ * The report's values win, except in `fill` mode, where only columns still unset are filled
+ * (and `changes` is true only where that fills something).
  */
 function stepUnnest(
 	ids: number[],
 	steps: Map<number, StepColumns>,
-	extra: { name: string; type: string; values: unknown[] }[] = []
-): { from: string; set: string; binds: unknown[] } {
+	extra: { name: string; type: string; values: unknown[] }[] = [],
+	mode: "report" | "fill" = "report"
+): { from: string; set: string; changes: string; binds: unknown[] } {
 	const cols = [
 		{ name: "id", type: "int", values: ids },
 		...extra,
@@ -218,9 +226,23 @@ function stepUnnest(
 		from: `unnest(${cols.map((c, i) => `$${i + 1}::${c.type}[]`).join(", ")}) AS u(${cols
 			.map(c => c.name)
 			.join(", ")})`,
-		set: STEP_KEYS.map(([name]) => `${name} = coalesce(u.${name}, e.${name})`).join(", "),
+		set: STEP_KEYS.map(([name]) => `${name} = ${filled(name, mode)}`).join(", "),
+		changes: STEP_KEYS.map(([name]) => `e.${name} IS DISTINCT FROM ${filled(name, mode)}`).join(
+			" OR "
+		),
 		binds: cols.map(c => c.values)
 	};
+}
+
+/**
+ * A step column's new value. When filling in, the times and exit codes already recorded stay;
+ * the command line is the report's all the same, because the claim recorded the interface's
+ * template there and the report has the substituted line (which a step event would have set).
+ */
+function filled(name: (typeof STEP_KEYS)[number][0], mode: "report" | "fill"): string {
+	return mode === "fill" && name !== "command_arguments"
+		? `coalesce(e.${name}, u.${name})`
+		: `coalesce(u.${name}, e.${name})`;
 }
 
 export async function finishExecutions(
@@ -329,7 +351,61 @@ export async function finishExecutions(
 			]
 		);
 	}
+
+	// Reports of executions that did not end here: those canceled while they ran still bring
+	// their logs and step times (the others were ended by something else, or are repeats).
+	const seen = new Set<number>();
+	const late = finished.filter(f => {
+		if (result.ended.has(f.jobExeId) || seen.has(f.jobExeId)) return false;
+		seen.add(f.jobExeId);
+		return true;
+	});
+	if (late.length > 0) await fillInCanceled(sql, late, stepCols);
 	return result;
+}
+
+/**
+ * Fills in what an agent's report says of executions that are CANCELED already and ran on that
+ * agent (checked in each statement, so another agent's report, or one of an execution that ended
+ * otherwise, changes nothing): the step columns not yet recorded, and its logs unless some are
+ * kept already. Neither its status nor its job's change, and a repeat finds nothing to fill.
+ * CANCELED is final (nothing moves an execution out of it), so the check needs no lock first.
+ */
+async function fillInCanceled(
+	sql: Sql,
+	reports: ExecutionFinished[],
+	stepCols: Map<number, StepColumns>
+): Promise<void> {
+	const ids = reports.map(f => f.jobExeId);
+	const agents = reports.map(f => (typeof f.agentId === "string" ? f.agentId : null));
+	const u = stepUnnest(
+		ids,
+		stepCols,
+		[{ name: "agent_id", type: "text", values: agents }],
+		"fill"
+	);
+	await sql.query(
+		`UPDATE job_exe e SET ${u.set}, last_modified = now() FROM ${u.from}
+		 WHERE e.id = ANY($1::int[]) AND e.id = u.id AND e.status = 'CANCELED'
+			AND e.agent_id = u.agent_id AND (${u.changes})`,
+		u.binds
+	);
+	const logs = reports.filter(f => storable(f.stdout) || storable(f.stderr));
+	if (logs.length === 0) return;
+	await sql.query(
+		`INSERT INTO job_exe_log (job_exe_id, stdout, stderr)
+		 SELECT u.id, u.stdout, u.stderr
+		 FROM unnest($1::int[], $2::text[], $3::text[], $4::text[]) AS u(id, agent_id, stdout, stderr)
+			JOIN job_exe e ON e.id = u.id
+		 WHERE e.id = ANY($1::int[]) AND e.status = 'CANCELED' AND e.agent_id = u.agent_id
+		 ON CONFLICT (job_exe_id) DO NOTHING`,
+		[
+			logs.map(f => f.jobExeId),
+			logs.map(f => (typeof f.agentId === "string" ? f.agentId : null)),
+			logs.map(f => storable(f.stdout)),
+			logs.map(f => storable(f.stderr))
+		]
+	);
 }
 
 /** The results document of an execution from the products stored per output. */
@@ -551,6 +627,9 @@ async function fail(
 	const again = live.filter(d => d.requeue);
 	if (again.length > 0) {
 		// The old execution ended above (the one-live-execution index is checked per statement).
+		// Guarded on RUNNING: a job canceled meanwhile is not requeued. The job row stays locked
+		// from here to the commit, with the new execution and queue row made under that lock,
+		// which is what lets a concurrent cancel find them (lib/queue/cancel.ts).
 		const jobs = await sql.query<{
 			id: number;
 			timeout: number;

@@ -450,6 +450,20 @@ test("canceling a running job kills its process", async () => {
 			v.exes[0].status === "CANCELED",
 		800
 	);
+	// the logs and step times come with that report: kept, though the execution had ended
+	const logs = await until(
+		`the logs of canceled execution ${exe.id} to be kept`,
+		() => ok("GET", `/job-executions/${exe.id}/logs/`),
+		l => l.stdout !== ""
+	);
+	expect(logs).toMatchObject({ id: exe.id, status: "CANCELED", is_finished: true, stderr: "" });
+	expect(logs.stdout).toBe(`pid ${pid}\nsleeping 30\n`);
+	const kept = await ok("GET", `/job-executions/${exe.id}/`);
+	expect(kept).toMatchObject({ status: "CANCELED", ended: details.ended, pre_exit_code: 0 });
+	expect(kept.command_arguments).toBe("30");
+	for (const column of ["pre_started", "pre_completed", "job_started", "job_completed"])
+		expect(kept[column]).toEqual(expect.any(String));
+	expect((await getJob(queued.id)).status).toBe("CANCELED");
 });
 
 test("a SYSTEM failure is retried with new executions up to max_tries", async () => {

@@ -414,6 +414,22 @@ describe("GET /job-executions/{id}/logs/", () => {
 		});
 	});
 
+	it("reads a just-canceled execution's logs from its agent until its report stores them", async () => {
+		const { exeId } = await createJob(ids.alpha);
+		await run(exeId, ids.n1, broker.nodeID);
+		await query(`UPDATE job_exe SET status = 'CANCELED', ended = now() WHERE id = $1`, [exeId]);
+		const held = await request("GET", `${api}/job-executions/${exeId}/logs/`);
+		expect(held.body).toMatchObject({ status: "CANCELED", stdout: "live out\n" });
+		expect(agent.calls).toEqual([{ jobExeId: exeId }]);
+		await query(
+			`INSERT INTO job_exe_log (job_exe_id, stdout, stderr) VALUES ($1, 'final out', '')`,
+			[exeId]
+		);
+		const stored = await request("GET", `${api}/job-executions/${exeId}/logs/`);
+		expect(stored.body).toMatchObject({ stdout: "final out", is_finished: true });
+		expect(agent.calls).toHaveLength(1);
+	});
+
 	it("answers one stream as text/plain (what the current log URLs point at)", async () => {
 		const live = await request(
 			"GET",

@@ -1,5 +1,10 @@
 import type { ServiceBroker } from "moleculer";
+import { Client } from "pg";
 import { parseJobInterface } from "../../lib/documents/job-interface";
+import { cancelJobTransaction } from "../../lib/queue/cancel";
+import { applyPlacements, claimBatch } from "../../lib/scheduling/claim";
+import { finishExecutions } from "../../lib/scheduling/finish";
+import { clientSql } from "../../lib/scheduling/sql";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
 
@@ -631,5 +636,134 @@ describe("PATCH /jobs/{id}/", () => {
 
 	it("answers 404 text/plain for an unknown job", async () => {
 		expectPlainError(await patch(987654, { status: "CANCELED" }), 404, /Job 987654 not found/);
+	});
+});
+
+describe("canceling while the scheduler requeues the job", () => {
+	let client: Client;
+
+	beforeEach(async () => {
+		agent.cancels.length = 0;
+		agent.fail = false;
+		client = new Client({ connectionString: tdb.url });
+		await client.connect();
+	});
+
+	afterEach(async () => {
+		await client.query("ROLLBACK").catch(() => undefined);
+		await client.end();
+	});
+
+	/** Waits until some statement of this database waits for a row lock. */
+	async function someoneWaitsForALock() {
+		for (let i = 0; i < 500; i++) {
+			const [row] = await query<{ n: number }>(
+				`SELECT count(*)::int AS n FROM pg_stat_activity
+				 WHERE datname = current_database() AND wait_event_type = 'Lock'`
+			);
+			if (row.n > 0) return;
+			await new Promise(r => setTimeout(r, 10));
+		}
+		throw new Error("nobody waits for a lock");
+	}
+
+	async function state(jobId: number) {
+		return {
+			job: (await query(`SELECT status FROM job WHERE id = $1`, [jobId]))[0].status,
+			exes: (
+				await query(
+					`SELECT x.status, e.name AS error FROM job_exe x
+					 LEFT JOIN error e ON e.id = x.error_id WHERE x.job_id = $1 ORDER BY x.id`,
+					[jobId]
+				)
+			).map(x => [x.status, x.error]),
+			queue: await query(`SELECT id FROM queue WHERE job_id = $1`, [jobId])
+		};
+	}
+
+	it("cancels the execution the requeue made when the requeue commits first", async () => {
+		const job = await createJob(ids.kml);
+		const exeId = await runJob(job.id);
+		// The scheduler's transaction requeues the job after a SYSTEM failure, not yet committed.
+		await client.query("BEGIN");
+		const finish = await finishExecutions(clientSql(client), {
+			failures: [{ jobExeId: exeId, errorName: "task-launch" }]
+		});
+		expect(finish.requeuedJobs).toEqual([job.id]);
+		// The cancel has looked at the queue (nothing yet) and waits for the failed execution.
+		const reply = patch(job.id, { status: "CANCELED" });
+		await someoneWaitsForALock();
+		await client.query("COMMIT");
+		const answer = await reply;
+		expect(answer.status).toBe(200);
+		expect(answer.body.status).toBe("CANCELED");
+		expect(answer.body.job_exes.map((x: any) => x.status)).toEqual(["CANCELED", "FAILED"]);
+		expect(await state(job.id)).toEqual({
+			job: "CANCELED",
+			exes: [
+				["FAILED", "task-launch"],
+				["CANCELED", null]
+			],
+			queue: []
+		});
+		// it was only queued: no agent to tell
+		expect(agent.cancels).toEqual([]);
+	});
+
+	it("waits for a claim of the job in flight, then cancels what it started (no deadlock)", async () => {
+		const job = await createJob(ids.kml);
+		// The claim has locked the queue row; the cancel comes while it matches.
+		await client.query("BEGIN");
+		const rows = await claimBatch(clientSql(client), null, [], 1000);
+		const row = rows.find(r => r.jobId === job.id)!;
+		const reply = patch(job.id, { status: "CANCELED" });
+		await someoneWaitsForALock();
+		// Then it marks the execution and the job RUNNING: the job row must not be the cancel's
+		// already (it would wait for the queue row the claim holds: a deadlock).
+		const node = { id: ids.node, agentId: broker.nodeID, free: { cpus: 1, mem: 1, disk: 1 } };
+		const [placed] = await applyPlacements(clientSql(client), [{ row, node }]);
+		await client.query("COMMIT");
+		const answer = await reply;
+		expect(answer.status).toBe(200);
+		expect(await state(job.id)).toEqual({
+			job: "CANCELED",
+			exes: [["CANCELED", null]],
+			queue: []
+		});
+		expect(agent.cancels).toEqual([{ jobExeId: placed.id }]);
+	});
+
+	it("leaves a job canceled first alone: the failure that follows requeues nothing", async () => {
+		const job = await createJob(ids.kml);
+		const exeId = await runJob(job.id);
+		let release!: () => void;
+		const gate = new Promise<void>(r => (release = r));
+		let entered!: () => void;
+		const canceled = new Promise<void>(r => (entered = r));
+		// The cancel's transaction has done its work and holds its locks until released.
+		const canceling = cancelJobTransaction(tdb.db, job.id, () => {
+			entered();
+			return gate;
+		});
+		await canceled;
+		await client.query("BEGIN");
+		const failing = finishExecutions(clientSql(client), {
+			failures: [{ jobExeId: exeId, errorName: "task-launch" }]
+		});
+		await someoneWaitsForALock();
+		release();
+		expect((await canceling).result.canceledExe).toMatchObject({
+			id: exeId,
+			previous: "RUNNING"
+		});
+		const finish = await failing;
+		await client.query("COMMIT");
+		expect(finish.ended.size).toBe(0);
+		expect(finish.requeuedJobs).toEqual([]);
+		expect(await state(job.id)).toEqual({
+			job: "CANCELED",
+			exes: [["CANCELED", null]],
+			queue: []
+		});
 	});
 });

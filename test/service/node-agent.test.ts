@@ -37,6 +37,8 @@ class ControlPlane {
 	failRegister = 0;
 	/** the next heartbeat is answered "unknown node" */
 	forgetNode = false;
+	/** executions the control plane has ended: heartbeat answers list those the agent holds */
+	ended = new Set<number>();
 
 	nodes(): ServiceSchema {
 		return {
@@ -56,7 +58,8 @@ class ControlPlane {
 						this.forgetNode = false;
 						return { ok: false, nodeId: null };
 					}
-					return { ok: true, nodeId: 17 };
+					const held: number[] = ctx.params.running ?? [];
+					return { ok: true, nodeId: 17, cancel: held.filter(id => this.ended.has(id)) };
 				}
 			}
 		};
@@ -194,6 +197,28 @@ describe("registration and heartbeats", () => {
 		const after = a.plane.heartbeats.length;
 		await until(() => a.plane.heartbeats.length > after + 1);
 		expect(a.plane.heartbeats.at(-1)!.running).toEqual([]);
+	});
+
+	it("cancels an execution a heartbeat answer says has ended on the control plane", async () => {
+		const a = await startAgent();
+		await until(() => a.plane.registrations.length === 1);
+		const s = spec({ command: job("sleep.sh"), commandArguments: "30" });
+		const kept = spec({ command: job("sleep.sh"), commandArguments: "30" });
+		await a.call("node-agent.run", s);
+		await a.call("node-agent.run", kept);
+		await until(() => a.plane.stepsOf(s.jobExeId).includes("main started"));
+		// canceled on the control plane after the cancel call was lost, say
+		a.plane.ended.add(s.jobExeId);
+		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
+		expect(a.plane.finishedOf(s.jobExeId)).toMatchObject({
+			status: "CANCELED",
+			stdout: expect.stringMatching(/^pid \d+\nsleeping 30\n$/)
+		});
+		const beats = a.plane.heartbeats.length;
+		await until(() => a.plane.heartbeats.length > beats + 1);
+		expect(a.plane.heartbeats.at(-1)!.running).toEqual([kept.jobExeId]);
+		expect(a.plane.finishedOf(kept.jobExeId)).toBeUndefined();
+		await a.call("node-agent.cancel", { jobExeId: kept.jobExeId });
 	});
 
 	it("keeps its slave id across restarts", async () => {
@@ -379,6 +404,26 @@ describe("running executions", () => {
 		expect(await a.call("node-agent.cancel", { jobExeId: s.jobExeId })).toEqual({
 			found: false
 		});
+	});
+
+	it("does not run an execution whose cancel overtook its run, and reports it CANCELED", async () => {
+		const counter = path.join(tempDir("count"), "runs");
+		const s = spec({ command: "/bin/sh", commandArguments: `-c 'echo run >> ${counter}'` });
+		expect(await a.call("node-agent.cancel", { jobExeId: s.jobExeId })).toEqual({
+			found: false
+		});
+		expect(await a.call("node-agent.run", s)).toEqual({ accepted: true });
+		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
+		expect(a.plane.finishedOf(s.jobExeId)).toMatchObject({
+			status: "CANCELED",
+			exitCode: null,
+			stdout: "",
+			products: []
+		});
+		expect(a.plane.stepsOf(s.jobExeId)).toEqual([]);
+		await new Promise(r => setTimeout(r, 200));
+		expect(fs.existsSync(counter)).toBe(false);
+		expect(a.plane.finished.filter(f => f.jobExeId === s.jobExeId)).toHaveLength(1);
 	});
 
 	it("answers NOT_FOUND for the logs of an execution it does not hold", async () => {

@@ -166,7 +166,11 @@ describe("agents register and send heartbeats", () => {
 				resources,
 				running: []
 			});
-		expect(await beat({ cpus: 2, mem: 1000, disk: 5000 })).toEqual({ ok: true, nodeId: id });
+		expect(await beat({ cpus: 2, mem: 1000, disk: 5000 })).toEqual({
+			ok: true,
+			nodeId: id,
+			cancel: []
+		});
 		const [row] = await q(
 			`SELECT last_heartbeat > now() - interval '1 second' AS fresh FROM node WHERE id = $1`,
 			[id]
@@ -184,6 +188,42 @@ describe("agents register and send heartbeats", () => {
 		await beat({ cpus: 3, mem: 1000, disk: 5000 });
 		await new Promise(r => setTimeout(r, 20));
 		expect(changes).toEqual([{ nodeIds: [id] }]);
+	});
+
+	it("answers the executions the agent holds but must not run, for it to cancel them", async () => {
+		const { id, slaveId } = await register();
+		const running = await runningExe(id);
+		const canceled = await runningExe(id, { status: "CANCELED" });
+		const completed = await runningExe(id, { status: "COMPLETED" });
+		const failed = await runningExe(id, { status: "FAILED", error: "node-lost" });
+		const elsewhere = await runningExe(id);
+		await q(`UPDATE job_exe SET agent_id = 'another-agent' WHERE id = $1`, [elsewhere.exeId]);
+		const unknown = 987654;
+		const answer = await broker.call<any, any>("nodes.heartbeat", {
+			agentId: broker.nodeID,
+			slaveId,
+			resources: { cpus: 4, mem: 8192, disk: 100000 },
+			running: [unknown, failed.exeId, running.exeId, canceled.exeId, completed.exeId].concat(
+				elsewhere.exeId,
+				canceled.exeId
+			)
+		});
+		expect(answer).toEqual({
+			ok: true,
+			nodeId: id,
+			cancel: [canceled.exeId, completed.exeId, failed.exeId, elsewhere.exeId, unknown]
+		});
+		// nothing is changed: they ended already, or are another agent's
+		const rows = await q(`SELECT id, status FROM job_exe WHERE id = ANY($1) ORDER BY id`, [
+			[running.exeId, canceled.exeId, completed.exeId, failed.exeId, elsewhere.exeId]
+		]);
+		expect(rows.map(r => r.status)).toEqual([
+			"RUNNING",
+			"CANCELED",
+			"COMPLETED",
+			"FAILED",
+			"RUNNING"
+		]);
 	});
 
 	it("answers NOT_FOUND to a heartbeat of an unknown node, so the agent registers", async () => {

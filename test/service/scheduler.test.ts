@@ -4,6 +4,7 @@ import path from "path";
 import { ServiceBroker, type ServiceSchema } from "moleculer";
 import type { ExecutionFinished, ExecutionSpec, ProducedFile } from "../../lib/agent/protocol";
 import { loadConfig } from "../../lib/config";
+import { cancelJob } from "../../lib/queue/cancel";
 import { loadServiceSchemas } from "../../lib/services";
 import { brokerOptions } from "../../moleculer.config";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
@@ -1190,6 +1191,109 @@ describe("failure", () => {
 	});
 });
 
+describe("canceled while running", () => {
+	/** Cancels the job as PATCH /jobs/{id}/ does: in a transaction of its own, before the kill. */
+	async function cancel(jobId: number) {
+		return tdb.db.transaction(t => cancelJob(tdb.db, t, jobId));
+	}
+
+	async function logOf(exeId: number) {
+		return (
+			await q(`SELECT stdout, stderr FROM job_exe_log WHERE job_exe_id = $1`, [exeId])
+		)[0];
+	}
+
+	it("keeps the logs and step times of the agent's report, the statuses as the cancel left them", async () => {
+		const type = await jobType();
+		await registerNode();
+		agent.behave = () => "hold";
+		const j = await queueJob(type);
+		wake();
+		await waitFor(() => agent.runs.length === 1);
+		await main.broker.call("scheduler.exeSteps", {
+			steps: [
+				{
+					jobExeId: j.exeId,
+					agentId: main.broker.nodeID,
+					step: "pre",
+					event: "started",
+					at: "2022-04-04T00:00:00.000Z"
+				}
+			]
+		});
+		expect((await cancel(j.jobId)).canceledExe).toMatchObject({
+			id: j.exeId,
+			previous: "RUNNING",
+			agentId: main.broker.nodeID
+		});
+		const [canceled] = await exes(j.jobId);
+		const report: Partial<ExecutionFinished> = {
+			status: "CANCELED",
+			exitCode: null,
+			stdout: "pid 12\nsleeping 30\n",
+			stderr: "terminated\n",
+			commandArguments: "30",
+			steps: {
+				pre: {
+					started: "2022-04-04T00:00:05.000Z",
+					completed: "2022-04-04T00:00:06.000Z",
+					exitCode: 0
+				},
+				main: { started: "2022-04-04T00:00:07.000Z", completed: "2022-04-04T00:00:08.000Z" }
+			}
+		};
+		expect(await agent.finish(j.exeId, report)).toEqual({ ok: true });
+		const [exe] = await exes(j.jobId);
+		expect(exe).toMatchObject({ status: "CANCELED", error_id: null, job_exit_code: null });
+		expect(exe.ended).toEqual(canceled.ended);
+		// what was recorded stays; what was not is filled in
+		expect(exe.pre_started.toISOString()).toBe("2022-04-04T00:00:00.000Z");
+		expect(exe.pre_completed.toISOString()).toBe("2022-04-04T00:00:06.000Z");
+		expect(exe.pre_exit_code).toBe(0);
+		expect(exe.job_started.toISOString()).toBe("2022-04-04T00:00:07.000Z");
+		expect(exe.job_completed.toISOString()).toBe("2022-04-04T00:00:08.000Z");
+		expect(exe.post_started).toBeNull();
+		expect(exe.command_arguments).toBe("30");
+		expect(await logOf(j.exeId)).toEqual({
+			stdout: "pid 12\nsleeping 30\n",
+			stderr: "terminated\n"
+		});
+		expect(await job(j.jobId)).toMatchObject({ status: "CANCELED", num_exes: 1 });
+
+		// a repeat, and a report from another agent, change nothing
+		expect(await agent.finish(j.exeId, { ...report, stdout: "again" })).toEqual({ ok: true });
+		await agent.finish(j.exeId, {
+			...report,
+			agentId: "another-agent",
+			stdout: "not mine",
+			steps: { post: { started: "2022-04-04T00:00:09.000Z" } }
+		});
+		expect((await exes(j.jobId))[0]).toEqual(exe);
+		expect((await logOf(j.exeId)).stdout).toBe("pid 12\nsleeping 30\n");
+		expect(await exes(j.jobId)).toHaveLength(1);
+		expect(await q(`SELECT id FROM queue WHERE job_id = $1`, [j.jobId])).toEqual([]);
+	});
+
+	it("keeps the logs of a process that ended by itself as the cancel came, nothing else", async () => {
+		const type = await jobType();
+		await registerNode();
+		agent.behave = () => "hold";
+		const j = await queueJob(type);
+		wake();
+		await waitFor(() => agent.runs.length === 1);
+		await cancel(j.jobId);
+		await agent.finish(j.exeId, {
+			stdout: "done anyway\n",
+			steps: { main: { started: "2022-05-05T00:00:00.000Z", exitCode: 0 } }
+		});
+		const [exe] = await exes(j.jobId);
+		expect(exe).toMatchObject({ status: "CANCELED", job_exit_code: 0, results: null });
+		expect(exe.job_started.toISOString()).toBe("2022-05-05T00:00:00.000Z");
+		expect(await logOf(j.exeId)).toEqual({ stdout: "done anyway\n", stderr: "" });
+		expect(await job(j.jobId)).toMatchObject({ status: "CANCELED", results: null });
+	});
+});
+
 describe("lost agents", () => {
 	it("fails the executions of a node out of its heartbeat lease with node-lost and requeues them", async () => {
 		agent.behave = () => "hold";
@@ -1231,7 +1335,7 @@ describe("lost agents", () => {
 			resources: { cpus: 4, mem: 4096, disk: 10000 },
 			running: [kept.exeId]
 		});
-		expect(reply).toEqual({ ok: true, nodeId: node });
+		expect(reply).toEqual({ ok: true, nodeId: node, cancel: [] });
 		const list = await exes(forgotten.jobId);
 		expect(list[0]).toMatchObject({ status: "FAILED", error_name: "node-lost" });
 		expect((await exes(kept.jobId))[0].status).toBe("RUNNING");

@@ -219,6 +219,82 @@ it("cancels a running execution", async () => {
 	}
 });
 
+it("does not start an execution whose cancel came first, and reports it CANCELED", async () => {
+	const r = makeAgent();
+	try {
+		const counter = path.join(tempDir("count"), "runs");
+		const s = spec({ command: "/bin/sh", commandArguments: `-c 'echo run >> ${counter}'` });
+		// the cancel overtook the run: nothing to kill yet
+		expect(r.agent.cancel(s.jobExeId)).toBe(false);
+		r.hold();
+		expect(r.agent.run(s)).toBe("canceled");
+		// held until the report is acknowledged, as any other
+		expect(r.agent.running()).toEqual([s.jobExeId]);
+		expect(r.agent.run(s)).toBe("known");
+		expect(r.agent.cancel(s.jobExeId)).toBe(false);
+		r.release();
+		const report = await r.delivered(s.jobExeId);
+		expect(report).toEqual({
+			jobExeId: s.jobExeId,
+			agentId: "agent-x",
+			status: "CANCELED",
+			exitCode: null,
+			errorName: null,
+			errorDetail: "canceled before it reached the agent: not started",
+			products: [],
+			resultsManifest: null,
+			parseResults: [],
+			stdout: "",
+			stderr: "",
+			steps: {}
+		});
+		await until(() => r.agent.running().length === 0);
+		expect(r.agent.run(s)).toBe("known");
+		await new Promise(res => setTimeout(res, 100));
+		expect(fs.existsSync(counter)).toBe(false);
+		expect(fs.existsSync(taskDirOf(r.workDir, s.jobExeId))).toBe(false);
+		expect(r.events).toEqual([`${s.jobExeId} finished CANCELED`]);
+	} finally {
+		r.release();
+		await r.agent.stop();
+	}
+});
+
+it("forgets a cancel of an execution it never had after cancelMemoryMs", async () => {
+	const r = makeAgent({ cancelMemoryMs: 50 });
+	try {
+		const s = spec({ command: "/bin/true", commandArguments: "" });
+		expect(r.agent.cancel(s.jobExeId)).toBe(false);
+		await new Promise(res => setTimeout(res, 100));
+		expect(r.agent.run(s)).toBe("started");
+		expect((await r.delivered(s.jobExeId)).status).toBe("COMPLETED");
+	} finally {
+		await r.agent.stop();
+	}
+});
+
+it("cancels the executions the control plane has ended, telling which were news", async () => {
+	const r = makeAgent();
+	try {
+		const s = spec({ command: job("sleep.sh"), commandArguments: "30" });
+		const other = spec({ command: job("sleep.sh"), commandArguments: "30" });
+		r.agent.run(s);
+		r.agent.run(other);
+		await until(() => fs.existsSync(path.join(taskDirOf(r.workDir, s.jobExeId), "stdout")));
+		expect(r.agent.cancel(other.jobExeId)).toBe(true);
+		// the one canceled already is no news; an id never seen is remembered, not news
+		expect(r.agent.cancelEnded([s.jobExeId, other.jobExeId, 999998])).toEqual([s.jobExeId]);
+		expect(r.agent.cancelEnded([s.jobExeId])).toEqual([]);
+		expect((await r.delivered(s.jobExeId)).status).toBe("CANCELED");
+		expect((await r.delivered(other.jobExeId)).status).toBe("CANCELED");
+		expect(
+			r.agent.run(spec({ command: "/bin/true", commandArguments: "", jobExeId: 999998 }))
+		).toBe("canceled");
+	} finally {
+		await r.agent.stop();
+	}
+});
+
 it("prunes kept task directories once old enough", async () => {
 	const r = makeAgent({ keepFailedMs: 60_000 });
 	try {
