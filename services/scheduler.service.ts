@@ -534,6 +534,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 		this.startedAt = Date.now();
 		this.lock = new LeaderLock({
 			url: this.broker.metadata.databaseUrl as string,
+			name: this.broker.nodeID,
 			retryMs: this.settings.leaderRetryMs,
 			onAcquired: (client: Client) => {
 				this.leaderClient = client;

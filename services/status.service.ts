@@ -20,18 +20,16 @@ const StatusService: ServiceSchema<StatusSettings> = {
 			params: { type: "object" } as any,
 			async handler(this: any, _ctx: Context): Promise<ClusterStatus> {
 				const state = await readClusterState(this.db);
-				const schedulerNode = this.broker.registry
-					.getServiceList({ onlyAvailable: true })
-					.find((s: { name: string }) => s.name === "scheduler");
 				return {
 					master: {
 						hostname: os.hostname(),
 						port: this.settings.apiPort,
 						is_online: true
 					},
+					// the replica that leads (holds the lock), as PostgreSQL sees it
 					scheduler: {
-						hostname: schedulerNode ? schedulerNode.nodeID : null,
-						is_online: !!schedulerNode,
+						hostname: state.leader,
+						is_online: state.leader !== null,
 						is_paused: state.isPaused
 					},
 					queue_depth: state.queueDepth,

@@ -1,5 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { select } from "../db/connection";
+import { LEADER_APPLICATION_NAME, SCHEDULER_LOCK_KEY } from "../scheduling/leader";
 
 export interface Resources {
 	cpus: number;
@@ -23,6 +24,13 @@ export async function readClusterState(db: Sequelize) {
 		db,
 		`SELECT
 			(SELECT is_paused FROM scheduler WHERE id = 1) AS is_paused,
+			(SELECT substr(a.application_name, length($1) + 1)
+			   FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			  WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $2
+				AND l.objsubid = 1
+				AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+				AND a.application_name LIKE $1 || '%'
+			  LIMIT 1) AS leader,
 			(SELECT count(*) FROM queue) AS queue_depth,
 			n.cpus, n.mem, n.disk, e.cpus AS s_cpus, e.mem AS s_mem, e.disk AS s_disk
 		 FROM
@@ -31,10 +39,13 @@ export async function readClusterState(db: Sequelize) {
 			   FROM node WHERE is_active) n,
 			(SELECT coalesce(sum(cpus_scheduled), 0) AS cpus, coalesce(sum(mem_scheduled), 0) AS mem,
 			        coalesce(sum(disk_total_scheduled), 0) AS disk
-			   FROM job_exe WHERE status = 'RUNNING') e`
+			   FROM job_exe WHERE status = 'RUNNING') e`,
+		[LEADER_APPLICATION_NAME, SCHEDULER_LOCK_KEY]
 	);
 	return {
 		isPaused: !!row.is_paused,
+		/** the nodeID of the replica holding the scheduler's leadership lock, if any */
+		leader: (row.leader as string | null) ?? null,
 		queueDepth: Number(row.queue_depth),
 		total: { cpus: Number(row.cpus), mem: Number(row.mem), disk: Number(row.disk) },
 		scheduled: { cpus: Number(row.s_cpus), mem: Number(row.s_mem), disk: Number(row.s_disk) }

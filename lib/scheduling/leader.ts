@@ -3,9 +3,14 @@ import { Client } from "pg";
 /** The advisory lock key of the scheduler's leadership ("SCALE" + 1). */
 export const SCHEDULER_LOCK_KEY = 0x5ca1e001;
 
+/** The application_name prefix of the leader's connection: `GET /status/` finds the leader by it. */
+export const LEADER_APPLICATION_NAME = "scale-scheduler:";
+
 export interface LeaderOptions {
 	url: string;
 	key?: number;
+	/** who this replica is (its Moleculer nodeID), shown on its lock connection */
+	name?: string;
 	/** how long to wait between attempts while another process leads */
 	retryMs?: number;
 	/** called with the dedicated connection once the lock is held */
@@ -86,7 +91,11 @@ export class LeaderLock {
 					connectionString: this.opts.url,
 					keepAlive: true,
 					query_timeout: 30000,
-					application_name: "scale-scheduler-leader"
+					// PostgreSQL keeps 63 bytes of it
+					application_name: `${LEADER_APPLICATION_NAME}${this.opts.name ?? ""}`.slice(
+						0,
+						63
+					)
 				});
 				client.on("error", error => {
 					this.opts.log?.("leader connection failed", error);

@@ -605,7 +605,10 @@ describe("placement", () => {
 		const reply = await request("GET", `${main.api}/status/`);
 		expect(reply.status).toBe(200);
 		expect(reply.body.queue_depth).toBe(1);
-		expect(reply.body.scheduler.is_online).toBe(true);
+		expect(reply.body.scheduler).toMatchObject({
+			is_online: true,
+			hostname: main.broker.nodeID
+		});
 		expect(reply.body.resources).toEqual({
 			total: { cpus: 2, mem: 2048, disk: 500 },
 			scheduled: { cpus: 1.5, mem: 512, disk: 100 },

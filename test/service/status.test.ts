@@ -1,6 +1,9 @@
 import os from "os";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
+import { LeaderLock } from "../../lib/scheduling/leader";
+
+const QUIET = { retryMs: 60000, onAcquired: () => undefined, onLost: () => undefined };
 
 let tdb: TestDatabase;
 let app: TestApi;
@@ -62,15 +65,29 @@ describe("GET /status/", () => {
 		expect((await status()).scheduler.is_paused).toBe(false);
 	});
 
-	it("reports a scheduler service registered in the cluster as online", async () => {
-		const scheduler = app.broker.createService({ name: "scheduler" });
+	it("names the scheduler replica that leads (holds the lock in this database) as online", async () => {
+		const other = await createTestDatabase();
+		const elsewhere = new LeaderLock({ url: other.url, name: "replica-elsewhere", ...QUIET });
+		const leader = new LeaderLock({ url: tdb.url, name: "replica-b", ...QUIET });
+		const follower = new LeaderLock({ url: tdb.url, name: "replica-c", ...QUIET });
 		try {
-			await app.broker.waitForServices("scheduler", 5000);
-			const body = await status();
-			expect(body.scheduler.is_online).toBe(true);
-			expect(body.scheduler.hostname).toBe(app.broker.nodeID);
+			// a leader of another database's cluster is not this one's
+			await elsewhere.start();
+			expect(elsewhere.isLeader).toBe(true);
+			expect((await status()).scheduler.is_online).toBe(false);
+			await leader.start();
+			await follower.start();
+			expect(follower.isLeader).toBe(false);
+			expect((await status()).scheduler).toEqual({
+				hostname: "replica-b",
+				is_online: true,
+				is_paused: false
+			});
 		} finally {
-			await app.broker.destroyService(scheduler);
+			await leader.stop();
+			await follower.stop();
+			await elsewhere.stop();
+			await other.drop();
 		}
 		const body = await status();
 		expect(body.scheduler).toEqual({ hostname: null, is_online: false, is_paused: false });
