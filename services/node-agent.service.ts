@@ -96,7 +96,12 @@ const NodeAgentService: ServiceSchema<Settings> = {
 			params: EXECUTION_SPEC_SCHEMA as any,
 			handler(this: any, ctx: Context<ExecutionSpec>) {
 				const outcome = this.agent.run(ctx.params);
-				if (outcome === "known")
+				if (outcome === "started")
+					this.logger.info(
+						{ jobId: ctx.params.jobId, jobExeId: ctx.params.jobExeId },
+						"execution started"
+					);
+				else if (outcome === "known")
 					this.logger.info(
 						`execution ${ctx.params.jobExeId} is already known here: not run again`
 					);
@@ -301,6 +306,15 @@ const NodeAgentService: ServiceSchema<Settings> = {
 					await this.broker.call("scheduler.exeFinished", report, {
 						timeout: this.settings.callTimeoutMs
 					});
+					this.logger.info(
+						{
+							jobExeId: report.jobExeId,
+							status: report.status,
+							exitCode: report.exitCode,
+							errorName: report.errorName ?? null
+						},
+						"execution ended"
+					);
 					return;
 				} catch (error: any) {
 					if (!isRetryable(error)) {

@@ -73,6 +73,14 @@ const QueueService: ServiceSchema = {
 					{ jobTypeId: ctx.params.job_type_id, jobData: ctx.params.job_data ?? {} }
 				]);
 				const details = await getJobDetails(this.db, queued.jobId);
+				this.logger.info(
+					{
+						jobId: queued.jobId,
+						jobExeId: queued.jobExeId,
+						jobTypeId: ctx.params.job_type_id
+					},
+					"job queued"
+				);
 				this.queueChanged(1);
 				ctx.meta.$statusCode = 201;
 				ctx.meta.$location = `/jobs/${details.id}/`;

@@ -319,6 +319,15 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 				return;
 			}
 			placed.forEach((exe, i) => {
+				this.logger.info(
+					{
+						jobId: exe.job_id,
+						jobExeId: exe.id,
+						nodeId: exe.node_id,
+						agentId: exe.agent_id
+					},
+					"execution placed"
+				);
 				this.broker
 					.call("node-agent.run", specs[i], {
 						nodeID: exe.agent_id,
@@ -497,6 +506,10 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 				...result.failedJobs.map(id => ({ id, status: "FAILED" })),
 				...result.canceledJobs.map(id => ({ id, status: "CANCELED" }))
 			];
+			for (const job of jobs)
+				this.logger.info({ jobId: job.id, status: job.status }, "job ended");
+			for (const jobId of result.requeuedJobs)
+				this.logger.info({ jobId }, "job requeued (a new execution is queued)");
 			if (jobs.length > 0) this.broker.broadcast("jobs.finished", { jobs });
 			if (result.requeuedJobs.length > 0)
 				this.broker.broadcast("jobs.requeued", { jobIds: result.requeuedJobs });
