@@ -59,6 +59,8 @@ function sendError(this: any, req: Req, res: ServerResponse, err: any) {
 	}
 }
 
+const UPLOAD_PATH = /\/configuration\/upload\/?(\?|$)/;
+
 function route(path: string) {
 	return {
 		path,
@@ -69,7 +71,17 @@ function route(path: string) {
 		mappingPolicy: "restrict",
 		mergeParams: true,
 		aliases: ALIASES,
-		bodyParsers: { json: { strict: true, limit: "1mb" } },
+		bodyParsers: {
+			json: {
+				strict: true,
+				limit: "1mb",
+				// an uploaded configuration file is read whole by its own handler (up to 5 MB,
+				// lib/http/upload.ts), whatever its content type
+				type: (req: Req) =>
+					/^application\/json\b/i.test(String(req.headers["content-type"] ?? "")) &&
+					!UPLOAD_PATH.test(req.originalUrl ?? req.url ?? "")
+			}
+		},
 		callOptions: { timeout: 30000, retries: 0 },
 
 		onBeforeCall(this: any, ctx: Context<unknown, RequestMeta>, _route: unknown, req: Req) {

@@ -1268,6 +1268,33 @@ describe("POST /configuration/upload/", () => {
 		expect(await jobTypeExists("up-json")).toBe(true);
 	});
 
+	it("takes a raw application/json file of up to 5 MB (past the 1 MB limit of other bodies)", async () => {
+		// 2 MB of white space make a valid file of that size
+		const big = JSON.stringify(uploadDoc("up-big")) + " ".repeat(2 * 1024 * 1024);
+		const reply = await upload(big, {
+			"Content-Type": "application/json",
+			"X-File-Name": "big.json"
+		});
+		expect(reply.status).toBe(200);
+		expect(await jobTypeExists("up-big")).toBe(true);
+
+		const before = await snapshot();
+		const huge = JSON.stringify(uploadDoc("up-huge")) + " ".repeat(5 * 1024 * 1024);
+		expectJsonError(
+			await upload(huge, { "Content-Type": "application/json", "X-File-Name": "huge.json" }),
+			400,
+			/^import: the file is larger than 5242880 bytes/
+		);
+		expect(await snapshot()).toEqual(before);
+		// other bodies keep their 1 MB limit
+		const other = await fetch(`${api}/configuration/validation/`, {
+			method: "POST",
+			headers: { "Content-Type": "application/json" },
+			body: JSON.stringify({ import: uploadDoc("up-other") }) + " ".repeat(2 * 1024 * 1024)
+		});
+		expect(other.status).toBe(413);
+	});
+
 	it("answers the import's 400 for an invalid configuration, writing nothing", async () => {
 		const before = await snapshot();
 		const bad = JSON.stringify({
