@@ -19,7 +19,14 @@ import { bareSpawnRate } from "./lib/spawn-rate";
 import { graphileNoopRate } from "./lib/graphile";
 import { instantAgent } from "./lib/instant-agent";
 import { treeCpuSeconds } from "./lib/cpu";
-import { benchDatabase, percentile, postJson, startService, waitForCount } from "./lib/cluster";
+import {
+	benchDatabase,
+	patchJson,
+	percentile,
+	postJson,
+	startService,
+	waitForCount
+} from "./lib/cluster";
 
 const TRUE_JOB_TYPE = {
 	name: "true",
@@ -78,6 +85,12 @@ async function p1(n: number) {
 		const [[failed]] = (await db.query(
 			"SELECT count(*) AS n FROM job WHERE status <> 'COMPLETED'"
 		)) as any;
+		// the REST half alone: new jobs with the scheduler paused (they stay queued)
+		await patchJson(`${service.api}/scheduler/`, { is_paused: true });
+		next = 0;
+		const restStarted = process.hrtime.bigint();
+		await Promise.all(Array.from({ length: 16 }, submit));
+		const restRate = n / (Number(process.hrtime.bigint() - restStarted) / 1e9);
 		await service.stop();
 		const bare = await bareSpawnRate(5000, 4);
 		console.log(
@@ -85,6 +98,9 @@ async function p1(n: number) {
 		);
 		console.log(`P1 bare spawn of /bin/true from Node (4 at a time): ${bare.toFixed(1)} /s`);
 		console.log(`P1 ratio: ${(rate / bare).toFixed(3)} (target >= 0.9)`);
+		console.log(
+			`P1 new jobs through REST alone (scheduler paused, 16 clients): ${restRate.toFixed(1)} /s`
+		);
 		console.log(
 			`P1 CPU per job: service ${perJob("service")} ms (with the agent's launchers and tasks), PostgreSQL ${perJob("pg")} ms, this client ${perJob("client")} ms; ${((busy / seconds / os.cpus().length) * 100).toFixed(0)}% of ${os.cpus().length} cpus busy`
 		);

@@ -13,7 +13,8 @@ import {
 	type JobListRow
 } from "../lib/models/job";
 import { getJobLoad, LOAD_FILTERS, msUntilNextMinute, recordJobLoad } from "../lib/queue/load";
-import { queueNewJobs } from "../lib/queue/new-job";
+import { queueEachNewJob, type NewJobRequest, type QueuedJob } from "../lib/queue/new-job";
+import { MicroBatcher } from "../lib/scheduling/batcher";
 import { requeueJobs, type RequeueFilters } from "../lib/queue/requeue";
 import { getQueueStatus } from "../lib/queue/status";
 import type { RequestMeta } from "../types/meta";
@@ -69,9 +70,11 @@ const QueueService: ServiceSchema = {
 				// One statement writes the job (atomic without a transaction). The details are read
 				// before the scheduler is woken, so the answer shows the job QUEUED (only the
 				// scheduler's once-a-second safety pass could claim it in between).
-				const [queued] = await queueNewJobs(this.db, undefined, [
-					{ jobTypeId: ctx.params.job_type_id, jobData: ctx.params.job_data ?? {} }
-				]);
+				const queued: QueuedJob | Error = await this.newJobs.add({
+					jobTypeId: ctx.params.job_type_id,
+					jobData: ctx.params.job_data ?? {}
+				});
+				if (queued instanceof Error) throw queued;
 				const details = await getJobDetails(this.db, queued.jobId);
 				this.logger.info(
 					{
@@ -191,12 +194,22 @@ const QueueService: ServiceSchema = {
 		}
 	},
 
+	created(this: any) {
+		// New jobs posted at the same time are written together: one statement and one commit
+		// for all of them (each still checked, and answered, on its own).
+		this.newJobs = new MicroBatcher<NewJobRequest, QueuedJob | Error>(
+			requests => queueEachNewJob(this.db, requests),
+			{ delayMs: 1, maxItems: 500 }
+		);
+	},
+
 	started(this: any) {
 		this.startLoadClock();
 	},
 
-	stopped(this: any) {
+	async stopped(this: any) {
 		this.stopLoadClock();
+		await this.newJobs.drain();
 	}
 };
 

@@ -92,12 +92,21 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 /** POSTs JSON and answers the parsed JSON body; throws on a status of 300 or more. */
 export function postJson(url: string, body: unknown): Promise<any> {
+	return sendJson("POST", url, body);
+}
+
+/** PATCHes JSON, as postJson. */
+export function patchJson(url: string, body: unknown): Promise<any> {
+	return sendJson("PATCH", url, body);
+}
+
+function sendJson(method: string, url: string, body: unknown): Promise<any> {
 	const payload = Buffer.from(JSON.stringify(body));
 	return new Promise((resolve, reject) => {
 		const req = http.request(
 			url,
 			{
-				method: "POST",
+				method,
 				agent,
 				headers: { "Content-Type": "application/json", "Content-Length": payload.length }
 			},

@@ -349,6 +349,52 @@ export async function queueNewJobs(
 	return queued;
 }
 
+/**
+ * Queues requests that arrived separately (concurrent `POST /queue/new-job/` calls) in one
+ * statement and one commit, each checked on its own so that a bad one fails alone: answers, per
+ * request in order, what was queued or the error that refused it. When a job type changed
+ * meanwhile, each request is queued on its own instead (see queueSlice).
+ */
+export async function queueEachNewJob(
+	db: Sequelize,
+	requests: NewJobRequest[]
+): Promise<(QueuedJob | Error)[]> {
+	const prepared = await Promise.all(
+		requests.map(request =>
+			prepareNewJobs(db, undefined, [request], true).then(
+				([job]) => job,
+				(error: Error) => error
+			)
+		)
+	);
+	const valid = prepared.flatMap((p, i) => (p instanceof Error ? [] : [i]));
+	const answers: (QueuedJob | Error)[] = prepared.map(p =>
+		p instanceof Error ? p : new Error("not written")
+	);
+	if (valid.length === 0) return answers;
+	let queued: QueuedJob[];
+	try {
+		queued = await writeNewJobs(
+			db,
+			undefined,
+			valid.map(i => prepared[i] as PreparedJob),
+			valid.map(i => requests[i])
+		);
+	} catch (error) {
+		if (!(error instanceof StaleJobTypes)) throw error;
+		return Promise.all(
+			requests.map(request =>
+				queueNewJobs(db, undefined, [request]).then(
+					([job]) => job,
+					(refusal: Error) => refusal
+				)
+			)
+		);
+	}
+	valid.forEach((i, k) => (answers[i] = queued[k]));
+	return answers;
+}
+
 /** Writes one slice, from cached job types first and from fresh ones when a cached one is stale. */
 async function queueSlice(
 	db: Sequelize,

@@ -473,6 +473,40 @@ describe("new jobs after their job type changes (the cached job type is checked 
 	});
 });
 
+describe("new jobs posted at the same time (written together, answered each on its own)", () => {
+	it("queues the valid ones and refuses each invalid one with its own 400", async () => {
+		const type = await addJobType("together", { priority: 30 });
+		const archived = await addJobType("together-archived", {
+			is_active: false,
+			archived: new Date()
+		});
+		const before = await counts();
+		const bodies = [
+			...Array.from({ length: 8 }, () => ({ job_type_id: type.id, job_data: jobData() })),
+			{ job_type_id: 999999, job_data: jobData() },
+			{ job_type_id: archived.id, job_data: jobData() },
+			{ job_type_id: type.id, job_data: jobData({ input_data: [] }) }
+		];
+		const replies = await Promise.all(bodies.map(body => newJob(body)));
+		expect(replies.slice(0, 8).map(r => r.status)).toEqual(Array(8).fill(201));
+		for (const reply of replies.slice(0, 8)) {
+			expect(reply.body).toMatchObject({ status: "QUEUED", priority: 30 });
+			expect(reply.body.job_type.id).toBe(type.id);
+		}
+		expect(new Set(replies.slice(0, 8).map(r => r.body.id)).size).toBe(8);
+		// written together: jobs of one statement share its transaction time
+		const times = replies.slice(0, 8).map(r => r.body.queued);
+		expect(new Set(times).size).toBeLessThan(8);
+		expectJsonError(replies[8], 400, /^job_type_id: no job type with id 999999/);
+		expectJsonError(replies[9], 400, /^job_type_id: .* is archived/);
+		expectJsonError(replies[10], 400, /^job_data/);
+		const after = await counts();
+		expect(after.jobs - before.jobs).toBe(8);
+		expect(after.exes - before.exes).toBe(8);
+		expect(after.queue - before.queue).toBe(8);
+	});
+});
+
 describe("POST /queue/requeue-jobs/", () => {
 	it("requeues FAILED and CANCELED jobs: new execution, queue row, failure allowance raised", async () => {
 		const failed = await createJob(jt.kml);
