@@ -18,7 +18,7 @@ import { queueNewJobs } from "../lib/queue/new-job";
 import { bareSpawnRate } from "./lib/spawn-rate";
 import { graphileNoopRate } from "./lib/graphile";
 import { instantAgent } from "./lib/instant-agent";
-import { treeCpuSeconds } from "./lib/cpu";
+import { ownCpuSeconds, treeCpuSeconds } from "./lib/cpu";
 import {
 	benchDatabase,
 	patchJson,
@@ -48,6 +48,7 @@ function cpuReading(servicePid: number, pgPid: number) {
 	const own = process.cpuUsage();
 	return {
 		service: treeCpuSeconds(servicePid),
+		serviceOwn: ownCpuSeconds(servicePid),
 		pg: treeCpuSeconds(pgPid),
 		client: (own.user + own.system) / 1e6
 	};
@@ -78,7 +79,7 @@ async function p1(n: number) {
 		const seconds = Number(process.hrtime.bigint() - started) / 1e9;
 		const rate = n / seconds;
 		const after = cpuReading(service.proc.pid!, pgPid);
-		const perJob = (key: "service" | "pg" | "client") =>
+		const perJob = (key: "service" | "serviceOwn" | "pg" | "client") =>
 			(((after[key] - before[key]) / n) * 1000).toFixed(2);
 		const busy =
 			after.service + after.pg + after.client - before.service - before.pg - before.client;
@@ -102,7 +103,7 @@ async function p1(n: number) {
 			`P1 new jobs through REST alone (scheduler paused, 16 clients): ${restRate.toFixed(1)} /s`
 		);
 		console.log(
-			`P1 CPU per job: service ${perJob("service")} ms (with the agent's launchers and tasks), PostgreSQL ${perJob("pg")} ms, this client ${perJob("client")} ms; ${((busy / seconds / os.cpus().length) * 100).toFixed(0)}% of ${os.cpus().length} cpus busy`
+			`P1 CPU per job: service ${perJob("service")} ms (its own process ${perJob("serviceOwn")} ms, the rest the agent's launchers and tasks), PostgreSQL ${perJob("pg")} ms, this client ${perJob("client")} ms; ${((busy / seconds / os.cpus().length) * 100).toFixed(0)}% of ${os.cpus().length} cpus busy`
 		);
 	} finally {
 		if (service.proc.exitCode === null) await service.stop();

@@ -37,3 +37,10 @@ export function treeCpuSeconds(root: number): number {
 	walk(root);
 	return total;
 }
+
+/** CPU seconds (user + system) of one process alone, all its threads, without its children. */
+export function ownCpuSeconds(pid: number): number {
+	const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+	const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+	return (Number(fields[11]) + Number(fields[12])) / 100;
+}
