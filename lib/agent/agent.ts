@@ -3,6 +3,7 @@ import path from "path";
 import { DockerCheck } from "./docker";
 import { DEFAULT_TASK_PATH, Execution, taskDirOf } from "./execution";
 import { createLauncher, type Launcher } from "./launcher";
+import { TaskDirs } from "./task-dirs";
 import type { ExecutionFinished, ExecutionLogs, ExecutionSpec, ExecutionStep } from "./protocol";
 
 export interface AgentOptions {
@@ -58,6 +59,7 @@ const REMEMBERED = 10_000;
  */
 export class NodeAgent {
 	private readonly launcher: Launcher;
+	private readonly taskDirs: TaskDirs;
 	private readonly docker: DockerCheck;
 	/** running, or finished with the report not yet acknowledged */
 	private readonly executions = new Map<number, Execution>();
@@ -78,6 +80,7 @@ export class NodeAgent {
 
 	constructor(private readonly options: AgentOptions) {
 		this.launcher = createLauncher(options.launchers);
+		this.taskDirs = new TaskDirs(options.workDir);
 		this.docker = new DockerCheck(options.dockerCommand ?? "docker");
 	}
 
@@ -110,6 +113,7 @@ export class NodeAgent {
 			killGraceMs: this.killGraceMs,
 			logCapBytes: this.options.logCapBytes ?? 1024 * 1024,
 			taskPath: this.options.taskPath ?? process.env.PATH ?? DEFAULT_TASK_PATH,
+			taskDirs: this.taskDirs,
 			onStep: step => this.step(step)
 		});
 		this.executions.set(id, execution);
@@ -229,8 +233,16 @@ export class NodeAgent {
 			await fs.promises.rm(execution.inputsDir, { recursive: true, force: true });
 			return;
 		}
-		// a task that left only its logs and an empty output directory (the common case) goes in
-		// four system calls; anything more, through the recursive removal
+		// a task that left only its logs and an empty output directory (the common case) is kept
+		// for the next execution, or else goes in four system calls; anything more, through the
+		// recursive removal
+		if (
+			await this.taskDirs.give(execution.taskDir, [
+				execution.stdoutPath,
+				execution.stderrPath
+			])
+		)
+			return;
 		try {
 			await Promise.all([
 				fs.promises.unlink(execution.stdoutPath),

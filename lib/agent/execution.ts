@@ -20,6 +20,7 @@ import {
 } from "./files";
 import { LaunchError, type Launched, type Launcher } from "./launcher";
 import { mediaTypeOf } from "./media-types";
+import type { TaskDirs } from "./task-dirs";
 import type {
 	ExecutionFinished,
 	ExecutionLogs,
@@ -66,6 +67,8 @@ export interface ExecutionContext {
 	logCapBytes: number;
 	/** PATH given to tasks */
 	taskPath: string;
+	/** emptied task directories to reuse (none: each is made anew) */
+	taskDirs?: TaskDirs;
 	/** told of each step's start and end, in order; must not throw */
 	onStep?: (step: ExecutionStep) => void;
 }
@@ -309,8 +312,10 @@ export class Execution {
 		this.stepStarted("pre");
 		const spec = this.spec;
 		try {
-			await makeFreshDir(this.taskDir);
-			await fs.promises.mkdir(this.outputDir);
+			if (!(await this.ctx.taskDirs?.take(this.taskDir))) {
+				await makeFreshDir(this.taskDir);
+				await fs.promises.mkdir(this.outputDir);
+			}
 		} catch (error) {
 			throw new Failure(
 				"filesystem-io",

@@ -158,6 +158,28 @@ it("still reports the result when the steps cannot be reported", async () => {
 	}
 });
 
+it("reuses a completed execution's emptied task directory for the next one", async () => {
+	const r = makeAgent();
+	try {
+		const first = spec({ command: "/bin/echo", commandArguments: "first" });
+		r.agent.run(first);
+		expect((await r.delivered(first.jobExeId)).stdout).toBe("first\n");
+		const spare = path.join(r.workDir, "spare");
+		await until(() => fs.existsSync(spare) && fs.readdirSync(spare).length === 1);
+		expect(fs.existsSync(taskDirOf(r.workDir, first.jobExeId))).toBe(false);
+
+		const second = spec({ command: "/bin/echo", commandArguments: "second" });
+		r.agent.run(second);
+		const report = await r.delivered(second.jobExeId);
+		expect(report).toMatchObject({ status: "COMPLETED", stdout: "second\n" });
+		// taken for the second, then kept again
+		await until(() => fs.readdirSync(spare).length === 1);
+		expect(fs.readdirSync(path.join(r.workDir, "tasks"))).toEqual([]);
+	} finally {
+		await r.agent.stop();
+	}
+});
+
 it("holds an execution until its result is acknowledged, then cleans up", async () => {
 	const r = makeAgent();
 	try {

@@ -1,0 +1,91 @@
+import fs from "fs";
+import path from "path";
+
+/** Emptied task directories kept for reuse, at most. */
+const KEPT = 1000;
+
+/**
+ * Task directories that are emptied and renamed for the next execution instead of removed and
+ * made again. Freeing a directory's block costs a journal entry and, on a file system mounted
+ * with `discard`, a trim of the device: with a trivial task that was most of the cost of running
+ * it. A recycled directory holds nothing but an empty `outputs/` and its emptied log files,
+ * checked before it is kept.
+ *
+ * The spare directories live in `<workDir>/spare/`, beside `tasks/`, on the same file system
+ * (a rename cannot cross file systems); a spare left by an earlier run of the agent is reused.
+ */
+export class TaskDirs {
+	private readonly spareDir: string;
+	private spares: string[] = [];
+	private next = 0;
+	private ready: Promise<void> | null = null;
+
+	constructor(workDir: string) {
+		this.spareDir = path.join(workDir, "spare");
+	}
+
+	/** Reads the spares an earlier run left (once); a missing folder means none. */
+	private load(): Promise<void> {
+		this.ready ??= fs.promises.readdir(this.spareDir).then(
+			names => {
+				this.spares = names.map(name => path.join(this.spareDir, name));
+				this.next = Math.max(0, ...names.map(name => Number(name) + 1 || 0));
+			},
+			() => undefined
+		);
+		return this.ready;
+	}
+
+	/**
+	 * Puts a spare at `taskDir` (which must not exist) and answers true, its `outputs/` included;
+	 * false when there is none (the caller makes the directories).
+	 */
+	async take(taskDir: string): Promise<boolean> {
+		await this.load();
+		while (this.spares.length > 0) {
+			const spare = this.spares.pop() as string;
+			try {
+				await fs.promises.rename(spare, taskDir);
+				return true;
+			} catch (error: any) {
+				// a spare that went missing is skipped; anything else (taskDir exists...) is the
+				// caller's to handle the ordinary way
+				if (error?.code === "ENOENT" && error?.path === spare) continue;
+				this.spares.push(spare);
+				return false;
+			}
+		}
+		return false;
+	}
+
+	/**
+	 * Keeps a finished execution's task directory for reuse when it holds nothing but an empty
+	 * `outputs/` and the named files (its logs), which are emptied, not deleted: a file that
+	 * stays costs less than one made again. Answers false when it was not kept: it then still
+	 * exists, for the caller to remove.
+	 */
+	async give(taskDir: string, files: string[]): Promise<boolean> {
+		if (this.spares.length >= KEPT) return false;
+		await this.load();
+		try {
+			const [top, outputs] = await Promise.all([
+				fs.promises.readdir(taskDir),
+				fs.promises.readdir(path.join(taskDir, "outputs"))
+			]);
+			const allowed = new Set(["outputs", ...files.map(file => path.basename(file))]);
+			if (outputs.length > 0 || top.some(name => !allowed.has(name))) return false;
+			await Promise.all(
+				files
+					.filter(file => top.includes(path.basename(file)))
+					.map(file => fs.promises.truncate(file, 0))
+			);
+			await fs.promises.mkdir(this.spareDir, { recursive: true });
+			const spare = path.join(this.spareDir, String(this.next++));
+			await fs.promises.rename(taskDir, spare);
+			this.spares.push(spare);
+			return true;
+		} catch {
+			return false;
+		}
+	}
+}
