@@ -133,6 +133,8 @@ export class Execution {
 	private readonly steps: ExecutionFinished["steps"] = {};
 	private result: Promise<ExecutionFinished> | null = null;
 	private finishedLogs: ExecutionLogs | null = null;
+	/** the task directory is a recycled one (its log files exist, empty) */
+	private recycled = false;
 	/** after pre: the substituted command line, for the report */
 	private commandArguments: string | undefined;
 	/** how main ended, in words, for a non-zero exit */
@@ -312,7 +314,8 @@ export class Execution {
 		this.stepStarted("pre");
 		const spec = this.spec;
 		try {
-			if (!(await this.ctx.taskDirs?.take(this.taskDir))) {
+			this.recycled = (await this.ctx.taskDirs?.take(this.taskDir)) === true;
+			if (!this.recycled) {
 				await makeFreshDir(this.taskDir);
 				await fs.promises.mkdir(this.outputDir);
 			}
@@ -470,7 +473,8 @@ export class Execution {
 				cwd: this.taskDir,
 				env,
 				stdoutPath: this.stdoutPath,
-				stderrPath: this.stderrPath
+				stderrPath: this.stderrPath,
+				outputFilesEmpty: this.recycled
 			});
 		} catch (error) {
 			const what = docker ? `the docker command (${launch.command})` : `"${launch.command}"`;

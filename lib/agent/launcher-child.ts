@@ -7,7 +7,7 @@
  * It imports nothing but Node's built-ins (tests run it transpiled on the fly, see
  * launcherScript in launcher.ts). Messages over the IPC channel, all JSON:
  *
- *   agent → launcher  { t: "spawn", id, command, args, cwd, env, stdout, stderr }
+ *   agent → launcher  { t: "spawn", id, command, args, cwd, env, stdout, stderr, empty }
  *                     { t: "kill", id, signal }
  *   launcher → agent  { t: "spawned", id, pid }
  *                     { t: "failed", id, code, message }   (never started: ENOENT, EACCES...)
@@ -33,6 +33,11 @@ export interface SpawnMessage {
 	/** files the task's stdout and stderr are written to (created or truncated) */
 	stdout: string;
 	stderr: string;
+	/**
+	 * the files exist and are empty (a recycled task directory): opened for appending, which
+	 * spares the file system the inode update a truncation costs
+	 */
+	empty?: boolean;
 }
 
 export interface KillMessage {
@@ -72,13 +77,13 @@ export function spawnTask(
 	let out: number;
 	let err: number;
 	try {
-		out = fs.openSync(msg.stdout, "w");
+		out = fs.openSync(msg.stdout, msg.empty ? "a" : "w");
 	} catch (e: any) {
 		send({ t: "failed", id: msg.id, code: e?.code ?? null, message: String(e?.message) });
 		return undefined;
 	}
 	try {
-		err = msg.stderr === msg.stdout ? out : fs.openSync(msg.stderr, "w");
+		err = msg.stderr === msg.stdout ? out : fs.openSync(msg.stderr, msg.empty ? "a" : "w");
 	} catch (e: any) {
 		fs.closeSync(out);
 		send({ t: "failed", id: msg.id, code: e?.code ?? null, message: String(e?.message) });

@@ -45,6 +45,8 @@ export interface LaunchRequest {
 	/** the files the task's stdout and stderr go to */
 	stdoutPath: string;
 	stderrPath: string;
+	/** the output files exist and are empty: opened without truncating (see SpawnMessage) */
+	outputFilesEmpty?: boolean;
 }
 
 export interface ExitStatus {
@@ -234,7 +236,8 @@ export class LauncherPool implements Launcher {
 				cwd: request.cwd,
 				env: request.env,
 				stdout: request.stdoutPath,
-				stderr: request.stderrPath
+				stderr: request.stderrPath,
+				empty: request.outputFilesEmpty === true
 			};
 			if (!lp || !lp.send(msg)) {
 				reject(new LaunchError("no launcher process is available", null));
@@ -293,7 +296,8 @@ export class DirectLauncher implements Launcher {
 					cwd: request.cwd,
 					env: request.env,
 					stdout: request.stdoutPath,
-					stderr: request.stderrPath
+					stderr: request.stderrPath,
+					empty: request.outputFilesEmpty === true
 				},
 				send
 			);

@@ -37,8 +37,8 @@ export class TaskDirs {
 	}
 
 	/**
-	 * Puts a spare at `taskDir` (which must not exist) and answers true, its `outputs/` included;
-	 * false when there is none (the caller makes the directories).
+	 * Puts a spare at `taskDir` (which must not exist) and answers true, its `outputs/` and empty
+	 * log files included; false when there is none (the caller makes the directories).
 	 */
 	async take(taskDir: string): Promise<boolean> {
 		await this.load();
@@ -74,10 +74,14 @@ export class TaskDirs {
 			]);
 			const allowed = new Set(["outputs", ...files.map(file => path.basename(file))]);
 			if (outputs.length > 0 || top.some(name => !allowed.has(name))) return false;
+			// empty: an empty file is left alone (a truncation would still update its inode)
 			await Promise.all(
 				files
 					.filter(file => top.includes(path.basename(file)))
-					.map(file => fs.promises.truncate(file, 0))
+					.map(async file => {
+						if ((await fs.promises.stat(file)).size > 0)
+							await fs.promises.truncate(file, 0);
+					})
 			);
 			await fs.promises.mkdir(this.spareDir, { recursive: true });
 			const spare = path.join(this.spareDir, String(this.next++));
