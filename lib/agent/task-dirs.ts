@@ -19,6 +19,8 @@ export class TaskDirs {
 	private spares: string[] = [];
 	private next = 0;
 	private ready: Promise<void> | null = null;
+	/** the spare folder, made once (a failure is tried again next time) */
+	private made: Promise<boolean> | null = null;
 
 	constructor(workDir: string) {
 		this.spareDir = path.join(workDir, "spare");
@@ -83,12 +85,14 @@ export class TaskDirs {
 							await fs.promises.truncate(file, 0);
 					})
 			);
-			await fs.promises.mkdir(this.spareDir, { recursive: true });
+			this.made ??= fs.promises.mkdir(this.spareDir, { recursive: true }).then(() => true);
+			await this.made;
 			const spare = path.join(this.spareDir, String(this.next++));
 			await fs.promises.rename(taskDir, spare);
 			this.spares.push(spare);
 			return true;
 		} catch {
+			this.made = null;
 			return false;
 		}
 	}
