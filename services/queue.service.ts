@@ -6,10 +6,11 @@ import { select } from "../lib/db/connection";
 import { buildEnvelope } from "../lib/list/envelope";
 import { parseListQuery } from "../lib/list/params";
 import {
-	getJobDetails,
+	getJobsDetails,
 	JOB_COLUMNS,
 	JOB_FROM,
 	serializeJob,
+	type JobDetails,
 	type JobListRow
 } from "../lib/models/job";
 import { getJobLoad, LOAD_FILTERS, msUntilNextMinute, recordJobLoad } from "../lib/queue/load";
@@ -18,6 +19,12 @@ import { MicroBatcher } from "../lib/scheduling/batcher";
 import { requeueJobs, type RequeueFilters } from "../lib/queue/requeue";
 import { getQueueStatus } from "../lib/queue/status";
 import type { RequestMeta } from "../types/meta";
+
+/** What a new job posted through REST is answered with. */
+interface NewJobAnswer {
+	job: QueuedJob;
+	details: JobDetails;
+}
 
 const INT4_MAX = 2147483647;
 const ID = { type: "integer", minimum: 1, maximum: INT4_MAX };
@@ -67,21 +74,18 @@ const QueueService: ServiceSchema = {
 				this: any,
 				ctx: Context<{ job_type_id: number; job_data?: unknown }, RequestMeta>
 			) {
-				// One statement writes the job (atomic without a transaction). The details are read
-				// before the scheduler is woken, so the answer shows the job QUEUED (only the
-				// scheduler's once-a-second safety pass could claim it in between).
-				const queued: QueuedJob | Error = await this.newJobs.add({
+				// New jobs posted together are written in one statement (atomic without a
+				// transaction) and their details read in one more, before this request wakes the
+				// scheduler: the answer shows the job QUEUED unless a pass woken by something else
+				// claimed it in that moment (then it shows the job as it is).
+				const queued: NewJobAnswer | Error = await this.newJobs.add({
 					jobTypeId: ctx.params.job_type_id,
 					jobData: ctx.params.job_data ?? {}
 				});
 				if (queued instanceof Error) throw queued;
-				const details = await getJobDetails(this.db, queued.jobId);
+				const { job, details } = queued;
 				this.logger.info(
-					{
-						jobId: queued.jobId,
-						jobExeId: queued.jobExeId,
-						jobTypeId: ctx.params.job_type_id
-					},
+					{ jobId: job.jobId, jobExeId: job.jobExeId, jobTypeId: ctx.params.job_type_id },
 					"job queued"
 				);
 				this.queueChanged(1);
@@ -130,6 +134,21 @@ const QueueService: ServiceSchema = {
 	},
 
 	methods: {
+		/** Queues new jobs posted together; answers each its job's details or its refusal. */
+		async writeNewJobs(
+			this: any,
+			requests: NewJobRequest[]
+		): Promise<(NewJobAnswer | Error)[]> {
+			const queued = await queueEachNewJob(this.db, requests);
+			const details = await getJobsDetails(
+				this.db,
+				queued.flatMap(q => (q instanceof Error ? [] : [q.jobId]))
+			);
+			return queued.map(q =>
+				q instanceof Error ? q : { job: q, details: details.get(q.jobId) as JobDetails }
+			);
+		},
+
 		queueChanged(this: any, count: number) {
 			this.broker.emit("queue.changed", { count });
 		},
@@ -197,8 +216,8 @@ const QueueService: ServiceSchema = {
 	created(this: any) {
 		// New jobs posted at the same time are written together: one statement and one commit
 		// for all of them (each still checked, and answered, on its own).
-		this.newJobs = new MicroBatcher<NewJobRequest, QueuedJob | Error>(
-			requests => queueEachNewJob(this.db, requests),
+		this.newJobs = new MicroBatcher<NewJobRequest, NewJobAnswer | Error>(
+			requests => this.writeNewJobs(requests),
 			{ delayMs: 1, maxItems: 500 }
 		);
 	},

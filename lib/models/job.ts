@@ -638,7 +638,7 @@ const JOB_DETAILS_SQL = `SELECT j.*,
 		JOIN recipe_type_rev rr ON rr.id = rc.recipe_type_rev_id
 		JOIN trigger_event ev ON ev.id = rc.event_id
 	 WHERE rj.job_id = j.id) AS part_recipes
-FROM job j WHERE j.id = $1`;
+FROM job j WHERE j.id = ANY($1::int[])`;
 
 /**
  * The details of a job (Scale's JobDetailsSerializer): the record with its whole job type,
@@ -647,10 +647,32 @@ FROM job j WHERE j.id = $1`;
  * merged with their values. Pass `t` to read inside a transaction (what it has written included).
  */
 export async function getJobDetails(db: Sequelize, id: number, t?: Transaction) {
-	// One statement (a round trip costs more than building the JSON): the job row as it is, the
-	// parts it references as JSON, their timestamps turned back into Dates below.
-	const [row] = await selectPrepared<DetailsRow>(db, JOB_DETAILS_SQL, [id], t);
-	if (!row) throw new NotFoundError(`No job with id ${id}`);
+	const details = (await getJobsDetails(db, [id], t)).get(id);
+	if (!details) throw new NotFoundError(`No job with id ${id}`);
+	return details;
+}
+
+export type JobDetails = ReturnType<typeof serializeJobDetails>;
+
+/** The details of several jobs, by id (ids not found are absent), in two statements at most. */
+export async function getJobsDetails(
+	db: Sequelize,
+	ids: number[],
+	t?: Transaction
+): Promise<Map<number, JobDetails>> {
+	if (ids.length === 0) return new Map();
+	// One statement (a round trip costs more than building the JSON): the job rows as they are,
+	// the parts they reference as JSON, their timestamps turned back into Dates when serialized.
+	const rows = await selectPrepared<DetailsRow>(db, JOB_DETAILS_SQL, [ids], t);
+	const files = await loadFiles(
+		db,
+		rows.flatMap(row => [...inputFileIds(row.data), ...resultFileIds(row.results)]),
+		t
+	);
+	return new Map(rows.map(row => [row.id, serializeJobDetails(row, files)]));
+}
+
+function serializeJobDetails(row: DetailsRow, files: Map<number, ScaleFileRow>) {
 	const { part_job_type, part_rev, part_event, part_error, part_exes, part_recipes, ...job } =
 		row;
 	const jobType = revive<JobTypeRow>(part_job_type, [
@@ -670,11 +692,6 @@ export async function getJobDetails(db: Sequelize, id: number, t?: Transaction) 
 	const exes = part_exes.map(x => revive<JobExeRow>(x, EXE_DATES));
 	const recipes = part_recipes.map(r =>
 		revive<RecipeRow>(r, ["ev_occurred", "created", "completed", "last_modified"])
-	);
-	const files = await loadFiles(
-		db,
-		[...inputFileIds(job.data), ...resultFileIds(job.results)],
-		t
 	);
 	const iface = rev.interface;
 	return {
