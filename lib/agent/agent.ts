@@ -234,25 +234,12 @@ export class NodeAgent {
 			return;
 		}
 		// a task that left only its logs and an empty output directory (the common case) is kept
-		// for the next execution, or else goes in four system calls; anything more, through the
-		// recursive removal
-		if (
-			await this.taskDirs.give(execution.taskDir, [
-				execution.stdoutPath,
-				execution.stderrPath
-			])
-		)
-			return;
-		try {
-			await Promise.all([
-				fs.promises.unlink(execution.stdoutPath),
-				fs.promises.unlink(execution.stderrPath),
-				fs.promises.rmdir(execution.outputDir)
-			]);
-			await fs.promises.rmdir(execution.taskDir);
-		} catch {
-			await fs.promises.rm(execution.taskDir, { recursive: true, force: true });
-		}
+		// for the next execution; anything else goes
+		const kept = await this.taskDirs.give(execution.taskDir, [
+			execution.stdoutPath,
+			execution.stderrPath
+		]);
+		if (!kept) await fs.promises.rm(execution.taskDir, { recursive: true, force: true });
 	}
 
 	/**

@@ -268,10 +268,10 @@ export function checkDataFacts(
 
 /**
  * Checks new job requests and computes what each job takes, reading the job types, files and
- * workspaces of the whole batch in three queries. Throws FieldError (400) at the first problem:
- * an unknown or archived job type (on `job_type_id`), or job data that does not fit the job
- * type's current interface or names files or workspaces that do not fit (under `job_data`). A
- * paused job type is fine: its jobs are queued, just not scheduled.
+ * workspaces of the whole batch in three queries at most. Throws FieldError (400) at the first
+ * problem: an unknown or archived job type (on `job_type_id`), or job data that does not fit the
+ * job type's current interface or names files or workspaces that do not fit (under `job_data`).
+ * A paused job type is fine: its jobs are queued, just not scheduled.
  */
 export async function prepareNewJobs(
 	db: Sequelize,
@@ -279,46 +279,68 @@ export async function prepareNewJobs(
 	requests: NewJobRequest[],
 	cached = false
 ): Promise<PreparedJob[]> {
+	const prepared = await prepareEachNewJob(db, t, requests, cached);
+	for (const p of prepared) if (p instanceof Error) throw p;
+	return prepared as PreparedJob[];
+}
+
+/** As prepareNewJobs, answering per request what it takes or the error that refuses it. */
+async function prepareEachNewJob(
+	db: Sequelize,
+	t: Transaction | undefined,
+	requests: NewJobRequest[],
+	cached: boolean
+): Promise<(PreparedJob | Error)[]> {
 	const ids = requests.map(r => r.jobTypeId);
 	const jobTypes = cached
 		? await cachedJobTypesForQueue(db, ids, t)
 		: await loadJobTypesForQueue(db, ids, t);
 	const parsed = requests.map(request => {
-		const typeField = request.jobTypeField ?? "job_type_id";
-		const jobType = jobTypes.get(request.jobTypeId);
-		if (!jobType) throw new FieldError(typeField, `no job type with id ${request.jobTypeId}`);
-		if (!jobType.is_active)
-			throw new FieldError(
-				typeField,
-				`job type "${jobType.name}" version "${jobType.version}" is archived; ` +
-					`only active job types take new jobs`
+		try {
+			const typeField = request.jobTypeField ?? "job_type_id";
+			const jobType = jobTypes.get(request.jobTypeId);
+			if (!jobType)
+				throw new FieldError(typeField, `no job type with id ${request.jobTypeId}`);
+			if (!jobType.is_active)
+				throw new FieldError(
+					typeField,
+					`job type "${jobType.name}" version "${jobType.version}" is archived; ` +
+						`only active job types take new jobs`
+				);
+			const data = parseJobData(
+				request.jobData ?? {},
+				jobType.interface,
+				request.dataField ?? "job_data"
 			);
-		const data = parseJobData(
-			request.jobData ?? {},
-			jobType.interface,
-			request.dataField ?? "job_data"
-		);
-		return { jobType, data };
+			return { jobType, data };
+		} catch (error) {
+			return error as Error;
+		}
 	});
 	const facts = await loadDataFacts(
 		db,
-		parsed.map(p => p.data),
+		parsed.flatMap(p => (p instanceof Error ? [] : [p.data])),
 		t
 	);
-	return parsed.map(({ jobType, data }, i) => {
-		const bytes = checkDataFacts(
-			data,
-			jobType.interface,
-			facts,
-			requests[i].jobData,
-			requests[i].dataField ?? "job_data"
-		);
-		const disk = diskRequired(
-			bytes,
-			jobType.disk_out_const_required,
-			jobType.disk_out_mult_required
-		);
-		return { jobType, data, ...disk };
+	return parsed.map((p, i) => {
+		if (p instanceof Error) return p;
+		try {
+			const bytes = checkDataFacts(
+				p.data,
+				p.jobType.interface,
+				facts,
+				requests[i].jobData,
+				requests[i].dataField ?? "job_data"
+			);
+			const disk = diskRequired(
+				bytes,
+				p.jobType.disk_out_const_required,
+				p.jobType.disk_out_mult_required
+			);
+			return { jobType: p.jobType, data: p.data, ...disk };
+		} catch (error) {
+			return error as Error;
+		}
 	});
 }
 
@@ -359,14 +381,7 @@ export async function queueEachNewJob(
 	db: Sequelize,
 	requests: NewJobRequest[]
 ): Promise<(QueuedJob | Error)[]> {
-	const prepared = await Promise.all(
-		requests.map(request =>
-			prepareNewJobs(db, undefined, [request], true).then(
-				([job]) => job,
-				(error: Error) => error
-			)
-		)
-	);
+	const prepared = await prepareEachNewJob(db, undefined, requests, true);
 	const valid = prepared.flatMap((p, i) => (p instanceof Error ? [] : [i]));
 	const answers: (QueuedJob | Error)[] = prepared.map(p =>
 		p instanceof Error ? p : new Error("not written")
@@ -382,6 +397,11 @@ export async function queueEachNewJob(
 		);
 	} catch (error) {
 		if (!(error instanceof StaleJobTypes)) throw error;
+		// a job type changed meanwhile: each request on its own, its job type read afresh
+		forgetJobTypes(
+			db,
+			requests.map(r => r.jobTypeId)
+		);
 		return Promise.all(
 			requests.map(request =>
 				queueNewJobs(db, undefined, [request]).then(
