@@ -485,7 +485,11 @@ describe("new jobs posted at the same time (written together, answered each on i
 			...Array.from({ length: 8 }, () => ({ job_type_id: type.id, job_data: jobData() })),
 			{ job_type_id: 999999, job_data: jobData() },
 			{ job_type_id: archived.id, job_data: jobData() },
-			{ job_type_id: type.id, job_data: jobData({ input_data: [] }) }
+			{ job_type_id: type.id, job_data: jobData({ input_data: [] }) },
+			{
+				job_type_id: type.id,
+				job_data: jobData({ input_data: [{ name: "input_file", file_id: 999999 }] })
+			}
 		];
 		const replies = await Promise.all(bodies.map(body => newJob(body)));
 		expect(replies.slice(0, 8).map(r => r.status)).toEqual(Array(8).fill(201));
@@ -500,6 +504,11 @@ describe("new jobs posted at the same time (written together, answered each on i
 		expectJsonError(replies[8], 400, /^job_type_id: no job type with id 999999/);
 		expectJsonError(replies[9], 400, /^job_type_id: .* is archived/);
 		expectJsonError(replies[10], 400, /^job_data/);
+		expectJsonError(
+			replies[11],
+			400,
+			/^job_data\.input_data\[0\]\.file_id: no file with id 999999/
+		);
 		const after = await counts();
 		expect(after.jobs - before.jobs).toBe(8);
 		expect(after.exes - before.exes).toBe(8);
