@@ -15,7 +15,7 @@ import { brokerOptions } from "../moleculer.config";
 import { loadConfig } from "../lib/config";
 import { loadServiceSchemas } from "../lib/services";
 import { queueNewJobs } from "../lib/queue/new-job";
-import { bareSpawnRate } from "./lib/spawn-rate";
+import { bareSpawnRateInFreshNode } from "./lib/spawn-rate";
 import { graphileNoopRate } from "./lib/graphile";
 import { instantAgent } from "./lib/instant-agent";
 import { ownCpuSeconds, treeCpuSeconds } from "./lib/cpu";
@@ -93,11 +93,13 @@ async function p1(n: number) {
 		await Promise.all(Array.from({ length: 16 }, submit));
 		const restRate = n / (Number(process.hrtime.bigint() - restStarted) / 1e9);
 		await service.stop();
-		const bare = await bareSpawnRate(5000, 4);
+		const bare = await bareSpawnRateInFreshNode(5000, 4);
 		console.log(
 			`P1 /bin/true jobs through REST, one agent: ${rate.toFixed(1)} jobs/s (${n} jobs, ${failed.n} not completed)`
 		);
-		console.log(`P1 bare spawn of /bin/true from Node (4 at a time): ${bare.toFixed(1)} /s`);
+		console.log(
+			`P1 bare spawn of /bin/true from a fresh Node process (4 at a time): ${bare.toFixed(1)} /s`
+		);
 		console.log(`P1 ratio: ${(rate / bare).toFixed(3)} (target >= 0.9)`);
 		console.log(
 			`P1 new jobs through REST alone (scheduler paused, 16 clients): ${restRate.toFixed(1)} /s`

@@ -1,4 +1,5 @@
 import path from "path";
+import type { LauncherChoice } from "./agent/launcher";
 
 /** Every service name a process may run; `SERVICES` picks from these. */
 export const ALL_SERVICES = [
@@ -42,6 +43,8 @@ export interface AgentConfig {
 	diskMiB: number | null;
 	/** launcher processes that spawn tasks off the agent's event loop */
 	launchers: number;
+	/** native launchers (compiled from native/launcher.c) or Node ones; "auto": native if it can */
+	launcher: LauncherChoice;
 }
 
 export class ConfigError extends Error {}
@@ -50,6 +53,17 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"];
 
 function isLoopback(host: string): boolean {
 	return host === "localhost" || host === "::1" || /^127\./.test(host);
+}
+
+const LAUNCHER_CHOICES: LauncherChoice[] = ["auto", "native", "node"];
+
+function parseLauncherChoice(raw: string | undefined): LauncherChoice {
+	if (raw === undefined || raw === "") return "auto";
+	if (!LAUNCHER_CHOICES.includes(raw as LauncherChoice))
+		throw new ConfigError(
+			`AGENT_LAUNCHER must be one of ${LAUNCHER_CHOICES.join(", ")}, got "${raw}"`
+		);
+	return raw as LauncherChoice;
 }
 
 function parseCap(name: string, raw: string | undefined, integer = false): number | null {
@@ -111,7 +125,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 			cpus: parseCap("AGENT_CPUS", env.AGENT_CPUS),
 			memMiB: parseCap("AGENT_MEM_MIB", env.AGENT_MEM_MIB),
 			diskMiB: parseCap("AGENT_DISK_MIB", env.AGENT_DISK_MIB),
-			launchers: parseCap("AGENT_LAUNCHERS", env.AGENT_LAUNCHERS, true) ?? 2
+			launchers: parseCap("AGENT_LAUNCHERS", env.AGENT_LAUNCHERS, true) ?? 2,
+			launcher: parseLauncherChoice(env.AGENT_LAUNCHER)
 		}
 	};
 	if (

@@ -54,7 +54,8 @@ const DEFAULT_AGENT: AgentConfig = {
 	cpus: null,
 	memMiB: null,
 	diskMiB: null,
-	launchers: 2
+	launchers: 2,
+	launcher: "auto"
 };
 
 /** Errors worth retrying: no peer, a timeout, a server-side failure; not a refusal (4xx). */
@@ -351,6 +352,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 			agentId: this.broker.nodeID,
 			workDir: settings.agent.workDir,
 			launchers: settings.agent.launchers,
+			launcher: settings.agent.launcher,
 			killGraceMs: settings.killGraceMs,
 			dockerCommand: settings.dockerCommand,
 			logCapBytes: settings.logCapBytes,
@@ -361,6 +363,10 @@ const NodeAgentService: ServiceSchema<Settings> = {
 			deliver: (report: ExecutionFinished) => this.deliver(report),
 			warn: (message: string) => this.logger.warn(message)
 		});
+		this.logger.info(
+			{ workDir: settings.agent.workDir, launcher: this.agent.launcherDescription },
+			"node agent started"
+		);
 		await this.agent.prune();
 		this.pruneTimer = setInterval(() => void this.agent.prune(), 3600 * 1000);
 		this.pruneTimer.unref();

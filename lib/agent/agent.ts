@@ -2,7 +2,7 @@ import fs from "fs";
 import path from "path";
 import { DockerCheck } from "./docker";
 import { DEFAULT_TASK_PATH, Execution, taskDirOf } from "./execution";
-import { createLauncher, type Launcher } from "./launcher";
+import { createLauncher, type Launcher, type LauncherChoice } from "./launcher";
 import { TaskDirs } from "./task-dirs";
 import type { ExecutionFinished, ExecutionLogs, ExecutionSpec, ExecutionStep } from "./protocol";
 
@@ -12,6 +12,8 @@ export interface AgentOptions {
 	workDir: string;
 	/** launcher processes (0: spawn from this process) */
 	launchers: number;
+	/** which launcher processes; default "auto" (native where it can be compiled) */
+	launcher?: LauncherChoice;
 	/** SIGTERM → SIGKILL delay on a timeout, a cancel or a stop; default 5 s */
 	killGraceMs?: number;
 	/** default "docker" (looked up in PATH) */
@@ -59,6 +61,8 @@ const REMEMBERED = 10_000;
  */
 export class NodeAgent {
 	private readonly launcher: Launcher;
+	/** the launcher chosen, for the start log */
+	readonly launcherDescription: string;
 	private readonly taskDirs: TaskDirs;
 	private readonly docker: DockerCheck;
 	/** running, or finished with the report not yet acknowledged */
@@ -79,7 +83,10 @@ export class NodeAgent {
 	private stopping = false;
 
 	constructor(private readonly options: AgentOptions) {
-		this.launcher = createLauncher(options.launchers);
+		const chosen = createLauncher(options.launchers, options.launcher ?? "auto");
+		this.launcher = chosen.launcher;
+		this.launcherDescription = chosen.description;
+		if (chosen.fallback) options.warn?.(`${chosen.fallback}; Node launchers are used instead`);
 		this.taskDirs = new TaskDirs(options.workDir);
 		this.docker = new DockerCheck(options.dockerCommand ?? "docker");
 	}

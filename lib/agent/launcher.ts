@@ -3,6 +3,7 @@ import crypto from "crypto";
 import fs from "fs";
 import os from "os";
 import path from "path";
+import { NativeLauncherProcess, nativeLauncherBinary, type NativeBinary } from "./native-launcher";
 import {
 	signalGroup,
 	spawnTask,
@@ -123,25 +124,34 @@ export function launcherScript(): string {
 	return target;
 }
 
-class LauncherProcess {
+/** A launcher process as the pool sees it: Node (launcher-child.ts) or native (launcher.c). */
+interface LauncherChannel {
 	readonly child: ChildProcess;
-	readonly tasks = new Map<number, Pending>();
+	readonly alive: boolean;
+	send(msg: ToLauncher): boolean;
+	/** makes the launcher terminate its tasks (SIGTERM) and exit */
+	close(): void;
+}
+
+/** A forked Node launcher (lib/agent/launcher-child.ts), spoken to over Node's IPC channel. */
+class NodeLauncherProcess implements LauncherChannel {
+	readonly child: ChildProcess;
 	alive = true;
 
 	constructor(
 		script: string,
-		onGone: (lp: LauncherProcess, why: string) => void,
-		onMessage: (lp: LauncherProcess, msg: FromLauncher) => void
+		onGone: (why: string) => void,
+		onMessage: (msg: FromLauncher) => void
 	) {
 		this.child = fork(script, [], {
 			execArgv: [],
 			serialization: "json",
 			stdio: ["ignore", "inherit", "inherit", "ipc"]
 		});
-		this.child.on("message", (msg: FromLauncher) => onMessage(this, msg));
+		this.child.on("message", onMessage);
 		this.child.once("exit", (code, signal) => {
 			this.alive = false;
-			onGone(this, `the launcher process exited (code ${code}, signal ${signal})`);
+			onGone(`the launcher process exited (code ${code}, signal ${signal})`);
 		});
 		this.child.on("error", () => undefined);
 	}
@@ -151,49 +161,71 @@ class LauncherProcess {
 		this.child.send(msg);
 		return true;
 	}
+
+	close(): void {
+		this.child.disconnect();
+	}
+}
+
+/** What starts one launcher process: a Node one, or the native one at `binary`. */
+export type LauncherKind = { kind: "node" } | { kind: "native"; binary: string };
+
+interface Member {
+	channel: LauncherChannel;
+	tasks: Map<number, Pending>;
 }
 
 /**
- * Spawns tasks through a pool of small forked launcher processes (lib/agent/launcher-child.ts),
- * each task going to the launcher with the fewest tasks in flight. A launcher that dies is
- * replaced; the tasks it ran are killed (by process group, from here) and reported lost.
+ * Spawns tasks through a pool of launcher processes, each task going to the launcher with the
+ * fewest tasks in flight. A launcher that dies is replaced; the tasks it ran are killed (by
+ * process group, from here) and reported lost.
  */
 export class LauncherPool implements Launcher {
-	private readonly script = launcherScript();
-	private readonly pool: LauncherProcess[] = [];
+	private readonly pool: Member[] = [];
+	private readonly script: string | null;
 	private nextId = 1;
 	private stopping = false;
 
-	constructor(size: number) {
+	constructor(
+		size: number,
+		private readonly kind: LauncherKind = { kind: "node" }
+	) {
+		this.script = kind.kind === "node" ? launcherScript() : null;
 		for (let i = 0; i < size; i++) this.pool.push(this.startOne());
 	}
 
-	private startOne(): LauncherProcess {
-		return new LauncherProcess(
-			this.script,
-			(lp, why) => this.gone(lp, why),
-			(lp, msg) => this.message(lp, msg)
-		);
+	private startOne(): Member {
+		const member: Member = {
+			channel: undefined as unknown as LauncherChannel,
+			tasks: new Map()
+		};
+		const onGone = (why: string) => this.gone(member, why);
+		const onMessage = (msg: FromLauncher) => this.message(member, msg);
+		member.channel =
+			this.kind.kind === "native"
+				? new NativeLauncherProcess(this.kind.binary, onGone, onMessage)
+				: new NodeLauncherProcess(this.script!, onGone, onMessage);
+		return member;
 	}
 
-	private gone(lp: LauncherProcess, why: string): void {
-		for (const task of lp.tasks.values()) {
+	private gone(member: Member, why: string): void {
+		for (const task of member.tasks.values()) {
 			if (task.pid === undefined) task.rejectStart(new LaunchError(why, null));
 			else {
 				signalGroup(task.pid, "SIGKILL");
 				task.resolveExit({ code: null, signal: null, lost: why });
 			}
 		}
-		lp.tasks.clear();
-		const at = this.pool.indexOf(lp);
+		member.tasks.clear();
+		const at = this.pool.indexOf(member);
 		if (at >= 0) {
 			if (this.stopping) this.pool.splice(at, 1);
 			else this.pool[at] = this.startOne();
 		}
 	}
 
-	private message(lp: LauncherProcess, msg: FromLauncher): void {
-		const task = lp.tasks.get(msg.id);
+	private message(member: Member, msg: FromLauncher): void {
+		const task = member.tasks.get(msg.id);
 		if (!task) return;
 		if (msg.t === "spawned") {
 			task.pid = msg.pid;
@@ -202,24 +234,28 @@ export class LauncherPool implements Launcher {
 				pid: msg.pid,
 				exited: undefined as unknown as Promise<ExitStatus>,
 				kill: signal => {
-					if (!lp.send({ t: "kill", id, signal })) signalGroup(msg.pid, signal);
+					if (!member.channel.send({ t: "kill", id, signal }))
+						signalGroup(msg.pid, signal);
 				}
 			});
 		} else if (msg.t === "failed") {
-			lp.tasks.delete(msg.id);
+			member.tasks.delete(msg.id);
 			task.rejectStart(new LaunchError(msg.message, msg.code));
 		} else {
-			lp.tasks.delete(msg.id);
+			member.tasks.delete(msg.id);
 			task.resolveExit({ code: msg.code, signal: msg.signal });
 		}
 	}
 
 	launch(request: LaunchRequest): Promise<Launched> {
 		if (this.stopping) return Promise.reject(new LaunchError("the agent is stopping", null));
-		let lp = this.pool[0];
+		let member = this.pool[0];
 		for (const candidate of this.pool)
-			if (candidate.alive && (!lp.alive || candidate.tasks.size < lp.tasks.size))
-				lp = candidate;
+			if (
+				candidate.channel.alive &&
+				(!member.channel.alive || candidate.tasks.size < member.tasks.size)
+			)
+				member = candidate;
 		const id = this.nextId++;
 		const exit = deferredExit();
 		return new Promise<Launched>((resolve, reject) => {
@@ -239,25 +275,23 @@ export class LauncherPool implements Launcher {
 				stderr: request.stderrPath,
 				empty: request.outputFilesEmpty === true
 			};
-			if (!lp || !lp.send(msg)) {
+			if (!member || !member.channel.send(msg)) {
 				reject(new LaunchError("no launcher process is available", null));
 				return;
 			}
-			lp.tasks.set(id, pending);
+			member.tasks.set(id, pending);
 		});
 	}
 
 	async stop(): Promise<void> {
 		this.stopping = true;
-		const all = [...this.pool];
 		await Promise.all(
-			all.map(
-				lp =>
+			[...this.pool].map(
+				({ channel }) =>
 					new Promise<void>(resolve => {
-						if (!lp.alive) return resolve();
-						lp.child.once("exit", () => resolve());
-						// closing the channel makes the launcher SIGTERM its tasks and exit
-						lp.child.disconnect();
+						if (!channel.alive) return resolve();
+						channel.child.once("exit", () => resolve());
+						channel.close();
 					})
 			)
 		);
@@ -309,7 +343,39 @@ export class DirectLauncher implements Launcher {
 	}
 }
 
-/** The launcher the agent uses: a pool of `launchers` processes, or direct spawning for 0. */
-export function createLauncher(launchers: number): Launcher {
-	return launchers > 0 ? new LauncherPool(launchers) : new DirectLauncher();
+/** Which launcher processes an agent uses: "auto" is native where it can be compiled. */
+export type LauncherChoice = "auto" | "native" | "node";
+
+export interface ChosenLauncher {
+	launcher: Launcher;
+	/** what was chosen, for the agent's start log */
+	description: string;
+	/** why "auto" fell back to Node launchers */
+	fallback?: string;
+}
+
+/**
+ * The launcher the agent uses: a pool of `launchers` processes, native ones
+ * (native/launcher.c) unless Node ones are asked for or the native one cannot be compiled
+ * here; direct spawning for 0. Throws when native ones are asked for and cannot be had.
+ */
+export function createLauncher(
+	launchers: number,
+	choice: LauncherChoice = "auto",
+	findNative: () => NativeBinary = nativeLauncherBinary
+): ChosenLauncher {
+	if (launchers <= 0)
+		return { launcher: new DirectLauncher(), description: "direct spawning from the agent" };
+	const native = choice === "node" ? null : findNative();
+	if (native && "path" in native)
+		return {
+			launcher: new LauncherPool(launchers, { kind: "native", binary: native.path }),
+			description: `${launchers} native launcher processes (${native.path})`
+		};
+	if (choice === "native") throw new Error((native as { problem: string }).problem);
+	return {
+		launcher: new LauncherPool(launchers),
+		description: `${launchers} Node launcher processes`,
+		fallback: native ? (native as { problem: string }).problem : undefined
+	};
 }

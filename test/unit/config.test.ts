@@ -21,7 +21,8 @@ describe("loadConfig", () => {
 				cpus: null,
 				memMiB: null,
 				diskMiB: null,
-				launchers: 2
+				launchers: 2,
+				launcher: "auto"
 			}
 		});
 		expect(path.isAbsolute(config.dataDir)).toBe(true);
@@ -56,7 +57,8 @@ describe("loadConfig", () => {
 			AGENT_CPUS: "1.5",
 			AGENT_MEM_MIB: "2048",
 			AGENT_DISK_MIB: "10000",
-			AGENT_LAUNCHERS: "3"
+			AGENT_LAUNCHERS: "3",
+			AGENT_LAUNCHER: "node"
 		});
 		expect(config).toEqual({
 			databaseUrl: "postgres://u:p@db:5432/scale",
@@ -70,7 +72,14 @@ describe("loadConfig", () => {
 			apiTokens: ["a", "b", "c"],
 			allowAnonymous: true,
 			embeddedPgPort: 5433,
-			agent: { workDir: "/srv/agent", cpus: 1.5, memMiB: 2048, diskMiB: 10000, launchers: 3 }
+			agent: {
+				workDir: "/srv/agent",
+				cpus: 1.5,
+				memMiB: 2048,
+				diskMiB: 10000,
+				launchers: 3,
+				launcher: "node"
+			}
 		});
 	});
 
@@ -83,6 +92,13 @@ describe("loadConfig", () => {
 		expect(() => loadConfig({ [name]: value })).toThrow(
 			new RegExp(`^${name} must be a positive`)
 		);
+	});
+
+	it("rejects an AGENT_LAUNCHER that is not auto, native or node", () => {
+		expect(() => loadConfig({ AGENT_LAUNCHER: "c" })).toThrow(
+			'AGENT_LAUNCHER must be one of auto, native, node, got "c"'
+		);
+		expect(loadConfig({ AGENT_LAUNCHER: "native" }).agent.launcher).toBe("native");
 	});
 
 	it("resolves a relative DATA_DIR against the working directory", () => {

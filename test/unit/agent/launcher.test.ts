@@ -4,10 +4,13 @@ import {
 	DirectLauncher,
 	LaunchError,
 	LauncherPool,
+	createLauncher,
 	launcherScript,
 	type Launcher,
+	type LauncherKind,
 	type LaunchRequest
 } from "../../../lib/agent/launcher";
+import { compileNativeLauncher, nativeLauncherBinary } from "../../../lib/agent/native-launcher";
 import { job, makeJobsExecutable, removeTempDirs, tempDir } from "../../fixtures/agent";
 
 let dir: string;
@@ -40,14 +43,91 @@ function alive(pid: number): boolean {
 	}
 }
 
+/** The native launcher, compiled from native/launcher.c (this machine has a C compiler). */
+function native(): LauncherKind {
+	const binary = nativeLauncherBinary();
+	if ("problem" in binary) throw new Error(binary.problem);
+	return { kind: "native", binary: binary.path };
+}
+
 it("finds or builds the launcher script", () => {
 	const script = launcherScript();
 	expect(fs.existsSync(script)).toBe(true);
 	expect(fs.readFileSync(script, "utf8")).toMatch(/spawnTask/);
 });
 
+it("compiles the native launcher once, named by its source", () => {
+	const first = native();
+	expect(first.kind === "native" && fs.statSync(first.binary).mode & 0o111).toBeTruthy();
+	expect(native()).toEqual(first);
+	expect(first.kind === "native" && path.basename(first.binary)).toMatch(
+		/^scale-launcher-[0-9a-f]{12}$/
+	);
+});
+
+describe("compiling the native launcher", () => {
+	const source = path.join(__dirname, "../../../native/launcher.c");
+
+	it("compiles into the folder given, and keeps only the binary of the current source", () => {
+		const build = path.join(dir, "build");
+		fs.mkdirSync(build);
+		fs.writeFileSync(path.join(build, "scale-launcher-0123456789ab"), "an older one");
+		const binary = compileNativeLauncher(source, build);
+		expect(binary).toEqual({ path: expect.stringMatching(/scale-launcher-[0-9a-f]{12}$/) });
+		expect(fs.readdirSync(build)).toEqual([path.basename((binary as { path: string }).path)]);
+		expect(compileNativeLauncher(source, build, "/no/such/cc")).toEqual(binary);
+	});
+
+	it("says why when there is no compiler or the source does not compile", () => {
+		expect(compileNativeLauncher(source, path.join(dir, "b2"), "/no/such/cc")).toEqual({
+			problem: expect.stringMatching(/could not be compiled: .*ENOENT/)
+		});
+		const broken = path.join(dir, "broken.c");
+		fs.writeFileSync(broken, "int main(void) { return nope; }\n");
+		expect(compileNativeLauncher(broken, path.join(dir, "b3"))).toEqual({
+			problem: expect.stringMatching(/could not be compiled: [^]*nope. undeclared/)
+		});
+		expect(fs.readdirSync(path.join(dir, "b3"))).toEqual([]);
+	});
+});
+
+describe("choosing a launcher", () => {
+	it("falls back to Node launchers when the native one cannot be had, unless it is required", async () => {
+		const none = () => ({ problem: "no C compiler here" });
+		const chosen = createLauncher(1, "auto", none);
+		try {
+			expect(chosen.description).toBe("1 Node launcher processes");
+			expect(chosen.fallback).toBe("no C compiler here");
+			const launched = await chosen.launcher.launch(request("/bin/true", [], "fallback"));
+			expect(await launched.exited).toEqual({ code: 0, signal: null });
+		} finally {
+			await chosen.launcher.stop();
+		}
+		expect(() => createLauncher(1, "native", none)).toThrow("no C compiler here");
+	});
+
+	it("takes native launchers where they can be had, Node ones when asked", async () => {
+		const auto = createLauncher(1, "auto");
+		const node = createLauncher(1, "node");
+		const direct = createLauncher(0, "native");
+		try {
+			expect(auto.description).toMatch(/^1 native launcher processes/);
+			expect(auto.fallback).toBeUndefined();
+			expect(node.description).toBe("1 Node launcher processes");
+			expect(direct.description).toMatch(/direct/);
+			for (const chosen of [auto, node, direct]) {
+				const launched = await chosen.launcher.launch(request("/bin/true", [], "choice"));
+				expect(await launched.exited).toEqual({ code: 0, signal: null });
+			}
+		} finally {
+			await Promise.all([auto, node, direct].map(c => c.launcher.stop()));
+		}
+	});
+});
+
 describe.each([
-	["a pool of launcher processes", () => new LauncherPool(2)],
+	["a pool of Node launcher processes", () => new LauncherPool(2)],
+	["a pool of native launcher processes", () => new LauncherPool(2, native())],
 	["direct spawning", () => new DirectLauncher()]
 ])("%s", (_name, make: () => Launcher) => {
 	let launcher: Launcher;
@@ -86,6 +166,63 @@ describe.each([
 		expect(alive(launched.pid)).toBe(false);
 	});
 
+	it("looks a bare command name up in the task's PATH, not the agent's", async () => {
+		const found = await launcher.launch(request("sh", ["-c", "exit 3"], "path1"));
+		expect(await found.exited).toEqual({ code: 3, signal: null });
+		const elsewhere = { ...request("sh", ["-c", "exit 3"], "path2"), env: { PATH: dir } };
+		const error = await launcher.launch(elsewhere).catch((e: unknown) => e);
+		expect((error as LaunchError).code).toBe("ENOENT");
+	});
+
+	it("refuses a NUL byte in an argument without starting anything", async () => {
+		const error = await launcher
+			.launch(request("/bin/echo", ["a\0b"], "nul"))
+			.catch((e: unknown) => e);
+		expect(error).toBeInstanceOf(LaunchError);
+		expect((error as LaunchError).code).toBe("ERR_INVALID_ARG_VALUE");
+	});
+
+	it("truncates output files, or appends to ones known to be empty", async () => {
+		const out = path.join(dir, "trunc.out");
+		fs.writeFileSync(out, "old content\n");
+		const truncated = await launcher.launch(request("/bin/echo", ["new"], "trunc"));
+		await truncated.exited;
+		expect(fs.readFileSync(out, "utf8")).toBe("new\n");
+		const appended = await launcher.launch({
+			...request("/bin/echo", ["more"], "trunc"),
+			outputFilesEmpty: true
+		});
+		await appended.exited;
+		expect(fs.readFileSync(out, "utf8")).toBe("new\nmore\n");
+	});
+
+	it("sends stdout and stderr to one file when they name the same one", async () => {
+		const both = path.join(dir, "both.log");
+		const launched = await launcher.launch({
+			...request("/bin/sh", ["-c", "echo one; echo two >&2", "sh"], "both"),
+			stdoutPath: both,
+			stderrPath: both
+		});
+		await launched.exited;
+		expect(fs.readFileSync(both, "utf8")).toBe("one\ntwo\n");
+	});
+
+	it("gives the task default signal dispositions (SIGINT is ignored by launchers)", async () => {
+		const launched = await launcher.launch(
+			request("/bin/sh", ["-c", "kill -INT $$; exit 0", "sh"], "sigint")
+		);
+		expect(await launched.exited).toEqual({ code: null, signal: "SIGINT" });
+	});
+
+	it("passes long argument lists whole", async () => {
+		const args = Array.from({ length: 20000 }, (_, i) => `argument-${i}`);
+		const launched = await launcher.launch(
+			request("/bin/sh", ["-c", 'echo "$# ${20000}"', "sh", ...args], "long")
+		);
+		expect(await launched.exited).toEqual({ code: 0, signal: null });
+		expect(fs.readFileSync(path.join(dir, "long.out"), "utf8")).toBe("20000 argument-19999\n");
+	});
+
 	it("runs many at once", async () => {
 		const all = await Promise.all(
 			Array.from({ length: 40 }, (_, i) =>
@@ -97,12 +234,15 @@ describe.each([
 	});
 });
 
-describe("a launcher process that dies", () => {
+describe.each([
+	["a Node launcher process", (): LauncherKind => ({ kind: "node" })],
+	["a native launcher process", native]
+])("%s that dies", (_name, kind: () => LauncherKind) => {
 	it("loses its tasks (killing them) and is replaced", async () => {
-		const pool = new LauncherPool(1);
+		const pool = new LauncherPool(1, kind());
 		try {
 			const launched = await pool.launch(request(job("sleep.sh"), ["30"], "e"));
-			const child = (pool as any).pool[0].child;
+			const child = (pool as any).pool[0].channel.child;
 			child.kill("SIGKILL");
 			const status = await launched.exited;
 			expect(status.code).toBeNull();
@@ -112,14 +252,14 @@ describe("a launcher process that dies", () => {
 			// a new launcher takes its place
 			const next = await pool.launch(request("/bin/true", [], "f"));
 			expect(await next.exited).toEqual({ code: 0, signal: null });
-			expect((pool as any).pool[0].child).not.toBe(child);
+			expect((pool as any).pool[0].channel.child).not.toBe(child);
 		} finally {
 			await pool.stop();
 		}
 	});
 
 	it("terminates its tasks when the agent goes away", async () => {
-		const pool = new LauncherPool(1);
+		const pool = new LauncherPool(1, kind());
 		const launched = await pool.launch(request(job("sleep.sh"), ["30"], "g"));
 		await pool.stop();
 		const deadline = Date.now() + 5000;
