@@ -554,12 +554,14 @@ export class Execution {
 	 */
 	private async readManifest(): Promise<ResultsManifest | null> {
 		const file = path.join(this.outputDir, RESULTS_MANIFEST_FILE);
-		let stat: fs.Stats;
+		let stat: fs.Stats | undefined;
 		try {
-			stat = await fs.promises.lstat(file);
+			// synchronous: one quick call on the local task directory (see SMALL_FILE in files.ts)
+			stat = fs.lstatSync(file, { throwIfNoEntry: false });
 		} catch {
-			return null;
+			// an output directory the task replaced or locked holds no manifest
 		}
+		if (!stat) return null;
 		if (!stat.isFile())
 			throw new Failure(
 				null,

@@ -13,29 +13,34 @@ const KEPT = 1000;
  *
  * The spare directories live in `<workDir>/spare/`, beside `tasks/`, on the same file system
  * (a rename cannot cross file systems); a spare left by an earlier run of the agent is reused.
+ *
+ * The calls are synchronous: on the agent's local work directory each takes microseconds, less
+ * than handing it to libuv's thread pool costs (see SMALL_FILE in files.ts).
  */
 export class TaskDirs {
 	private readonly spareDir: string;
 	private spares: string[] = [];
 	private next = 0;
-	private ready: Promise<void> | null = null;
+	private loaded = false;
 	/** the spare folder, made once (a failure is tried again next time) */
-	private made: Promise<boolean> | null = null;
+	private made = false;
 
 	constructor(workDir: string) {
 		this.spareDir = path.join(workDir, "spare");
 	}
 
 	/** Reads the spares an earlier run left (once); a missing folder means none. */
-	private load(): Promise<void> {
-		this.ready ??= fs.promises.readdir(this.spareDir).then(
-			names => {
-				this.spares = names.map(name => path.join(this.spareDir, name));
-				this.next = Math.max(0, ...names.map(name => Number(name) + 1 || 0));
-			},
-			() => undefined
-		);
-		return this.ready;
+	private load(): void {
+		if (this.loaded) return;
+		this.loaded = true;
+		let names: string[];
+		try {
+			names = fs.readdirSync(this.spareDir);
+		} catch {
+			return;
+		}
+		this.spares = names.map(name => path.join(this.spareDir, name));
+		this.next = Math.max(0, ...names.map(name => Number(name) + 1 || 0));
 	}
 
 	/**
@@ -43,11 +48,11 @@ export class TaskDirs {
 	 * log files included; false when there is none (the caller makes the directories).
 	 */
 	async take(taskDir: string): Promise<boolean> {
-		await this.load();
+		this.load();
 		while (this.spares.length > 0) {
 			const spare = this.spares.pop() as string;
 			try {
-				await fs.promises.rename(spare, taskDir);
+				fs.renameSync(spare, taskDir);
 				return true;
 			} catch (error: any) {
 				// a spare that went missing is skipped; anything else (taskDir exists...) is the
@@ -68,31 +73,26 @@ export class TaskDirs {
 	 */
 	async give(taskDir: string, files: string[]): Promise<boolean> {
 		if (this.spares.length >= KEPT) return false;
-		await this.load();
+		this.load();
 		try {
-			const [top, outputs] = await Promise.all([
-				fs.promises.readdir(taskDir),
-				fs.promises.readdir(path.join(taskDir, "outputs"))
-			]);
+			const top = fs.readdirSync(taskDir);
 			const allowed = new Set(["outputs", ...files.map(file => path.basename(file))]);
-			if (outputs.length > 0 || top.some(name => !allowed.has(name))) return false;
+			if (top.some(name => !allowed.has(name))) return false;
+			if (fs.readdirSync(path.join(taskDir, "outputs")).length > 0) return false;
 			// empty: an empty file is left alone (a truncation would still update its inode)
-			await Promise.all(
-				files
-					.filter(file => top.includes(path.basename(file)))
-					.map(async file => {
-						if ((await fs.promises.stat(file)).size > 0)
-							await fs.promises.truncate(file, 0);
-					})
-			);
-			this.made ??= fs.promises.mkdir(this.spareDir, { recursive: true }).then(() => true);
-			await this.made;
+			for (const file of files)
+				if (top.includes(path.basename(file)) && fs.statSync(file).size > 0)
+					fs.truncateSync(file, 0);
+			if (!this.made) {
+				fs.mkdirSync(this.spareDir, { recursive: true });
+				this.made = true;
+			}
 			const spare = path.join(this.spareDir, String(this.next++));
-			await fs.promises.rename(taskDir, spare);
+			fs.renameSync(taskDir, spare);
 			this.spares.push(spare);
 			return true;
 		} catch {
-			this.made = null;
+			this.made = false;
 			return false;
 		}
 	}

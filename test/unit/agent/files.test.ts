@@ -7,6 +7,7 @@ import {
 	isInside,
 	isPlainFileName,
 	readTail,
+	SMALL_FILE,
 	resolveConfined
 } from "../../../lib/agent/files";
 import { mediaTypeOf } from "../../../lib/agent/media-types";
@@ -108,6 +109,20 @@ describe("readTail", () => {
 		const dir = tempDir("tail");
 		fs.writeFileSync(path.join(dir, "f"), "a\0b");
 		expect(await readTail(path.join(dir, "f"), 100)).toBe("ab");
+		fs.writeFileSync(path.join(dir, "big"), "a\0b".repeat(SMALL_FILE));
+		expect(await readTail(path.join(dir, "big"), 4 * SMALL_FILE)).toBe("ab".repeat(SMALL_FILE));
+	});
+
+	it("reads a file larger than a small one whole when the cap allows", async () => {
+		const dir = tempDir("tail");
+		const text = "0123456789\n".repeat(SMALL_FILE / 5);
+		fs.writeFileSync(path.join(dir, "f"), text);
+		expect(await readTail(path.join(dir, "f"), 1024 * 1024)).toBe(text);
+		// at the edge: a small file longer than the cap is cut
+		fs.writeFileSync(path.join(dir, "g"), "first\nsecond\n");
+		expect(await readTail(path.join(dir, "g"), 8)).toBe(
+			"[... 6 earlier bytes are in the task's stdout/stderr file ...]\nsecond\n"
+		);
 	});
 });
 
@@ -127,6 +142,9 @@ describe("artifactLines", () => {
 		expect(await artifactLines(small)).toBe("ARTIFACT:a:/p/1\nARTIFACT:b:c:d");
 		fs.writeFileSync(small, "");
 		expect(await artifactLines(small)).toBe("");
+		// between a small file and a streamed one
+		fs.writeFileSync(small, noise.repeat(100) + "ARTIFACT:c:/p/2\n" + noise);
+		expect(await artifactLines(small)).toBe("ARTIFACT:c:/p/2");
 	});
 });
 
