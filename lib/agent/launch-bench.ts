@@ -1,7 +1,7 @@
 /**
  * Measures how fast the agent can start trivial tasks (`/bin/true`, output to files) spawning
- * directly from its own process against through the launcher pool, with a small and a large
- * agent heap. Prints one line per case. Run after `npm run build`:
+ * directly from its own process, through a pool of Node launchers and through a pool of native
+ * launchers, with a small and a large agent heap, and the CPU each launch costs. Prints one line per case. Run after `npm run build`:
  *
  *   node dist/lib/agent/launch-bench.js [count=2000] [inFlight=32]
  *
@@ -13,6 +13,23 @@ import fs from "fs";
 import os from "os";
 import path from "path";
 import { DirectLauncher, LauncherPool, type Launcher } from "./launcher";
+import { nativeLauncherBinary } from "./native-launcher";
+
+/** CPU seconds of this process and of its children that have ended (launchers, tasks). */
+function cpuWithChildren(): number {
+	const stat = fs.readFileSync("/proc/self/stat", "utf8");
+	const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+	const ticks = fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0);
+	return ticks / 100;
+}
+
+function launcherFor(mode: string): Launcher {
+	if (mode === "direct") return new DirectLauncher();
+	if (mode === "pool") return new LauncherPool(2);
+	const binary = nativeLauncherBinary();
+	if ("problem" in binary) throw new Error(binary.problem);
+	return new LauncherPool(2, { kind: "native", binary: binary.path });
+}
 
 /** Keeps about `mb` MB of small live objects on the heap, as a busy agent would. */
 function ballast(mb: number): unknown[] {
@@ -26,7 +43,8 @@ function ballast(mb: number): unknown[] {
 async function runCase(mode: string, heapMB: number, count: number, inFlight: number) {
 	const keep = ballast(heapMB);
 	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "launch-bench-"));
-	const launcher: Launcher = mode === "pool" ? new LauncherPool(2) : new DirectLauncher();
+	const launcher = launcherFor(mode);
+	const cpuBefore = cpuWithChildren();
 	const one = async (i: number) => {
 		const slot = i % inFlight;
 		const launched = await launcher.launch({
@@ -51,9 +69,11 @@ async function runCase(mode: string, heapMB: number, count: number, inFlight: nu
 	const seconds = Number(process.hrtime.bigint() - started) / 1e9;
 	const heap = Math.round(process.memoryUsage().heapUsed / 1024 / 1024);
 	await launcher.stop();
+	// the launchers have exited and been waited for: their CPU and their tasks' is counted
+	const cpuMs = ((cpuWithChildren() - cpuBefore) / count) * 1000;
 	fs.rmSync(dir, { recursive: true, force: true });
 	process.stdout.write(
-		`${mode.padEnd(6)} heap ${String(heap).padStart(5)} MB: ${Math.round(count / seconds)} launches/s (${count} in ${seconds.toFixed(2)} s)\n`
+		`${mode.padEnd(6)} heap ${String(heap).padStart(5)} MB: ${Math.round(count / seconds)} launches/s (${count} in ${seconds.toFixed(2)} s), CPU ${cpuMs.toFixed(2)} ms per launch with its task\n`
 	);
 	return keep.length;
 }
@@ -67,7 +87,7 @@ async function main() {
 	const count = Number(argv[0] || 2000);
 	const inFlight = Number(argv[1] || 32);
 	for (const heapMB of [0, 250, 1000])
-		for (const mode of ["direct", "pool"])
+		for (const mode of ["direct", "pool", "native"])
 			process.stdout.write(
 				execFileSync(
 					process.execPath,

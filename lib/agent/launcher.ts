@@ -13,20 +13,23 @@ import {
 } from "./launcher-child";
 
 /**
- * How the agent starts task processes: through a pool of small forked launcher processes
- * (lib/agent/launcher-child.ts), with each task's stdout and stderr going straight to files in
- * its task directory.
+ * How the agent starts task processes: through a pool of small launcher processes, native ones
+ * (native/launcher.c, posix_spawn, compiled at the first start where a C compiler is found) or
+ * forked Node ones (lib/agent/launcher-child.ts) otherwise, with each task's stdout and stderr
+ * going straight to files in its task directory.
  *
- * Measured with lib/agent/launch-bench.ts (`node dist/lib/agent/launch-bench.js 2000 32`: 2,000
- * `/bin/true` tasks, 32 in flight, output to files; 2 vCPU VM, Node 20; two runs each):
+ * Measured with lib/agent/launch-bench.ts (`node dist/lib/agent/launch-bench.js 3000 32`: 3,000
+ * `/bin/true` tasks, 32 in flight, output to files; 2 vCPU VM, Node 20; CPU counts the launchers
+ * and the tasks):
  *
- *   agent heap     direct spawn from the agent     pool of 2 launchers
- *   ~10 MB         470, 514 launches/s             780, 657 launches/s
- *   ~220 MB        276, 254 launches/s             1111, 855 launches/s
- *   ~920 MB        111, 131 launches/s             900, 673 launches/s
+ *   agent heap   direct spawn from the agent   pool of 2 Node launchers   pool of 2 native ones
+ *   ~10 MB       1142/s, 1.34 ms CPU each      1501/s, 1.33 ms            3086/s, 0.62 ms
+ *   ~230 MB       486/s, 2.63 ms               1451/s, 1.40 ms            3025/s, 0.64 ms
+ *   ~950 MB       190/s, 5.86 ms               1486/s, 1.36 ms            2883/s, 0.67 ms
  *
- * Direct spawning falls with the agent's heap (fork copies the parent's page tables), the pool
- * does not, and it is ahead even for a small heap, so the pool it is, at every size.
+ * Direct spawning falls with the agent's heap (fork copies the parent's page tables), a pool
+ * does not; the native launcher spawns without copying page tables at all (clone with
+ * CLONE_VM|CLONE_VFORK) and does none of Node's work around a spawn, at half the CPU.
  * `launchers: 0` (AGENT_LAUNCHERS cannot say 0; only code can) selects direct spawning, kept to
  * measure against.
  *
