@@ -94,6 +94,20 @@ async function p1(n: number) {
 		const restStarted = process.hrtime.bigint();
 		await Promise.all(Array.from({ length: 16 }, submit));
 		const restRate = n / (Number(process.hrtime.bigint() - restStarted) / 1e9);
+		// the other half alone: those jobs placed, run and completed once the scheduler resumes
+		const drainBefore = cpuReading(service.proc.pid!, pgPid);
+		const drainStarted = process.hrtime.bigint();
+		await patchJson(`${service.api}/scheduler/`, { is_paused: false });
+		await waitForCount(
+			db,
+			"SELECT count(*) AS n FROM job WHERE status = 'COMPLETED'",
+			2 * n,
+			600000
+		);
+		const drainRate = n / (Number(process.hrtime.bigint() - drainStarted) / 1e9);
+		const drainAfter = cpuReading(service.proc.pid!, pgPid);
+		const drainPerJob = (key: "service" | "serviceOwn" | "pg") =>
+			(((drainAfter[key] - drainBefore[key]) / n) * 1000).toFixed(2);
 		await service.stop();
 		const bare = await bareSpawnRateInFreshNode(5000, 4);
 		console.log(
@@ -105,6 +119,9 @@ async function p1(n: number) {
 		console.log(`P1 ratio: ${(rate / bare).toFixed(3)} (target >= 0.9)`);
 		console.log(
 			`P1 new jobs through REST alone (scheduler paused, 16 clients): ${restRate.toFixed(1)} /s`
+		);
+		console.log(
+			`P1 the same jobs queued, then run alone (scheduler resumed): ${drainRate.toFixed(1)} jobs/s; CPU per job: service ${drainPerJob("service")} ms (its own process ${drainPerJob("serviceOwn")} ms), PostgreSQL ${drainPerJob("pg")} ms`
 		);
 		console.log(
 			`P1 CPU per job: service ${perJob("service")} ms (its own process ${perJob("serviceOwn")} ms, the rest the agent's launchers and tasks), PostgreSQL ${perJob("pg")} ms, this client ${perJob("client")} ms; ${((busy / seconds / os.cpus().length) * 100).toFixed(0)}% of ${os.cpus().length} cpus busy`
