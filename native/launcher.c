@@ -177,7 +177,7 @@ static int start(char **f, size_t nf, pid_t *pid)
 	int flags = atoi(f[2]);
 	const char *command = f[3], *cwd = f[4], *out = f[5], *err = f[6];
 	size_t argc = strtoul(f[7], NULL, 10);
-	if (8 + argc + 1 > nf)
+	if (argc > nf || 8 + argc + 1 > nf)
 		return EINVAL;
 	char **argv = f + 8;
 	size_t envc = strtoul(f[8 + argc], NULL, 10);

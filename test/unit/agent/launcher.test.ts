@@ -1,3 +1,4 @@
+import { spawn } from "child_process";
 import fs from "fs";
 import path from "path";
 import {
@@ -88,6 +89,43 @@ describe("compiling the native launcher", () => {
 			problem: expect.stringMatching(/could not be compiled: [^]*nope. undeclared/)
 		});
 		expect(fs.readdirSync(path.join(dir, "b3"))).toEqual([]);
+	});
+});
+
+describe("the native launcher's protocol", () => {
+	function frame(fields: string[]): Buffer {
+		const body = Buffer.from(`${fields.join("\0")}\0`);
+		const length = Buffer.alloc(4);
+		length.writeUInt32LE(body.length);
+		return Buffer.concat([length, body]);
+	}
+
+	it("answers malformed requests without starting anything, and goes on serving", async () => {
+		const kind = native();
+		const child = spawn(kind.kind === "native" ? kind.binary : "", [], {
+			stdio: ["pipe", "pipe", "pipe"]
+		});
+		let out = "";
+		let err = "";
+		child.stdout.on("data", chunk => (out += chunk));
+		child.stderr.on("data", chunk => (err += chunk));
+		const empty = path.join(dir, "proto.out");
+		child.stdin.write(
+			Buffer.concat([
+				frame(["s", "1"]), // too few fields
+				frame(["s", "2", "0", "/bin/true", dir, empty, empty, "99999999999", "x"]),
+				frame(["s", "3", "0", "/bin/true", dir, empty, empty, "0", "5", "A=1"]),
+				frame(["z", "4"]), // unknown
+				frame(["s", "5", "0", "/bin/true", dir, empty, empty, "0", "0"])
+			])
+		);
+		const deadline = Date.now() + 5000;
+		while (!/^x 5 0 0$/m.test(out) && Date.now() < deadline)
+			await new Promise(r => setTimeout(r, 20));
+		child.stdin.end();
+		await new Promise(r => child.once("exit", r));
+		expect(out).toMatch(/^f 1 22\nf 2 22\nf 3 22\np 5 \d+\nx 5 0 0\n$/);
+		expect(err).toMatch(/an unknown request was ignored/);
 	});
 });
 
