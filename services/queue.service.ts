@@ -7,6 +7,7 @@ import { buildEnvelope } from "../lib/list/envelope";
 import { parseListQuery } from "../lib/list/params";
 import {
 	getJobsDetails,
+	jobsDetailsFromRows,
 	JOB_COLUMNS,
 	JOB_FROM,
 	serializeJob,
@@ -139,13 +140,27 @@ const QueueService: ServiceSchema = {
 			this: any,
 			requests: NewJobRequest[]
 		): Promise<(NewJobAnswer | Error)[]> {
-			const queued = await queueEachNewJob(this.db, requests);
-			const details = await getJobsDetails(
-				this.db,
-				queued.flatMap(q => (q instanceof Error ? [] : [q.jobId]))
-			);
+			const queued = await queueEachNewJob(this.db, requests, true);
+			const written = queued.filter((q): q is QueuedJob => !(q instanceof Error));
+			// the details come with the write; a job written without them (a job type changed
+			// meanwhile, and the requests were written one by one) has them read
+			const [built, read] = await Promise.all([
+				jobsDetailsFromRows(
+					this.db,
+					written.flatMap(q => (q.details ? [q.details] : []))
+				),
+				getJobsDetails(
+					this.db,
+					written.flatMap(q => (q.details ? [] : [q.jobId]))
+				)
+			]);
 			return queued.map(q =>
-				q instanceof Error ? q : { job: q, details: details.get(q.jobId) as JobDetails }
+				q instanceof Error
+					? q
+					: {
+							job: { jobId: q.jobId, jobExeId: q.jobExeId, eventId: q.eventId },
+							details: (built.get(q.jobId) ?? read.get(q.jobId)) as JobDetails
+						}
 			);
 		},
 

@@ -593,7 +593,8 @@ const EXE_DATES = [
 
 type Json = Record<string, unknown>;
 
-interface DetailsRow extends JobRow {
+/** A job row with the parts of its details, as JSON (built by the SQL fragments below). */
+export interface DetailsRow extends JobRow {
 	part_job_type: Json;
 	part_rev: Json;
 	part_event: Json;
@@ -609,12 +610,19 @@ function revive<T>(json: Json, dates: readonly string[]): T {
 	return row as T;
 }
 
+/**
+ * The parts of job details, as SQL over a `job_type` row `jt`, a `job_type_rev` row `r` and a
+ * `job_exe` row `x`; shared with the write of new jobs (lib/queue/new-job.ts), which builds the
+ * details of the jobs it writes from the same parts.
+ */
+export const JOB_TYPE_PART_SQL = `to_jsonb(jt) - 'interface' - 'error_mapping'`;
+export const REV_PART_SQL = `jsonb_build_object('id', r.id, 'revision_num', r.revision_num,
+		'interface', r.interface, 'created', r.created)`;
+export const EXE_PART_SQL = `to_jsonb(x) - 'environment' - 'results' - 'results_manifest'`;
+
 const JOB_DETAILS_SQL = `SELECT j.*,
-	(SELECT to_jsonb(jt) - 'interface' - 'error_mapping' FROM job_type jt
-	 WHERE jt.id = j.job_type_id) AS part_job_type,
-	(SELECT jsonb_build_object('id', r.id, 'revision_num', r.revision_num,
-		'interface', r.interface, 'created', r.created)
-	 FROM job_type_rev r WHERE r.id = j.job_type_rev_id) AS part_rev,
+	(SELECT ${JOB_TYPE_PART_SQL} FROM job_type jt WHERE jt.id = j.job_type_id) AS part_job_type,
+	(SELECT ${REV_PART_SQL} FROM job_type_rev r WHERE r.id = j.job_type_rev_id) AS part_rev,
 	(SELECT jsonb_build_object('id', ev.id, 'type', ev.type, 'rule_id', ev.rule_id,
 		'occurred', ev.occurred, 'description', ev.description, 'rule_type', ru.type,
 		'rule_name', ru.name, 'rule_is_active', ru.is_active,
@@ -622,8 +630,7 @@ const JOB_DETAILS_SQL = `SELECT j.*,
 	 FROM trigger_event ev LEFT JOIN trigger_rule ru ON ru.id = ev.rule_id
 	 WHERE ev.id = j.event_id) AS part_event,
 	(SELECT to_jsonb(er) FROM error er WHERE er.id = j.error_id) AS part_error,
-	(SELECT coalesce(jsonb_agg(to_jsonb(x) - 'environment' - 'results' - 'results_manifest'
-		ORDER BY x.created DESC, x.id DESC), '[]')
+	(SELECT coalesce(jsonb_agg(${EXE_PART_SQL} ORDER BY x.created DESC, x.id DESC), '[]')
 	 FROM job_exe x WHERE x.job_id = j.id) AS part_exes,
 	(SELECT coalesce(jsonb_agg(jsonb_build_object('id', rc.id,
 		'recipe_type_id', rc.recipe_type_id, 'rt_name', rt.name, 'rt_version', rt.version,
@@ -663,7 +670,19 @@ export async function getJobsDetails(
 	if (ids.length === 0) return new Map();
 	// One statement (a round trip costs more than building the JSON): the job rows as they are,
 	// the parts they reference as JSON, their timestamps turned back into Dates when serialized.
-	const rows = await selectPrepared<DetailsRow>(db, JOB_DETAILS_SQL, [ids], t);
+	return jobsDetailsFromRows(
+		db,
+		await selectPrepared<DetailsRow>(db, JOB_DETAILS_SQL, [ids], t),
+		t
+	);
+}
+
+/** The details of jobs from their rows and parts, by id (reading the files their data names). */
+export async function jobsDetailsFromRows(
+	db: Sequelize,
+	rows: DetailsRow[],
+	t?: Transaction
+): Promise<Map<number, JobDetails>> {
 	const files = await loadFiles(
 		db,
 		rows.flatMap(row => [...inputFileIds(row.data), ...resultFileIds(row.results)]),

@@ -3,6 +3,13 @@ import { select, writePrepared } from "../db/connection";
 import { fileIdsIn, parseJobData, workspaceIdsIn, type JobData } from "../documents/job-data";
 import type { InputEntry, JobInterface } from "../documents/types";
 import { FieldError } from "../errors";
+import {
+	EXE_PART_SQL,
+	JOB_TYPE_PART_SQL,
+	REV_PART_SQL,
+	type DetailsRow,
+	type JobRow
+} from "../models/job";
 
 /**
  * Creating jobs and putting them on the queue (Scale 3.0's Queue.queue_new_job and
@@ -28,6 +35,11 @@ export interface QueuedJob {
 	jobId: number;
 	jobExeId: number;
 	eventId: number;
+	/**
+	 * The job as written, with the parts of its details (when asked for and the job has a new
+	 * USER event): its details without reading them back.
+	 */
+	details?: DetailsRow;
 }
 
 /** A job type with what a new job takes from it: its current revision and resources. */
@@ -48,6 +60,12 @@ export interface JobTypeForQueue {
 	/** the latest job_type_rev (revision numbers may have gaps) */
 	rev_id: number;
 	interface: JobInterface;
+	/**
+	 * The job type's and that revision's parts of job details: exact for a job written at this
+	 * revision_num, which the write checks.
+	 */
+	part_job_type: Record<string, unknown>;
+	part_rev: Record<string, unknown>;
 }
 
 /** A new job checked and ready to write. */
@@ -87,11 +105,12 @@ export async function loadJobTypesForQueue(
 		db,
 		`SELECT jt.id, jt.name, jt.version, jt.is_active, jt.priority, jt.timeout, jt.max_tries,
 			jt.cpus_required, jt.mem_required, jt.disk_out_const_required,
-			jt.disk_out_mult_required, jt.revision_num, r.id AS rev_id, r.interface
+			jt.disk_out_mult_required, jt.revision_num, r.id AS rev_id, r.interface,
+			${JOB_TYPE_PART_SQL} AS part_job_type, ${REV_PART_SQL} AS part_rev
 		 FROM job_type jt
 			JOIN LATERAL (
-				SELECT id, interface FROM job_type_rev WHERE job_type_id = jt.id
-				ORDER BY revision_num DESC LIMIT 1
+				SELECT id, revision_num, interface, created FROM job_type_rev
+				WHERE job_type_id = jt.id ORDER BY revision_num DESC LIMIT 1
 			) r ON true
 		 WHERE jt.id = ANY($1::int[])`,
 		[wanted],
@@ -379,7 +398,8 @@ export async function queueNewJobs(
  */
 export async function queueEachNewJob(
 	db: Sequelize,
-	requests: NewJobRequest[]
+	requests: NewJobRequest[],
+	withDetails = false
 ): Promise<(QueuedJob | Error)[]> {
 	const prepared = await prepareEachNewJob(db, undefined, requests, true);
 	const valid = prepared.flatMap((p, i) => (p instanceof Error ? [] : [i]));
@@ -393,7 +413,9 @@ export async function queueEachNewJob(
 			db,
 			undefined,
 			valid.map(i => prepared[i] as PreparedJob),
-			valid.map(i => requests[i])
+			valid.map(i => requests[i]),
+			false,
+			withDetails
 		);
 	} catch (error) {
 		if (!(error instanceof StaleJobTypes)) throw error;
@@ -440,7 +462,8 @@ async function writeNewJobs(
 	t: Transaction | undefined,
 	jobs: PreparedJob[],
 	requests: NewJobRequest[],
-	lastTry = false
+	lastTry = false,
+	withDetails = false
 ): Promise<QueuedJob[]> {
 	const rows = jobs.map((job, i) => ({
 		ord: i,
@@ -457,14 +480,64 @@ async function writeNewJobs(
 		disk_out: job.diskOut,
 		data: job.data
 	}));
-	// One statement, atomic on its own: the foreign keys between the rows are checked at its end.
-	// `fresh` holds when every job type is still active at the revision_num the values were taken
-	// from; otherwise nothing is written (every insert reads `r`, which is then empty).
-	// The ids are drawn in `r`, which PostgreSQL computes once (a CTE with volatile functions is
-	// materialized), in the order of the requests.
-	const ids = await writePrepared<{ job_id: number; exe_id: number; event_id: number }>(
+	const written = await writePrepared<WrittenRow | WrittenWithDetails>(
 		db,
-		`WITH given AS (
+		withDetails ? WRITE_NEW_JOBS_WITH_DETAILS_SQL : WRITE_NEW_JOBS_SQL,
+		[JSON.stringify(rows)],
+		t
+	);
+	if (written.length !== rows.length) {
+		if (lastTry)
+			throw new Error(
+				"the job types of new jobs kept changing while the jobs were written; try again"
+			);
+		throw new StaleJobTypes();
+	}
+	if (!withDetails)
+		return (written as WrittenRow[]).map(row => ({
+			jobId: row.job_id,
+			jobExeId: row.exe_id,
+			eventId: row.event_id
+		}));
+	return written.map((row, i) => {
+		const { queued_exe_id, part_event, part_exes, ...job } = row as WrittenWithDetails;
+		const queued: QueuedJob = { jobId: job.id, jobExeId: queued_exe_id, eventId: job.event_id };
+		const jobType = jobs[i].jobType;
+		// a job of an event it was given: that event (and its rule) is read with the details
+		if (part_event)
+			queued.details = {
+				...job,
+				part_job_type: jobType.part_job_type,
+				part_rev: jobType.part_rev,
+				part_event,
+				part_error: null,
+				part_exes,
+				part_recipes: []
+			};
+		return queued;
+	});
+}
+
+type WrittenRow = { job_id: number; exe_id: number; event_id: number };
+type WrittenWithDetails = JobRow & {
+	queued_exe_id: number;
+	part_event: Record<string, unknown> | null;
+	part_exes: Record<string, unknown>[];
+};
+
+/**
+ * Writes new jobs: `$1` is a JSON array of the rows of writeNewJobs. One statement, atomic on its
+ * own: the foreign keys between the rows are checked at its end. `fresh` holds when every job
+ * type is still active at the revision_num the values were taken from; otherwise nothing is
+ * written (every insert reads `r`, which is then empty). The ids are drawn in `r`, which
+ * PostgreSQL computes once (a CTE with volatile functions is materialized), in the order of the
+ * requests. `details` adds what the details of the new jobs need besides their job type's parts
+ * (which the caller holds, exact at the revision_num checked here): the job rows as written, and
+ * their event and execution as JSON, built as the details read builds them.
+ */
+function writeNewJobsSql(details: boolean): string {
+	const returning = details ? "RETURNING *" : "";
+	return `WITH given AS (
 			SELECT * FROM jsonb_to_recordset($1::jsonb) AS g(event_id int,
 				job_type_id int, type_revision int, rev_id int, priority int, timeout int,
 				max_tries int, cpus float8, mem float8, disk_in float8, disk_out float8, data jsonb,
@@ -487,17 +560,17 @@ async function writeNewJobs(
 		 ), e AS (
 			INSERT INTO trigger_event (id, type, rule_id, description, occurred, processed)
 			SELECT eid, 'USER', NULL, '{"user": "Anonymous"}'::jsonb, now(), now()
-			FROM r WHERE new_event
+			FROM r WHERE new_event ${returning}
 		 ), j AS (
 			INSERT INTO job (id, job_type_id, job_type_rev_id, event_id, status, priority,
 				num_exes, timeout, max_tries, cpus_required, mem_required, disk_in_required,
 				disk_out_required, data, queued, last_status_change)
 			SELECT job_id, job_type_id, rev_id, eid, 'QUEUED', priority, 1, timeout,
 				max_tries, cpus, mem, disk_in, disk_out, data, now(), now()
-			FROM r ORDER BY job_id
+			FROM r ORDER BY job_id ${returning}
 		 ), x AS (
 			INSERT INTO job_exe (id, job_id, status, timeout, queued)
-			SELECT exe_id, job_id, 'QUEUED', timeout, now() FROM r ORDER BY exe_id
+			SELECT exe_id, job_id, 'QUEUED', timeout, now() FROM r ORDER BY exe_id ${returning}
 		 ), q AS (
 			INSERT INTO queue (job_exe_id, job_id, job_type_id, priority, cpus_required,
 				mem_required, disk_in_required, disk_out_required, disk_total_required, queued)
@@ -505,16 +578,18 @@ async function writeNewJobs(
 				disk_in + disk_out, now()
 			FROM r ORDER BY exe_id
 		 )
-		 SELECT job_id, exe_id, eid AS event_id FROM r ORDER BY ord`,
-		[JSON.stringify(rows)],
-		t
-	);
-	if (ids.length !== rows.length) {
-		if (lastTry)
-			throw new Error(
-				"the job types of new jobs kept changing while the jobs were written; try again"
-			);
-		throw new StaleJobTypes();
-	}
-	return ids.map(row => ({ jobId: row.job_id, jobExeId: row.exe_id, eventId: row.event_id }));
+		 ${
+				details
+					? `SELECT r.exe_id AS queued_exe_id, jj.*,
+			(SELECT jsonb_build_object('id', ev.id, 'type', ev.type, 'rule_id', ev.rule_id,
+				'occurred', ev.occurred, 'description', ev.description, 'rule_type', NULL,
+				'rule_name', NULL, 'rule_is_active', NULL, 'rule_configuration', NULL)
+			 FROM e ev WHERE ev.id = r.eid) AS part_event,
+			(SELECT jsonb_build_array(${EXE_PART_SQL}) FROM x WHERE x.id = r.exe_id) AS part_exes
+		 FROM r JOIN j jj ON jj.id = r.job_id ORDER BY r.ord`
+					: "SELECT job_id, exe_id, eid AS event_id FROM r ORDER BY ord"
+			}`;
 }
+
+const WRITE_NEW_JOBS_SQL = writeNewJobsSql(false);
+const WRITE_NEW_JOBS_WITH_DETAILS_SQL = writeNewJobsSql(true);
