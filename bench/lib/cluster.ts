@@ -100,7 +100,15 @@ export function patchJson(url: string, body: unknown): Promise<any> {
 	return sendJson("PATCH", url, body);
 }
 
-function sendJson(method: string, url: string, body: unknown): Promise<any> {
+/**
+ * POSTs JSON and checks the status only (`expected`), the body read but not parsed: a load
+ * generator that shares the machine with the service should spend as little CPU as it can.
+ */
+export function postJsonExpecting(url: string, body: unknown, expected: number): Promise<void> {
+	return sendJson("POST", url, body, expected);
+}
+
+function sendJson(method: string, url: string, body: unknown, expected?: number): Promise<any> {
 	const payload = Buffer.from(JSON.stringify(body));
 	return new Promise((resolve, reject) => {
 		const req = http.request(
@@ -111,11 +119,17 @@ function sendJson(method: string, url: string, body: unknown): Promise<any> {
 				headers: { "Content-Type": "application/json", "Content-Length": payload.length }
 			},
 			res => {
+				if (expected !== undefined && res.statusCode === expected) {
+					res.resume();
+					res.on("end", () => resolve(undefined));
+					res.on("error", reject);
+					return;
+				}
 				const chunks: Buffer[] = [];
 				res.on("data", (chunk: Buffer) => chunks.push(chunk));
 				res.on("end", () => {
 					const text = Buffer.concat(chunks).toString("utf8");
-					if ((res.statusCode ?? 0) >= 300)
+					if ((res.statusCode ?? 0) >= 300 || expected !== undefined)
 						return reject(new Error(`${url}: ${res.statusCode} ${text}`));
 					try {
 						resolve(JSON.parse(text));

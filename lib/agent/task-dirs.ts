@@ -20,6 +20,11 @@ const KEPT = 1000;
 export class TaskDirs {
 	private readonly spareDir: string;
 	private spares: string[] = [];
+	/**
+	 * Names in the spare folder given up by spares taken: reused before new ones, because the
+	 * file system has just seen them (a new name means scanning the folder for it)
+	 */
+	private freeNames: string[] = [];
 	private next = 0;
 	private loaded = false;
 	/** the spare folder, made once (a failure is tried again next time) */
@@ -53,6 +58,7 @@ export class TaskDirs {
 			const spare = this.spares.pop() as string;
 			try {
 				fs.renameSync(spare, taskDir);
+				this.freeNames.push(path.basename(spare));
 				return true;
 			} catch (error: any) {
 				// a spare that went missing is skipped; anything else (taskDir exists...) is the
@@ -87,7 +93,8 @@ export class TaskDirs {
 				fs.mkdirSync(this.spareDir, { recursive: true });
 				this.made = true;
 			}
-			const spare = path.join(this.spareDir, String(this.next++));
+			const name = this.freeNames.pop() ?? String(this.next++);
+			const spare = path.join(this.spareDir, name);
 			fs.renameSync(taskDir, spare);
 			this.spares.push(spare);
 			return true;

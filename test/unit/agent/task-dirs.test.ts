@@ -67,6 +67,22 @@ describe("TaskDirs", () => {
 		expect(await dirs.take(path.join(workDir, "tasks", "3"))).toBe(true);
 	});
 
+	it("keeps spares under the names of the spares taken before making new ones", async () => {
+		const workDir = tempDir("spares");
+		const dirs = new TaskDirs(workDir);
+		for (const id of [1, 2]) {
+			const done = finishedTask(workDir, id);
+			expect(await dirs.give(done, logsOf(done))).toBe(true);
+		}
+		expect(await dirs.take(path.join(workDir, "tasks", "3"))).toBe(true);
+		expect(fs.readdirSync(path.join(workDir, "spare"))).toEqual(["0"]);
+		const again = path.join(workDir, "tasks", "3");
+		expect(await dirs.give(again, logsOf(again))).toBe(true);
+		const done = finishedTask(workDir, 4);
+		expect(await dirs.give(done, logsOf(done))).toBe(true);
+		expect(fs.readdirSync(path.join(workDir, "spare")).sort()).toEqual(["0", "1", "2"]);
+	});
+
 	it("reuses the spares an earlier run of the agent left", async () => {
 		const workDir = tempDir("spares");
 		const first = new TaskDirs(workDir);
@@ -78,7 +94,8 @@ describe("TaskDirs", () => {
 		expect(await second.take(path.join(workDir, "tasks", "3"))).toBe(true);
 		const done = finishedTask(workDir, 4);
 		expect(await second.give(done, logsOf(done))).toBe(true);
-		expect(fs.readdirSync(path.join(workDir, "spare")).sort()).toEqual(["0", "2"]);
+		// the name of the spare taken is given to the next one kept
+		expect(fs.readdirSync(path.join(workDir, "spare")).sort()).toEqual(["0", "1"]);
 		expect(await second.take(path.join(workDir, "tasks", "5"))).toBe(true);
 		expect(await second.take(path.join(workDir, "tasks", "6"))).toBe(true);
 		expect(await second.take(path.join(workDir, "tasks", "7"))).toBe(false);
