@@ -15,7 +15,8 @@
  * Launcher to agent, on stdout, one line each:
  *   "p id pid"           started
  *   "f id errno"         never started (the errno of the failed exec, open or chdir)
- *   "x id code signal"   ended: the exit code, or -1 and the signal number
+ *   "x id code signal"   ended: the exit code, or -1 and the signal number; the rest of
+ *                        the task's process group has been sent SIGKILL
  * When stdin closes (the agent is gone or stopping), every task's process group gets SIGTERM
  * and the launcher exits.
  *
@@ -337,6 +338,9 @@ static void reap(int sfd)
 				reply("x %s -1 %d\n", tasks[i].id, WTERMSIG(status));
 			else
 				reply("x %s %d 0\n", tasks[i].id, WEXITSTATUS(status));
+			/* what the task left running in its group goes with it, at once (no other
+			 * process can have taken the group's number while its leader was unreaped) */
+			kill(-pid, SIGKILL);
 			tasks[i] = tasks[--task_count];
 			break;
 		}

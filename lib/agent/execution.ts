@@ -495,12 +495,14 @@ export class Execution {
 		const status = await this.launched.exited;
 		if (timer) clearTimeout(timer);
 		if (this.killTimer) clearTimeout(this.killTimer);
-		// what the task left running in its process group goes with it
-		try {
-			process.kill(-this.launched.pid, "SIGKILL");
-		} catch {
-			// nothing left
-		}
+		// what the task left running in its process group goes with it (the native launcher
+		// has done so already: here it would cost a failing system call and an exception)
+		if (!status.groupKilled)
+			try {
+				process.kill(-this.launched.pid, "SIGKILL");
+			} catch {
+				// nothing left
+			}
 		this.stepCompleted("main", status.code);
 		if (status.lost) throw new Failure("task-launch", `the process was lost: ${status.lost}`);
 		this.exitDetail =

@@ -51,7 +51,14 @@ export type ToLauncher = SpawnMessage | KillMessage;
 export type FromLauncher =
 	| { t: "spawned"; id: number; pid: number }
 	| { t: "failed"; id: number; code: string | null; message: string }
-	| { t: "exit"; id: number; code: number | null; signal: string | null };
+	| {
+			t: "exit";
+			id: number;
+			code: number | null;
+			signal: string | null;
+			/** the rest of the task's process group was sent SIGKILL (by the native launcher) */
+			groupKilled?: boolean;
+	  };
 
 /** Signals the process group of `child` (falling back to the child alone). */
 export function signalGroup(pid: number, signal: NodeJS.Signals): void {

@@ -59,6 +59,8 @@ export interface ExitStatus {
 	signal: string | null;
 	/** set when the launcher died under the task: its outcome is unknown */
 	lost?: string;
+	/** the rest of the task's process group has been sent SIGKILL already */
+	groupKilled?: boolean;
 }
 
 /** A started task. */
@@ -246,7 +248,9 @@ export class LauncherPool implements Launcher {
 			task.rejectStart(new LaunchError(msg.message, msg.code));
 		} else {
 			member.tasks.delete(msg.id);
-			task.resolveExit({ code: msg.code, signal: msg.signal });
+			const status: ExitStatus = { code: msg.code, signal: msg.signal };
+			if (msg.groupKilled) status.groupKilled = true;
+			task.resolveExit(status);
 		}
 	}
 

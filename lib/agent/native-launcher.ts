@@ -182,7 +182,8 @@ export class NativeLauncherProcess {
 					t: "exit",
 					id,
 					code: signal === 0 ? Number(a) : null,
-					signal: signal === 0 ? null : (signalNames.get(signal) ?? `signal ${signal}`)
+					signal: signal === 0 ? null : (signalNames.get(signal) ?? `signal ${signal}`),
+					groupKilled: true
 				});
 			}
 		}

@@ -691,15 +691,23 @@ export async function jobsDetailsFromRows(
 	return new Map(rows.map(row => [row.id, serializeJobDetails(row, files)]));
 }
 
+/**
+ * Job types serialized, by the part they were serialized from: the jobs written together share
+ * their job type's part (lib/queue/new-job.ts), so it is serialized once, and the answers share
+ * the result (they are only ever turned into JSON).
+ */
+const serializedJobTypes = new WeakMap<Json, ReturnType<typeof serializeJobType>>();
+
 function serializeJobDetails(row: DetailsRow, files: Map<number, ScaleFileRow>) {
 	const { part_job_type, part_rev, part_event, part_error, part_exes, part_recipes, ...job } =
 		row;
-	const jobType = revive<JobTypeRow>(part_job_type, [
-		"created",
-		"archived",
-		"paused",
-		"last_modified"
-	]);
+	let jobType = serializedJobTypes.get(part_job_type);
+	if (!jobType) {
+		jobType = serializeJobType(
+			revive<JobTypeRow>(part_job_type, ["created", "archived", "paused", "last_modified"])
+		);
+		serializedJobTypes.set(part_job_type, jobType);
+	}
 	const rev = revive<{
 		id: number;
 		revision_num: number;
@@ -715,7 +723,7 @@ function serializeJobDetails(row: DetailsRow, files: Map<number, ScaleFileRow>) 
 	const iface = rev.interface;
 	return {
 		id: job.id,
-		job_type: serializeJobType(jobType),
+		job_type: jobType,
 		job_type_rev: {
 			id: rev.id,
 			job_type: { id: job.job_type_id },

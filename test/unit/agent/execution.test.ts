@@ -2,7 +2,8 @@ import fs from "fs";
 import path from "path";
 import { DockerCheck } from "../../../lib/agent/docker";
 import { Execution, type ExecutionContext } from "../../../lib/agent/execution";
-import { LauncherPool } from "../../../lib/agent/launcher";
+import { LauncherPool, type LauncherKind } from "../../../lib/agent/launcher";
+import { nativeLauncherBinary } from "../../../lib/agent/native-launcher";
 import type { ExecutionFinished, ExecutionStep } from "../../../lib/agent/protocol";
 import {
 	job,
@@ -53,6 +54,12 @@ interface Ran {
 	ms: number;
 }
 
+function nativeKind(): LauncherKind {
+	const binary = nativeLauncherBinary();
+	if ("problem" in binary) throw new Error(binary.problem);
+	return { kind: "native", binary: binary.path };
+}
+
 async function run(options: SpecOptions, overrides: Partial<ExecutionContext> = {}): Promise<Ran> {
 	const steps: ExecutionStep[] = [];
 	const execution = new Execution(spec(options), context(steps, overrides));
@@ -70,6 +77,16 @@ function stepTrail(steps: ExecutionStep[]): string[] {
 
 function read(file: string): string {
 	return fs.readFileSync(file, "utf8");
+}
+
+/** Whether a process runs (a zombie does not). */
+function running(pid: number): boolean {
+	try {
+		const stat = read(`/proc/${pid}/stat`);
+		return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+	} catch {
+		return false;
+	}
 }
 
 /** Live pids whose process group is `pgid` (from /proc). */
@@ -98,6 +115,27 @@ async function waitFor(check: () => boolean | Promise<boolean>, ms = 10000): Pro
 }
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+describe.each([
+	["Node launchers", () => new LauncherPool(1)],
+	["native launchers", () => new LauncherPool(1, nativeKind())]
+])("a task that ends leaving a process in its group (%s)", (_name, make) => {
+	it("has that process killed", async () => {
+		const own = make();
+		try {
+			const { report } = await run(
+				{ command: "/bin/sh", commandArguments: '-c "sleep 30 & echo left $!"' },
+				{ launcher: own }
+			);
+			expect(report.status).toBe("COMPLETED");
+			const left = Number(/left (\d+)/.exec(report.stdout)![1]);
+			await waitFor(() => !running(left), 2000);
+			expect(running(left)).toBe(false);
+		} finally {
+			await own.stop();
+		}
+	});
+});
 
 describe("a successful execution", () => {
 	it("stages the input, runs, reads the 1.1 manifest and copies the product", async () => {

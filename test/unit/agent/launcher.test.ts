@@ -137,7 +137,7 @@ describe("choosing a launcher", () => {
 			expect(chosen.description).toBe("1 Node launcher processes");
 			expect(chosen.fallback).toBe("no C compiler here");
 			const launched = await chosen.launcher.launch(request("/bin/true", [], "fallback"));
-			expect(await launched.exited).toEqual({ code: 0, signal: null });
+			expect(await launched.exited).toMatchObject({ code: 0, signal: null });
 		} finally {
 			await chosen.launcher.stop();
 		}
@@ -155,7 +155,7 @@ describe("choosing a launcher", () => {
 			expect(direct.description).toMatch(/direct/);
 			for (const chosen of [auto, node, direct]) {
 				const launched = await chosen.launcher.launch(request("/bin/true", [], "choice"));
-				expect(await launched.exited).toEqual({ code: 0, signal: null });
+				expect(await launched.exited).toMatchObject({ code: 0, signal: null });
 			}
 		} finally {
 			await Promise.all([auto, node, direct].map(c => c.launcher.stop()));
@@ -164,10 +164,10 @@ describe("choosing a launcher", () => {
 });
 
 describe.each([
-	["a pool of Node launcher processes", () => new LauncherPool(2)],
-	["a pool of native launcher processes", () => new LauncherPool(2, native())],
-	["direct spawning", () => new DirectLauncher()]
-])("%s", (_name, make: () => Launcher) => {
+	["a pool of Node launcher processes", () => new LauncherPool(2), false],
+	["a pool of native launcher processes", () => new LauncherPool(2, native()), true],
+	["direct spawning", () => new DirectLauncher(), false]
+])("%s", (_name, make: () => Launcher, killsGroup: boolean) => {
 	let launcher: Launcher;
 	beforeAll(() => {
 		launcher = make();
@@ -179,7 +179,7 @@ describe.each([
 			request("/bin/sh", ["-c", 'echo "$ONLY $(pwd)"; echo err >&2; exit 4', "sh"], "a")
 		);
 		expect(launched.pid).toBeGreaterThan(0);
-		expect(await launched.exited).toEqual({ code: 4, signal: null });
+		expect(await launched.exited).toMatchObject({ code: 4, signal: null });
 		expect(fs.readFileSync(path.join(dir, "a.out"), "utf8")).toBe(`this ${dir}\n`);
 		expect(fs.readFileSync(path.join(dir, "a.err"), "utf8")).toBe("err\n");
 	});
@@ -200,13 +200,28 @@ describe.each([
 		const launched = await launcher.launch(request(job("sleep.sh"), ["30"], "d"));
 		await new Promise(r => setTimeout(r, 200));
 		launched.kill("SIGTERM");
-		expect(await launched.exited).toEqual({ code: null, signal: "SIGTERM" });
+		expect(await launched.exited).toMatchObject({ code: null, signal: "SIGTERM" });
 		expect(alive(launched.pid)).toBe(false);
+	});
+
+	it(`${killsGroup ? "kills" : "leaves"} what the task left running in its process group`, async () => {
+		const launched = await launcher.launch(
+			request("/bin/sh", ["-c", "sleep 30 & echo $!", "sh"], "group")
+		);
+		const status = await launched.exited;
+		const left = Number(fs.readFileSync(path.join(dir, "group.out"), "utf8"));
+		expect(status.groupKilled === true).toBe(killsGroup);
+		const deadline = Date.now() + 2000;
+		while (killsGroup && alive(left) && Date.now() < deadline)
+			await new Promise(r => setTimeout(r, 20));
+		expect(alive(left)).toBe(!killsGroup);
+		// the agent's part when the launcher leaves it
+		if (!killsGroup) process.kill(-launched.pid, "SIGKILL");
 	});
 
 	it("looks a bare command name up in the task's PATH, not the agent's", async () => {
 		const found = await launcher.launch(request("sh", ["-c", "exit 3"], "path1"));
-		expect(await found.exited).toEqual({ code: 3, signal: null });
+		expect(await found.exited).toMatchObject({ code: 3, signal: null });
 		const elsewhere = { ...request("sh", ["-c", "exit 3"], "path2"), env: { PATH: dir } };
 		const error = await launcher.launch(elsewhere).catch((e: unknown) => e);
 		expect((error as LaunchError).code).toBe("ENOENT");
@@ -249,7 +264,7 @@ describe.each([
 		const launched = await launcher.launch(
 			request("/bin/sh", ["-c", "kill -INT $$; exit 0", "sh"], "sigint")
 		);
-		expect(await launched.exited).toEqual({ code: null, signal: "SIGINT" });
+		expect(await launched.exited).toMatchObject({ code: null, signal: "SIGINT" });
 	});
 
 	it("passes long argument lists whole", async () => {
@@ -257,7 +272,7 @@ describe.each([
 		const launched = await launcher.launch(
 			request("/bin/sh", ["-c", 'echo "$# ${20000}"', "sh", ...args], "long")
 		);
-		expect(await launched.exited).toEqual({ code: 0, signal: null });
+		expect(await launched.exited).toMatchObject({ code: 0, signal: null });
 		expect(fs.readFileSync(path.join(dir, "long.out"), "utf8")).toBe("20000 argument-19999\n");
 	});
 
@@ -289,7 +304,7 @@ describe.each([
 			expect(alive(launched.pid)).toBe(false);
 			// a new launcher takes its place
 			const next = await pool.launch(request("/bin/true", [], "f"));
-			expect(await next.exited).toEqual({ code: 0, signal: null });
+			expect(await next.exited).toMatchObject({ code: 0, signal: null });
 			expect((pool as any).pool[0].channel.child).not.toBe(child);
 		} finally {
 			await pool.stop();
