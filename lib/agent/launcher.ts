@@ -3,7 +3,12 @@ import crypto from "crypto";
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { NativeLauncherProcess, nativeLauncherBinary, type NativeBinary } from "./native-launcher";
+import {
+	NativeLauncherProcess,
+	nativeLauncherBinary,
+	watchLauncher,
+	type NativeBinary
+} from "./native-launcher";
 import {
 	signalGroup,
 	spawnTask,
@@ -154,11 +159,10 @@ class NodeLauncherProcess implements LauncherChannel {
 			stdio: ["ignore", "inherit", "inherit", "ipc"]
 		});
 		this.child.on("message", onMessage);
-		this.child.once("exit", (code, signal) => {
+		watchLauncher(this.child, why => {
 			this.alive = false;
-			onGone(`the launcher process exited (code ${code}, signal ${signal})`);
+			onGone(why);
 		});
-		this.child.on("error", () => undefined);
 	}
 
 	send(msg: ToLauncher): boolean {
@@ -178,7 +182,15 @@ export type LauncherKind = { kind: "node" } | { kind: "native"; binary: string }
 interface Member {
 	channel: LauncherChannel;
 	tasks: Map<number, Pending>;
+	startedAt: number;
 }
+
+/**
+ * A launcher that dies younger than this is replaced only this long after: one that cannot start
+ * (its binary removed, the machine out of processes) is not restarted in a tight loop, and tasks
+ * meanwhile fail to launch (SYSTEM errors, retried by the scheduler).
+ */
+const RESTART_GAP_MS = 1000;
 
 /**
  * Spawns tasks through a pool of launcher processes, each task going to the launcher with the
@@ -202,7 +214,8 @@ export class LauncherPool implements Launcher {
 	private startOne(): Member {
 		const member: Member = {
 			channel: undefined as unknown as LauncherChannel,
-			tasks: new Map()
+			tasks: new Map(),
+			startedAt: Date.now()
 		};
 		const onGone = (why: string) => this.gone(member, why);
 		const onMessage = (msg: FromLauncher) => this.message(member, msg);
@@ -223,10 +236,14 @@ export class LauncherPool implements Launcher {
 		}
 		member.tasks.clear();
 		const at = this.pool.indexOf(member);
-		if (at >= 0) {
-			if (this.stopping) this.pool.splice(at, 1);
-			else this.pool[at] = this.startOne();
-		}
+		if (at < 0) return;
+		if (this.stopping) this.pool.splice(at, 1);
+		else if (Date.now() - member.startedAt >= RESTART_GAP_MS) this.pool[at] = this.startOne();
+		else
+			setTimeout(() => {
+				const still = this.pool.indexOf(member);
+				if (!this.stopping && still >= 0) this.pool[still] = this.startOne();
+			}, RESTART_GAP_MS).unref();
 	}
 
 	private message(member: Member, msg: FromLauncher): void {

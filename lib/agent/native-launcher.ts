@@ -91,6 +91,25 @@ function frame(fields: string[]): Buffer {
 	return buffer;
 }
 
+/**
+ * Calls `gone` once, when a launcher process exits or could not be started at all (a spawn
+ * that fails emits "error", and maybe no "exit"); later errors (a failed kill) are no loss.
+ */
+export function watchLauncher(child: ChildProcess, gone: (why: string) => void): void {
+	let over = false;
+	const end = (why: string) => {
+		if (!over) gone(why);
+		over = true;
+	};
+	child.once("exit", (code, signal) =>
+		end(`the launcher process exited (code ${code}, signal ${signal})`)
+	);
+	child.on("error", error => {
+		if (child.pid === undefined)
+			end(`the launcher process could not be started: ${error.message}`);
+	});
+}
+
 /** One running native launcher, seen through the same messages as a Node launcher process. */
 export class NativeLauncherProcess {
 	readonly child: ChildProcess;
@@ -105,18 +124,18 @@ export class NativeLauncherProcess {
 		private readonly onMessage: (msg: FromLauncher) => void
 	) {
 		this.child = spawn(binary, [], { stdio: ["pipe", "pipe", "inherit"] });
-		this.child.stdout!.setEncoding("latin1");
-		this.child.stdout!.on("data", (chunk: string) => this.read(chunk));
-		this.child.stdin!.on("error", () => undefined);
-		this.child.once("exit", (code, signal) => {
+		// no streams when the process could not be started (watchLauncher reports it)
+		this.child.stdout?.setEncoding("latin1");
+		this.child.stdout?.on("data", (chunk: string) => this.read(chunk));
+		this.child.stdin?.on("error", () => undefined);
+		watchLauncher(this.child, why => {
 			this.alive = false;
-			onGone(`the launcher process exited (code ${code}, signal ${signal})`);
+			onGone(why);
 		});
-		this.child.on("error", () => undefined);
 	}
 
 	send(msg: ToLauncher): boolean {
-		if (!this.alive || !this.child.stdin!.writable) return false;
+		if (!this.alive || !this.child.stdin?.writable) return false;
 		if (msg.t === "kill") {
 			this.child.stdin!.write(
 				frame(["k", String(msg.id), String(signalNumbers[msg.signal])])
@@ -159,7 +178,7 @@ export class NativeLauncherProcess {
 
 	/** Closes the launcher's stdin: it terminates its tasks (SIGTERM) and exits. */
 	close(): void {
-		this.child.stdin!.end();
+		this.child.stdin?.end();
 	}
 
 	private read(chunk: string): void {

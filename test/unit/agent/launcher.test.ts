@@ -92,6 +92,27 @@ describe("compiling the native launcher", () => {
 	});
 });
 
+describe("a native launcher that cannot be started", () => {
+	it("fails the launches, and is tried again a second later, not in a loop", async () => {
+		const pool = new LauncherPool(1, { kind: "native", binary: path.join(dir, "no-such") });
+		try {
+			await expect(pool.launch(request("/bin/true", [], "m1"))).rejects.toThrow(
+				/launcher process could not be started: .*ENOENT/
+			);
+			const dead = (pool as any).pool[0];
+			await expect(pool.launch(request("/bin/true", [], "m2"))).rejects.toThrow(
+				/no launcher process is available/
+			);
+			await new Promise(r => setTimeout(r, 500));
+			expect((pool as any).pool[0]).toBe(dead);
+			await new Promise(r => setTimeout(r, 800));
+			expect((pool as any).pool[0]).not.toBe(dead);
+		} finally {
+			await pool.stop();
+		}
+	});
+});
+
 describe("the native launcher's protocol", () => {
 	function frame(fields: string[]): Buffer {
 		const body = Buffer.from(`${fields.join("\0")}\0`);
@@ -302,7 +323,13 @@ describe.each([
 			expect(status.lost).toMatch(/launcher process exited/);
 			await new Promise(r => setTimeout(r, 100));
 			expect(alive(launched.pid)).toBe(false);
-			// a new launcher takes its place
+			// a new launcher takes its place (a second after: this one died young)
+			await expect(pool.launch(request("/bin/true", [], "f"))).rejects.toThrow(
+				/no launcher process is available/
+			);
+			const deadline = Date.now() + 3000;
+			while ((pool as any).pool[0].channel.child === child && Date.now() < deadline)
+				await new Promise(r => setTimeout(r, 50));
 			const next = await pool.launch(request("/bin/true", [], "f"));
 			expect(await next.exited).toMatchObject({ code: 0, signal: null });
 			expect((pool as any).pool[0].channel.child).not.toBe(child);
