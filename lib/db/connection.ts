@@ -84,15 +84,51 @@ async function run(
 		: { text: sql, values: bind };
 	const conn = (transaction as unknown as { connection?: PgConnection } | undefined)?.connection;
 	if (conn) return inTurn(conn, async () => (await conn.query(query)).rows);
-	const manager = db.connectionManager as unknown as {
-		getConnection(o: { type: string }): Promise<PgConnection>;
-		releaseConnection(c: PgConnection): void;
-	};
+	const manager = poolOf(db);
 	const pooled = await manager.getConnection({ type: "write" });
 	try {
 		return (await pooled.query(query)).rows;
 	} finally {
 		manager.releaseConnection(pooled);
+	}
+}
+
+function poolOf(db: Sequelize) {
+	return db.connectionManager as unknown as {
+		getConnection(o: { type: string }): Promise<PgConnection>;
+		releaseConnection(c: PgConnection): void;
+	};
+}
+
+/** Runs one statement of a pooledTransaction, answering its rows. */
+export type TransactionQuery = (text: string, values?: unknown[]) => Promise<any[]>;
+
+/**
+ * Runs `fn` in a transaction on a pooled connection through the `pg` client directly: BEGIN,
+ * fn, COMMIT (ROLLBACK when fn throws). For hot transactions made only of plain statements
+ * (reports of finished executions): a Sequelize transaction costs its BEGIN and COMMIT two trips
+ * through Sequelize's query pipeline. Statements started together are sent in turn.
+ */
+export async function pooledTransaction<T>(
+	db: Sequelize,
+	fn: (query: TransactionQuery) => Promise<T>
+): Promise<T> {
+	const manager = poolOf(db);
+	const conn = await manager.getConnection({ type: "write" });
+	const query: TransactionQuery = (text, values = []) =>
+		inTurn(conn, async () => (await conn.query({ text, values })).rows);
+	try {
+		await query("BEGIN");
+		try {
+			const result = await fn(query);
+			await query("COMMIT");
+			return result;
+		} catch (error) {
+			await query("ROLLBACK").catch(() => undefined);
+			throw error;
+		}
+	} finally {
+		manager.releaseConnection(conn);
 	}
 }
 

@@ -1,6 +1,6 @@
 import type { Client } from "pg";
-import type { Sequelize, Transaction } from "sequelize";
-import { select } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { pooledTransaction, select } from "../db/connection";
 
 /**
  * What the scheduling code needs from a database connection: one statement with positional
@@ -44,12 +44,9 @@ export function poolSql(db: Sequelize): Sql {
 	return { query: (text, values = []) => select(db, text, values) as Promise<any[]> };
 }
 
-/** A transaction on the pool (Sequelize's, so the shared connection helpers can join it). */
+/** A transaction on a pooled connection, run through the `pg` client (see pooledTransaction). */
 export function poolTransaction(db: Sequelize): TxRunner {
-	return fn =>
-		db.transaction((t: Transaction) =>
-			fn({ query: (text, values = []) => select(db, text, values, t) as Promise<any[]> })
-		);
+	return fn => pooledTransaction(db, query => fn({ query }));
 }
 
 /**

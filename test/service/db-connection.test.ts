@@ -1,0 +1,53 @@
+import { pooledTransaction, select } from "../../lib/db/connection";
+import { createTestDatabase, type TestDatabase } from "../helpers/db";
+
+let test: TestDatabase;
+
+beforeAll(async () => {
+	test = await createTestDatabase();
+	await test.db.query("CREATE TABLE tx_probe (id int PRIMARY KEY, note text)");
+});
+
+afterAll(() => test.drop());
+
+describe("pooledTransaction", () => {
+	it("commits what fn wrote and answers what fn answered", async () => {
+		const answer = await pooledTransaction(test.db, async query => {
+			await query("INSERT INTO tx_probe VALUES ($1, $2)", [1, "one"]);
+			return query("SELECT note FROM tx_probe WHERE id = $1", [1]);
+		});
+		expect(answer).toEqual([{ note: "one" }]);
+		expect(await select(test.db, "SELECT note FROM tx_probe WHERE id = 1")).toEqual([
+			{ note: "one" }
+		]);
+	});
+
+	it("rolls everything back when fn throws, the database's error code kept", async () => {
+		const error = await pooledTransaction(test.db, async query => {
+			await query("INSERT INTO tx_probe VALUES ($1, $2)", [2, "two"]);
+			await query("INSERT INTO tx_probe VALUES ($1, $2)", [1, "again"]);
+		}).catch((e: unknown) => e);
+		expect((error as { code?: string }).code).toBe("23505");
+		expect(await select(test.db, "SELECT id FROM tx_probe ORDER BY id")).toEqual([{ id: 1 }]);
+	});
+
+	it("sends statements started together in turn, inside the one transaction", async () => {
+		const ids = [10, 11, 12, 13, 14, 15];
+		const rows = await pooledTransaction(test.db, async query => {
+			await Promise.all(ids.map(id => query("INSERT INTO tx_probe VALUES ($1, 'x')", [id])));
+			return query("SELECT count(*)::int AS n FROM tx_probe WHERE id >= 10");
+		});
+		expect(rows).toEqual([{ n: ids.length }]);
+	});
+
+	it("gives its connection back, after a commit and after a failure", async () => {
+		// more transactions than the pool has connections (4)
+		for (let i = 0; i < 10; i++) {
+			await pooledTransaction(test.db, query => query("SELECT 1"));
+			await pooledTransaction(test.db, async () => {
+				throw new Error("no");
+			}).catch(() => undefined);
+		}
+		expect(await select(test.db, "SELECT 1 AS one")).toEqual([{ one: 1 }]);
+	});
+});
