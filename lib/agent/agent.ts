@@ -75,7 +75,8 @@ export class NodeAgent {
 	/** executions held here whose cancel has been asked for */
 	private readonly cancelAsked = new Set<number>();
 	/** step events not sent yet */
-	private outbox: ExecutionStep[] = [];
+	/** by execution: one that ends drops its own at once, whatever else waits */
+	private outbox = new Map<number, ExecutionStep[]>();
 	private outboxTimer: NodeJS.Timeout | null = null;
 	/** the step calls made so far, settled in order */
 	private sending: Promise<void> = Promise.resolve();
@@ -137,14 +138,16 @@ export class NodeAgent {
 	 * ride with the report; a long one's show up on the control plane within stepDelayMs.
 	 */
 	private step(step: ExecutionStep): void {
-		this.outbox.push(step);
+		const steps = this.outbox.get(step.jobExeId);
+		if (steps) steps.push(step);
+		else this.outbox.set(step.jobExeId, [step]);
 		this.outboxTimer ??= setTimeout(() => this.sendOutbox(), this.options.stepDelayMs ?? 200);
 	}
 
 	private sendOutbox(): void {
 		this.outboxTimer = null;
-		const batch = this.outbox;
-		this.outbox = [];
+		const batch = [...this.outbox.values()].flat();
+		this.outbox.clear();
 		if (batch.length === 0) return;
 		this.sending = this.sending.then(() =>
 			this.options.sendSteps(batch).then(
@@ -163,7 +166,7 @@ export class NodeAgent {
 		try {
 			report = await execution.run();
 			// the report carries every step: the ones not sent yet need not be
-			this.outbox = this.outbox.filter(step => step.jobExeId !== id);
+			this.outbox.delete(id);
 			await this.sending;
 			if (this.stopping) return;
 			await this.options.deliver(report);
@@ -323,7 +326,7 @@ export class NodeAgent {
 		this.stopping = true;
 		if (this.outboxTimer) clearTimeout(this.outboxTimer);
 		this.outboxTimer = null;
-		this.outbox = [];
+		this.outbox.clear();
 		for (const execution of this.executions.values()) execution.stop();
 		const ended = Promise.all([...this.work]);
 		let timer: NodeJS.Timeout | undefined;
