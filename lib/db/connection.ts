@@ -58,7 +58,7 @@ function inTurn<T>(conn: PgConnection, fn: () => Promise<T>): Promise<T> {
 /** Statement names for `prepare`: one per distinct SQL text, kept by each connection. */
 const statementNames = new Map<string, string>();
 
-function statementName(sql: string): string {
+export function statementName(sql: string): string {
 	let name = statementNames.get(sql);
 	if (!name) {
 		name = `s${statementNames.size}`;
@@ -107,7 +107,9 @@ export type TransactionQuery = (text: string, values?: unknown[]) => Promise<any
  * Runs `fn` in a transaction on a pooled connection through the `pg` client directly: BEGIN,
  * fn, COMMIT (ROLLBACK when fn throws). For hot transactions made only of plain statements
  * (reports of finished executions): a Sequelize transaction costs its BEGIN and COMMIT two trips
- * through Sequelize's query pipeline. Statements started together are sent in turn.
+ * through Sequelize's query pipeline. Statements started together are sent in turn. Each is a
+ * named prepared statement (parsed and planned once per connection): the SQL given must come
+ * from a fixed set of texts, its values bound, never embedded.
  */
 export async function pooledTransaction<T>(
 	db: Sequelize,
@@ -116,15 +118,19 @@ export async function pooledTransaction<T>(
 	const manager = poolOf(db);
 	const conn = await manager.getConnection({ type: "write" });
 	const query: TransactionQuery = (text, values = []) =>
-		inTurn(conn, async () => (await conn.query({ text, values })).rows);
+		inTurn(
+			conn,
+			async () => (await conn.query({ text, values, name: statementName(text) })).rows
+		);
+	const control = (text: string) => inTurn(conn, () => conn.query(text));
 	try {
-		await query("BEGIN");
+		await control("BEGIN");
 		try {
 			const result = await fn(query);
-			await query("COMMIT");
+			await control("COMMIT");
 			return result;
 		} catch (error) {
-			await query("ROLLBACK").catch(() => undefined);
+			await control("ROLLBACK").catch(() => undefined);
 			throw error;
 		}
 	} finally {
