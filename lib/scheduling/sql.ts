@@ -1,13 +1,13 @@
 import type { Client } from "pg";
 import type { Sequelize } from "sequelize";
-import { pooledTransaction, select, statementName } from "../db/connection";
+import { plannedQuery, pooledTransaction, select } from "../db/connection";
 
 /**
  * What the scheduling code needs from a database connection: one statement with positional
  * binds, answering its rows. The leader runs it on its dedicated lock connection; completions and
- * failures run it on a pooled connection inside a transaction. Statements are named prepared
- * statements (parsed and planned once per connection), so their texts come from a fixed set:
- * values are always bound, never embedded.
+ * failures run it on a pooled connection inside a transaction. Statements run as named prepared
+ * statements (plannedQuery in lib/db/connection.ts), so their texts come from a fixed set: values
+ * are always bound, never embedded.
  */
 export interface Sql {
 	query<T = Record<string, any>>(text: string, values?: unknown[]): Promise<T[]>;
@@ -20,7 +20,7 @@ export type TxRunner = <T>(fn: (sql: Sql) => Promise<T>) => Promise<T>;
 export function clientSql(client: Pick<Client, "query">): Sql {
 	return {
 		async query<T>(text: string, values: unknown[] = []) {
-			return (await client.query({ text, values, name: statementName(text) })).rows as T[];
+			return (await client.query(plannedQuery(text, values))).rows as T[];
 		}
 	};
 }

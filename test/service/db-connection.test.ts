@@ -1,4 +1,4 @@
-import { pooledTransaction, select } from "../../lib/db/connection";
+import { plannedQuery, pooledTransaction, select } from "../../lib/db/connection";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 
 let test: TestDatabase;
@@ -49,5 +49,28 @@ describe("pooledTransaction", () => {
 			}).catch(() => undefined);
 		}
 		expect(await select(test.db, "SELECT 1 AS one")).toEqual([{ one: 1 }]);
+	});
+});
+
+describe("plannedQuery", () => {
+	it("names a statement (one name per text) unless an array bound to it is large", () => {
+		const text = "SELECT * FROM tx_probe WHERE id = ANY($1::int[])";
+		const small = plannedQuery(text, [[1, 2, 3]]);
+		expect(small.name).toMatch(/^s\d+$/);
+		expect(plannedQuery(text, [[4]]).name).toBe(small.name);
+		expect(plannedQuery(`${text} ORDER BY id`, [[4]]).name).not.toBe(small.name);
+		const large = plannedQuery(text, [Array.from({ length: 500 }, (_, i) => i)]);
+		expect(large).toEqual({ text, values: [expect.any(Array)] });
+		expect("name" in large).toBe(false);
+	});
+
+	it("runs the same either way", async () => {
+		const text = "SELECT count(*)::int AS n FROM tx_probe WHERE id = ANY($1::int[])";
+		const many = Array.from({ length: 500 }, (_, i) => i);
+		const answers = await pooledTransaction(test.db, async query => [
+			await query(text, [[1, 10]]),
+			await query(text, [many])
+		]);
+		expect(answers).toEqual([[{ n: 2 }], [{ n: 7 }]]);
 	});
 });
