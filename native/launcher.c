@@ -3,8 +3,8 @@
  *
  * Node's spawn forks the whole calling process and does a good deal of work around it; this
  * program starts each task with posix_spawn (glibc: clone with CLONE_VM|CLONE_VFORK, no page
- * tables copied) and a few system calls, a fraction of the CPU (measured in docs/decisions.md,
- * "Native launcher"). It never runs a shell and never formats user text: commands, arguments and
+ * tables copied) and a few system calls, half the CPU per task (measured in docs/decisions.md,
+ * "Launching"). It never runs a shell and never formats user text: commands, arguments and
  * environment arrive as separate NUL-terminated strings and go to posix_spawn as they are.
  *
  * Agent to launcher, on stdin: frames of a 4-byte little-endian length, then that many bytes of
@@ -200,7 +200,7 @@ static int start(char **f, size_t nf, pid_t *pid)
 	char path[4096];
 	int rc = resolve(command, cwd, env, path, sizeof path);
 	if (rc == 0) {
-		int mode = O_WRONLY | O_CREAT | O_CLOEXEC | ((flags & 1) ? O_APPEND : O_TRUNC);
+		int mode = O_WRONLY | O_CREAT | ((flags & 1) ? O_APPEND : O_TRUNC);
 		posix_spawn_file_actions_t fa;
 		posix_spawnattr_t attr;
 		sigset_t none, all;
@@ -210,11 +210,11 @@ static int start(char **f, size_t nf, pid_t *pid)
 		sigdelset(&all, SIGSTOP);
 		posix_spawn_file_actions_init(&fa);
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		posix_spawn_file_actions_addopen(&fa, 1, out, mode & ~O_CLOEXEC, 0644);
+		posix_spawn_file_actions_addopen(&fa, 1, out, mode, 0644);
 		if (strcmp(out, err) == 0)
 			posix_spawn_file_actions_adddup2(&fa, 1, 2);
 		else
-			posix_spawn_file_actions_addopen(&fa, 2, err, mode & ~O_CLOEXEC, 0644);
+			posix_spawn_file_actions_addopen(&fa, 2, err, mode, 0644);
 		posix_spawn_file_actions_addchdir_np(&fa, cwd);
 		posix_spawnattr_init(&attr);
 		posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
