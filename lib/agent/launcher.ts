@@ -101,6 +101,21 @@ interface Pending {
 	pid?: number;
 }
 
+/** The message that asks a launcher (or spawnTask) to start `request` as task `id`. */
+function spawnMessage(id: number, request: LaunchRequest): SpawnMessage {
+	return {
+		t: "spawn",
+		id,
+		command: request.command,
+		args: request.args,
+		cwd: request.cwd,
+		env: request.env,
+		stdout: request.stdoutPath,
+		stderr: request.stderrPath,
+		empty: request.outputFilesEmpty === true
+	};
+}
+
 function deferredExit() {
 	let resolve!: (status: ExitStatus) => void;
 	const promise = new Promise<ExitStatus>(r => (resolve = r));
@@ -288,17 +303,7 @@ export class LauncherPool implements Launcher {
 				rejectStart: reject,
 				resolveExit: exit.resolve
 			};
-			const msg: SpawnMessage = {
-				t: "spawn",
-				id,
-				command: request.command,
-				args: request.args,
-				cwd: request.cwd,
-				env: request.env,
-				stdout: request.stdoutPath,
-				stderr: request.stderrPath,
-				empty: request.outputFilesEmpty === true
-			};
+			const msg = spawnMessage(id, request);
 			if (!member || !member.channel.send(msg)) {
 				reject(new LaunchError("no launcher process is available", null));
 				return;
@@ -345,20 +350,7 @@ export class DirectLauncher implements Launcher {
 					exit.resolve({ code: msg.code, signal: msg.signal });
 				}
 			};
-			spawnTask(
-				{
-					t: "spawn",
-					id,
-					command: request.command,
-					args: request.args,
-					cwd: request.cwd,
-					env: request.env,
-					stdout: request.stdoutPath,
-					stderr: request.stderrPath,
-					empty: request.outputFilesEmpty === true
-				},
-				send
-			);
+			spawnTask(spawnMessage(id, request), send);
 		});
 	}
 

@@ -6,6 +6,7 @@ import { buildEnvelope } from "../list/envelope";
 import { formatDatetime } from "../list/iso8601";
 import { parseListQuery } from "../list/params";
 import type { ListSource } from "../list/run";
+import { jobExeScalars } from "./job";
 import { serializeJobTypeBase } from "./job-type";
 
 /**
@@ -358,24 +359,7 @@ const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 /** A running execution as node details and node status show it (Scale's NodeStatusJobExecutionSerializer). */
 export function serializeRunningExe(row: any) {
 	return {
-		id: row.id,
-		status: row.status,
-		command_arguments: row.command_arguments,
-		timeout: row.timeout,
-		pre_started: date(row.pre_started),
-		pre_completed: date(row.pre_completed),
-		pre_exit_code: row.pre_exit_code,
-		job_started: date(row.job_started),
-		job_completed: date(row.job_completed),
-		job_exit_code: row.job_exit_code,
-		post_started: date(row.post_started),
-		post_completed: date(row.post_completed),
-		post_exit_code: row.post_exit_code,
-		created: date(row.created),
-		queued: date(row.queued),
-		started: date(row.started),
-		ended: date(row.ended),
-		last_modified: date(row.last_modified),
+		...jobExeScalars(row),
 		job: {
 			id: row.job_id,
 			job_type: serializeJobTypeBase(row.job_type),
