@@ -1,5 +1,5 @@
 import { createHash } from "crypto";
-import path from "path";
+import { mediaTypeOf } from "../agent/media-types";
 import type { ProducedFile } from "../agent/protocol";
 import type { JobInterface } from "../documents/types";
 import { parseGeoJson } from "../scheduling/geo";
@@ -10,57 +10,6 @@ import type { Sql } from "../scheduling/sql";
  * FileAncestryLinkManager.create_file_ancestry_links): the files a completed execution produced
  * become PRODUCT rows of scale_file, linked to the files the job read.
  */
-
-export const UNKNOWN_MEDIA_TYPE = "application/octet-stream";
-
-/** Media types by extension, for products whose manifest and interface name none. */
-const MEDIA_TYPES: Record<string, string> = {
-	".txt": "text/plain",
-	".log": "text/plain",
-	".csv": "text/csv",
-	".tsv": "text/tab-separated-values",
-	".htm": "text/html",
-	".html": "text/html",
-	".css": "text/css",
-	".md": "text/markdown",
-	".xml": "application/xml",
-	".json": "application/json",
-	".geojson": "application/vnd.geo+json",
-	".js": "application/javascript",
-	".yaml": "application/x-yaml",
-	".yml": "application/x-yaml",
-	".pdf": "application/pdf",
-	".zip": "application/zip",
-	".gz": "application/gzip",
-	".tgz": "application/gzip",
-	".bz2": "application/x-bzip2",
-	".tar": "application/x-tar",
-	".h5": "application/x-hdf5",
-	".hdf5": "application/x-hdf5",
-	".hdf": "application/x-hdf",
-	".nc": "application/x-netcdf",
-	".kml": "application/vnd.google-earth.kml+xml",
-	".kmz": "application/vnd.google-earth.kmz",
-	".shp": "application/x-esri-shape",
-	".png": "image/png",
-	".jpg": "image/jpeg",
-	".jpeg": "image/jpeg",
-	".gif": "image/gif",
-	".bmp": "image/bmp",
-	".svg": "image/svg+xml",
-	".tif": "image/tiff",
-	".tiff": "image/tiff",
-	".jp2": "image/jp2",
-	".ntf": "image/nitf",
-	".nitf": "image/nitf",
-	".mp4": "video/mp4",
-	".wav": "audio/x-wav"
-};
-
-/** The media type of a file name from its extension, or application/octet-stream. */
-export function mediaTypeFromExtension(fileName: string): string {
-	return MEDIA_TYPES[path.extname(fileName).toLowerCase()] ?? UNKNOWN_MEDIA_TYPE;
-}
 
 /** Stable JSON: keys sorted at every level, so equal documents hash alike. */
 export function canonicalJson(value: unknown): string {
@@ -152,7 +101,7 @@ export function productRow(exe: ProducingExe, file: ProducedFile): ProductRow {
 		output_name: file.outputName,
 		file_name: file.fileName,
 		file_path: file.filePath,
-		media_type: file.mediaType || output?.media_type || mediaTypeFromExtension(file.fileName),
+		media_type: file.mediaType || output?.media_type || mediaTypeOf(file.fileName),
 		file_size: Math.max(0, Math.round(Number(file.size) || 0)),
 		uuid: productUuid(
 			{ name: exe.jobTypeName, version: exe.jobTypeVersion },

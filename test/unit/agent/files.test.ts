@@ -157,6 +157,24 @@ describe("media types", () => {
 		expect(mediaTypeOf("noext")).toBe("application/octet-stream");
 		expect(mediaTypeOf("odd.zzz")).toBe("application/octet-stream");
 	});
+
+	it("are the registered types for the geospatial formats", () => {
+		expect(mediaTypeOf("a.geojson")).toBe("application/geo+json");
+		expect(mediaTypeOf("a.NTF")).toBe("application/vnd.nitf");
+		expect(mediaTypeOf("a.nitf")).toBe("application/vnd.nitf");
+		expect(mediaTypeOf("a.jp2")).toBe("image/jp2");
+		expect(mediaTypeOf("a.kml")).toBe("application/vnd.google-earth.kml+xml");
+		expect(mediaTypeOf("a.kmz")).toBe("application/vnd.google-earth.kmz");
+		expect(mediaTypeOf("a.nc")).toBe("application/x-netcdf");
+		expect(mediaTypeOf("a.hdf5")).toBe("application/x-hdf5");
+		expect(mediaTypeOf("a.shp")).toBe("application/vnd.shp");
+	});
+
+	it("read only the extension, not a bare name", () => {
+		expect(mediaTypeOf("json")).toBe("application/octet-stream");
+		expect(mediaTypeOf(".tif")).toBe("application/octet-stream");
+		expect(mediaTypeOf("dir.d/file")).toBe("application/octet-stream");
+	});
 });
 
 describe("docker", () => {

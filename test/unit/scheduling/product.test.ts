@@ -3,7 +3,6 @@ import type { JobInterface } from "../../../lib/documents/types";
 import {
 	canonicalJson,
 	checkProducts,
-	mediaTypeFromExtension,
 	productRow,
 	productUuid,
 	type ProducingExe
@@ -79,16 +78,6 @@ describe("canonicalJson", () => {
 		expect(canonicalJson({ b: 1, a: [{ d: 2, c: undefined, e: null }] })).toBe(
 			'{"a":[{"d":2,"e":null}],"b":1}'
 		);
-	});
-});
-
-describe("mediaTypeFromExtension", () => {
-	it("knows common extensions, any case, and falls back to octet-stream", () => {
-		expect(mediaTypeFromExtension("a.TIF")).toBe("image/tiff");
-		expect(mediaTypeFromExtension("a.json")).toBe("application/json");
-		expect(mediaTypeFromExtension("a.h5")).toBe("application/x-hdf5");
-		expect(mediaTypeFromExtension("noext")).toBe("application/octet-stream");
-		expect(mediaTypeFromExtension("a.weird")).toBe("application/octet-stream");
 	});
 });
 
