@@ -10,8 +10,22 @@ export interface ListSpec {
 	defaultOrder: string[];
 	/** SQL expression the started/ended range applies to, e.g. '"error"."last_modified"'; null = the endpoint ignores started/ended. */
 	timeColumn: string | null;
-	/** repeatable filters: query name -> { column: SQL expression, type: 'string'|'integer'|'boolean'|'enum', values?: string[] (for enum) } */
-	filters: Record<string, { column: string; type: FilterType; values?: string[] }>;
+	/** repeatable filters by query name */
+	filters: Record<string, ListFilter>;
+}
+
+/**
+ * A repeatable filter: rows whose `column` equals any of the values given. `match`, when set,
+ * is the condition instead, with `{values}` standing for the bound array of values, so a filter
+ * on a referenced table's column can test the list table's own, indexed column, e.g.
+ * `j.job_type_id = ANY(ARRAY(SELECT id FROM job_type WHERE name = ANY({values})))`.
+ */
+export interface ListFilter {
+	column: string;
+	type: FilterType;
+	/** the allowed values of an enum */
+	values?: string[];
+	match?: string;
 }
 
 export interface ParsedList {
@@ -224,15 +238,25 @@ function filterConditions(
 	for (const [field, filter] of Object.entries(filters)) {
 		const values = texts(query, field).map(text => parseFilterValue(field, filter, text));
 		if (values.length === 0) continue;
-		const placeholder = binds.add(values);
-		conditions.push(`${filter.column} = ANY(${placeholder}::${ARRAY_TYPES[filter.type]})`);
+		if (filter.match !== undefined) {
+			const array = `${binds.add(values)}::${ARRAY_TYPES[filter.type]}`;
+			conditions.push(filter.match.replaceAll("{values}", array));
+		} else if (values.length === 1) {
+			// Equality, not = ANY: the planner then knows one value, so an index on (column,
+			// order column) gives the page in order instead of a sort of every match.
+			conditions.push(`${filter.column} = ${binds.add(values[0])}`);
+		} else {
+			conditions.push(
+				`${filter.column} = ANY(${binds.add(values)}::${ARRAY_TYPES[filter.type]})`
+			);
+		}
 	}
 	return conditions;
 }
 
 function parseFilterValue(
 	field: string,
-	filter: ListSpec["filters"][string],
+	filter: ListFilter,
 	text: string
 ): string | number | boolean {
 	switch (filter.type) {

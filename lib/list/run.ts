@@ -1,14 +1,27 @@
 import type { Sequelize } from "sequelize";
 import { select, selectPrepared } from "../db/connection";
 import { buildEnvelope, type Envelope } from "./envelope";
-import { parseListQuery, type ListSpec } from "./params";
+import { parseListQuery, type ListSpec, type ParsedList } from "./params";
 
-/** Above this many matching rows `count` is the planner's estimate rather than an exact count. */
-export const EXACT_COUNT_LIMIT = 100000;
+/**
+ * Up to this many matching rows `count` is exact; beyond it, the planner's estimate. The exact
+ * part is counted beside every full page, so it must stay cheap: a thousand index entries cost
+ * PostgreSQL a few tens of microseconds (docs/decisions.md, "Lists").
+ */
+export const EXACT_COUNT_LIMIT = 1000;
 
 export interface ListSource extends ListSpec {
-	/** FROM clause (a table, or trusted joins) */
+	/** The list's table with its alias (`job j`), or a trusted sub-select; counts read only this. */
 	from: string;
+	/**
+	 * Joins that bring in what a row shows of the records it references (LEFT JOINs on primary
+	 * keys). A page's rows are chosen from `from` alone, then joined: a deep page skips its
+	 * offset's rows without joining them, and a count never joins. Filters must test `from`'s
+	 * own columns (a filter on a referenced record's column uses `match`, see ListFilter).
+	 */
+	joins?: string;
+	/** `from`'s primary key (`j.id`): how a chosen page is joined back. Required with `joins`. */
+	key?: string;
 	/** SELECT list */
 	columns: string;
 }
@@ -20,10 +33,53 @@ export interface ListRequest {
 	now?: Date;
 }
 
+/** The column references of an SQL fragment to tables other than `from`'s own alias. */
+function referencesOthers(sql: string, alias: string): boolean {
+	for (const [, name] of sql.matchAll(/\b([a-z_][a-z0-9_]*)\./gi))
+		if (name !== alias) return true;
+	return false;
+}
+
+/** The page statement: the rows chosen from `from` by key, then joined, with the capped count. */
+function pageSql(source: ListSource, p: ParsedList): string {
+	const cappedCount = `(SELECT count(*) FROM (SELECT 1 FROM ${source.from} WHERE ${p.where}
+		LIMIT ${EXACT_COUNT_LIMIT + 1}) capped) AS __total`;
+	const window = `WHERE ${p.where} ORDER BY ${p.orderBy} LIMIT ${p.limit + 1} OFFSET ${p.offset}`;
+	if (!source.joins || !source.key) {
+		return `SELECT ${source.columns}, ${cappedCount} FROM ${source.from} ${window}`;
+	}
+	const alias = source.key.split(".")[0];
+	// An order on a referenced record's column needs its join to choose the page.
+	const chooseFrom = referencesOthers(p.orderBy, alias)
+		? `${source.from} ${source.joins}`
+		: source.from;
+	return `SELECT ${source.columns}, ${cappedCount}
+		FROM (SELECT ${source.key} AS __key FROM ${chooseFrom} ${window}) page
+		JOIN ${source.from} ON ${source.key} = page.__key ${source.joins}
+		ORDER BY ${p.orderBy}`;
+}
+
 /**
- * Counts the rows matching `where` without scanning millions of them: an exact count up to
- * EXACT_COUNT_LIMIT (the inner LIMIT stops the scan there), the planner's estimate beyond.
+ * The number of rows matching `where` as the planner estimates it (from statistics, reading no
+ * rows), but never fewer than `atLeast`, the rows already known to match.
  */
+export async function estimateRows(
+	db: Sequelize,
+	from: string,
+	where: string,
+	bind: unknown[],
+	atLeast: number
+): Promise<number> {
+	const [plan] = await select<{ "QUERY PLAN": any }>(
+		db,
+		`EXPLAIN (FORMAT JSON) SELECT 1 FROM ${from} WHERE ${where}`,
+		bind
+	);
+	const estimate = Number(plan["QUERY PLAN"][0]?.Plan?.["Plan Rows"] ?? 0);
+	return Math.max(atLeast, Math.round(estimate));
+}
+
+/** Counts the rows matching `where`: exact up to EXACT_COUNT_LIMIT, the estimate beyond. */
 export async function countRows(
 	db: Sequelize,
 	from: string,
@@ -36,20 +92,13 @@ export async function countRows(
 		bind
 	);
 	const exact = Number(n);
-	if (exact <= EXACT_COUNT_LIMIT) return exact;
-	const [plan] = await select<{ "QUERY PLAN": any }>(
-		db,
-		`EXPLAIN (FORMAT JSON) SELECT 1 FROM ${from} WHERE ${where}`,
-		bind
-	);
-	const estimate = Number(plan["QUERY PLAN"][0]?.Plan?.["Plan Rows"] ?? 0);
-	return Math.max(exact, Math.round(estimate));
+	return exact <= EXACT_COUNT_LIMIT ? exact : estimateRows(db, from, where, bind, exact);
 }
 
 /**
  * Answers a list request: one page of rows (one more fetched to learn whether a next page
  * exists) and the count, in one statement; a second runs only for a page past the end or a
- * count beyond EXACT_COUNT_LIMIT.
+ * count beyond EXACT_COUNT_LIMIT (an EXPLAIN, which reads no rows).
  */
 export async function runList<Row, Out>(
 	db: Sequelize,
@@ -58,25 +107,21 @@ export async function runList<Row, Out>(
 	serialize: (rows: Row[]) => Out[] | Promise<Out[]>
 ): Promise<Envelope<Out>> {
 	const p = parseListQuery(req.query, source, req.now);
-	// One round trip: the page and, beside it, the capped count (cheap next to a second query).
-	const rows = await selectPrepared<Row & { __total?: string }>(
-		db,
-		`SELECT ${source.columns},
-			(SELECT count(*) FROM (SELECT 1 FROM ${source.from} WHERE ${p.where} LIMIT ${EXACT_COUNT_LIMIT + 1}) capped) AS __total
-		 FROM ${source.from} WHERE ${p.where} ORDER BY ${p.orderBy} LIMIT ${p.limit + 1} OFFSET ${p.offset}`,
-		p.bind
-	);
+	const rows = await selectPrepared<Row & { __total?: string }>(db, pageSql(source, p), p.bind);
 	const hasMore = rows.length > p.limit;
 	if (hasMore) rows.pop();
 	const capped = rows.length > 0 ? Number(rows[0].__total) : null;
 	for (const row of rows) delete row.__total;
 	// A page that is not full tells the count exactly, whatever its size.
+	const seen = p.offset + rows.length + (hasMore ? 1 : 0);
 	const count =
 		!hasMore && (rows.length > 0 || p.offset === 0)
-			? p.offset + rows.length
-			: capped !== null && capped <= EXACT_COUNT_LIMIT
-				? capped
-				: await countRows(db, source.from, p.where, p.bind);
+			? seen
+			: capped === null
+				? await countRows(db, source.from, p.where, p.bind)
+				: capped <= EXACT_COUNT_LIMIT
+					? capped
+					: await estimateRows(db, source.from, p.where, p.bind, Math.max(capped, seen));
 	return buildEnvelope({
 		count,
 		page: p.page,

@@ -8,6 +8,8 @@ import {
 	JOB_EXE_BASE_FIELDS,
 	JOB_EXE_STATUSES,
 	JOB_TYPE_BASE_FIELDS,
+	JOB_TYPE_CATEGORY_MATCH,
+	JOB_TYPE_NAME_MATCH,
 	jobExeScalars,
 	jobTypeBaseOf,
 	loadJobRows,
@@ -65,12 +67,14 @@ export interface JobExeListRow extends JobExeBaseFields {
 	er_is_builtin: boolean | null;
 }
 
-/** FROM clause of execution records; LEFT JOINs on primary keys, dropped when unused. */
-export const JOB_EXE_FROM = `job_exe x
-	LEFT JOIN job j ON j.id = x.job_id
+/** The joins of execution records: the execution (`x`) with its job, job type, node and error. */
+const JOB_EXE_JOINS = `LEFT JOIN job j ON j.id = x.job_id
 	LEFT JOIN job_type jt ON jt.id = j.job_type_id
 	LEFT JOIN node n ON n.id = x.node_id
 	LEFT JOIN error er ON er.id = x.error_id`;
+
+/** FROM clause of execution records. */
+export const JOB_EXE_FROM = `job_exe x ${JOB_EXE_JOINS}`;
 
 export const JOB_EXE_COLUMNS = [
 	...JOB_EXE_BASE_FIELDS.map(f => `x.${f}`),
@@ -139,7 +143,9 @@ const ORDERABLE_EXE_FIELDS = JOB_EXE_BASE_FIELDS.filter(
 );
 
 export const JOB_EXE_LIST: ListSource = {
-	from: JOB_EXE_FROM,
+	from: "job_exe x",
+	joins: JOB_EXE_JOINS,
+	key: "x.id",
 	columns: JOB_EXE_COLUMNS,
 	orderable: {
 		...Object.fromEntries(ORDERABLE_EXE_FIELDS.map(f => [f, `x.${f}`])),
@@ -150,11 +156,11 @@ export const JOB_EXE_LIST: ListSource = {
 		job__status: "j.status",
 		job__priority: "j.priority",
 		job__num_exes: "j.num_exes",
-		job__job_type__id: "j.job_type_id",
+		job__job_type__id: "x.job_type_id",
 		job__job_type__name: "jt.name",
 		job__job_type__version: "jt.version",
 		job__job_type__category: "jt.category",
-		job_type__id: "j.job_type_id",
+		job_type__id: "x.job_type_id",
 		job_type__name: "jt.name",
 		job_type__version: "jt.version",
 		job_type__category: "jt.category",
@@ -169,9 +175,17 @@ export const JOB_EXE_LIST: ListSource = {
 	filters: {
 		status: { column: "x.status", type: "enum", values: [...JOB_EXE_STATUSES] },
 		job_id: { column: "x.job_id", type: "integer" },
-		job_type_id: { column: "j.job_type_id", type: "integer" },
-		job_type_name: { column: "jt.name", type: "string" },
-		job_type_category: { column: "jt.category", type: "string" },
+		job_type_id: { column: "x.job_type_id", type: "integer" },
+		job_type_name: {
+			column: "jt.name",
+			type: "string",
+			match: JOB_TYPE_NAME_MATCH("x.job_type_id")
+		},
+		job_type_category: {
+			column: "jt.category",
+			type: "string",
+			match: JOB_TYPE_CATEGORY_MATCH("x.job_type_id")
+		},
 		node_id: { column: "x.node_id", type: "integer" }
 	}
 };

@@ -569,8 +569,9 @@ function writeNewJobsSql(details: boolean): string {
 				max_tries, cpus, mem, disk_in, disk_out, data, now(), now()
 			FROM r ORDER BY job_id ${returning}
 		 ), x AS (
-			INSERT INTO job_exe (id, job_id, status, timeout, queued)
-			SELECT exe_id, job_id, 'QUEUED', timeout, now() FROM r ORDER BY exe_id ${returning}
+			INSERT INTO job_exe (id, job_id, job_type_id, status, timeout, queued)
+			SELECT exe_id, job_id, job_type_id, 'QUEUED', timeout, now() FROM r ORDER BY exe_id
+			${returning}
 		 ), q AS (
 			INSERT INTO queue (job_exe_id, job_id, job_type_id, priority, cpus_required,
 				mem_required, disk_in_required, disk_out_required, disk_total_required, queued)

@@ -52,8 +52,8 @@ export async function queueExistingJobs(
 			RETURNING job.id, job.job_type_id, job.priority, job.timeout, job.cpus_required,
 				job.mem_required, job.disk_in_required, job.disk_out_required
 		 ), x AS (
-			INSERT INTO job_exe (job_id, status, timeout, queued)
-			SELECT id, 'QUEUED', timeout, now() FROM j ORDER BY id
+			INSERT INTO job_exe (job_id, job_type_id, status, timeout, queued)
+			SELECT id, job_type_id, 'QUEUED', timeout, now() FROM j ORDER BY id
 			RETURNING id, job_id
 		 ), q AS (
 			INSERT INTO queue (job_exe_id, job_id, job_type_id, priority, cpus_required,

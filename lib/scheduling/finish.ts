@@ -662,10 +662,11 @@ async function fail(
 				)
 			).map(r => r.id);
 			await sql.query(
-				`INSERT INTO job_exe (id, job_id, status, timeout, queued)
-				 SELECT id, job_id, 'QUEUED', timeout, now()
-				 FROM unnest($1::int[], $2::int[], $3::int[]) AS u(id, job_id, timeout)`,
-				[ids, jobs.map(j => j.id), jobs.map(j => j.timeout)]
+				`INSERT INTO job_exe (id, job_id, job_type_id, status, timeout, queued)
+				 SELECT id, job_id, job_type_id, 'QUEUED', timeout, now()
+				 FROM unnest($1::int[], $2::int[], $3::int[], $4::int[])
+					AS u(id, job_id, job_type_id, timeout)`,
+				[ids, jobs.map(j => j.id), jobs.map(j => j.job_type_id), jobs.map(j => j.timeout)]
 			);
 			const n = (k: keyof (typeof jobs)[number]) => jobs.map(j => Number(j[k]));
 			await sql.query(

@@ -73,13 +73,13 @@ async function runningExe(nodeId: number, opts: { status?: string; error?: strin
 		[type.id, rev.id, event.id, status]
 	);
 	const [exe] = await q<{ id: number }>(
-		`INSERT INTO job_exe (job_id, status, timeout, node_id, agent_id, cpus_scheduled,
-			mem_scheduled, disk_in_scheduled, disk_out_scheduled, disk_total_scheduled, started,
-			command_arguments, error_id, ended)
-		 VALUES ($1, $2::text, 60, $3, $4, 1.5, 512, 10, 20, 30, now(), 'a b',
+		`INSERT INTO job_exe (job_id, job_type_id, status, timeout, node_id, agent_id,
+			cpus_scheduled, mem_scheduled, disk_in_scheduled, disk_out_scheduled,
+			disk_total_scheduled, started, command_arguments, error_id, ended)
+		 VALUES ($1, $6, $2::text, 60, $3, $4, 1.5, 512, 10, 20, 30, now(), 'a b',
 			(SELECT id FROM error WHERE name = $5), CASE WHEN $2::text = 'RUNNING' THEN NULL ELSE now() END)
 		 RETURNING id`,
-		[job.id, status, nodeId, broker.nodeID, opts.error ?? null]
+		[job.id, status, nodeId, broker.nodeID, opts.error ?? null, type.id]
 	);
 	return { jobId: job.id, exeId: exe.id, typeId: type.id };
 }

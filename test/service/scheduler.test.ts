@@ -219,9 +219,10 @@ async function queueJob(
 		]
 	);
 	const [exe] = await q<{ id: number }>(
-		`INSERT INTO job_exe (job_id, status, timeout, queued) VALUES ($1, 'QUEUED', $2, now())
+		`INSERT INTO job_exe (job_id, job_type_id, status, timeout, queued)
+		 VALUES ($1, $3, 'QUEUED', $2, now())
 		 RETURNING id`,
-		[job.id, opts.timeout ?? 60]
+		[job.id, opts.timeout ?? 60, type.id]
 	);
 	await q(
 		`INSERT INTO queue (job_exe_id, job_id, job_type_id, priority, cpus_required, mem_required,

@@ -125,9 +125,9 @@ describe("GET /status/", () => {
 			);
 		const exe = (job: number, status: string, cpus: number) =>
 			one(
-				`INSERT INTO job_exe (job_id, status, timeout, node_id, cpus_scheduled,
+				`INSERT INTO job_exe (job_id, job_type_id, status, timeout, node_id, cpus_scheduled,
 				   mem_scheduled, disk_total_scheduled)
-				 VALUES (${job}, '${status}', 60, ${node}, ${cpus}, 128, 256)`
+				 VALUES (${job}, ${jobType}, '${status}', 60, ${node}, ${cpus}, 128, 256)`
 			);
 		await exe(await newJob(), "RUNNING", 1.5);
 		await exe(await newJob(), "RUNNING", 0.5);

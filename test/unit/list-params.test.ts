@@ -291,20 +291,37 @@ describe("filters", () => {
 		expect(parsed.bind).toEqual([["a", "b"]]);
 	});
 
-	it("accepts a single value", () => {
-		expect(parse({ name: "a" }).bind).toEqual([["a"]]);
+	it("tests a single value by equality, so an index gives the page in order", () => {
+		expect(parse({ name: "a" })).toMatchObject({ where: '"error"."name" = $1', bind: ["a"] });
+	});
+
+	it("puts the bound values where a filter's own condition says", () => {
+		const byType = {
+			...spec,
+			filters: {
+				job_type_name: {
+					column: "job_type.name",
+					type: "string" as const,
+					match: '"error"."job_type_id" IN (SELECT id FROM job_type WHERE name = ANY({values}))'
+				}
+			}
+		};
+		expect(parse({ job_type_name: "a" }, byType)).toMatchObject({
+			where: '"error"."job_type_id" IN (SELECT id FROM job_type WHERE name = ANY($1::text[]))',
+			bind: [["a"]]
+		});
 	});
 
 	it("binds user text rather than putting it in SQL", () => {
 		const parsed = parse({ name: "x'); DROP TABLE error; --" });
-		expect(parsed.where).toBe('"error"."name" = ANY($1::text[])');
-		expect(parsed.bind).toEqual([["x'); DROP TABLE error; --"]]);
+		expect(parsed.where).toBe('"error"."name" = $1');
+		expect(parsed.bind).toEqual(["x'); DROP TABLE error; --"]);
 	});
 
 	it("ignores empty values", () => {
 		expect(parse({ name: "", job_type_id: ["", "3"] })).toMatchObject({
-			where: '"error"."job_type_id" = ANY($1::int[])',
-			bind: [[3]]
+			where: '"error"."job_type_id" = $1',
+			bind: [3]
 		});
 	});
 
@@ -332,8 +349,8 @@ describe("filters", () => {
 		["0", false]
 	])("parses the boolean %s", (value, expected) => {
 		const parsed = parse({ is_builtin: value });
-		expect(parsed.where).toBe('"error"."is_builtin" = ANY($1::boolean[])');
-		expect(parsed.bind).toEqual([[expected]]);
+		expect(parsed.where).toBe('"error"."is_builtin" = $1');
+		expect(parsed.bind).toEqual([expected]);
 	});
 
 	it.each(["yes", "TRUE", "t", "constructor", "2"])("rejects the boolean %j", value => {
@@ -370,20 +387,13 @@ describe("filters", () => {
 			[
 				'"error"."last_modified" >= $1',
 				'"error"."last_modified" <= $2',
-				'"error"."name" = ANY($3::text[])',
-				'"error"."job_type_id" = ANY($4::int[])',
-				'"error"."is_builtin" = ANY($5::boolean[])',
-				'"error"."category" = ANY($6::text[])'
+				'"error"."name" = $3',
+				'"error"."job_type_id" = $4',
+				'"error"."is_builtin" = $5',
+				'"error"."category" = $6'
 			].join(" AND ")
 		);
-		expect(parsed.bind).toEqual([
-			new Date("2015-10-01T00:00:00Z"),
-			NOW,
-			["x"],
-			[7],
-			[false],
-			["DATA"]
-		]);
+		expect(parsed.bind).toEqual([new Date("2015-10-01T00:00:00Z"), NOW, "x", 7, false, "DATA"]);
 	});
 
 	it("reads a parameter repeated more than 20 times, which qs gives as an object", () => {
