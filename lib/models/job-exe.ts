@@ -256,10 +256,10 @@ export async function getJobExeDetails(
 		disk_in_scheduled: num(exe.disk_in_scheduled),
 		disk_out_scheduled: num(exe.disk_out_scheduled),
 		disk_total_scheduled: num(exe.disk_total_scheduled),
-		results: exe.results ?? null,
+		results: exe.results ?? {},
 		current_stdout_url: currentLogUrl(opts.apiRoot, exe, "stdout"),
 		current_stderr_url: currentLogUrl(opts.apiRoot, exe, "stderr"),
-		results_manifest: exe.results_manifest ?? null
+		results_manifest: exe.results_manifest ?? {}
 	};
 }
 

@@ -772,7 +772,9 @@ function serializeJobDetails(row: DetailsRow, files: Map<number, ScaleFileRow>) 
 		error: errors[0] ? serializeError(errors[0]) : null,
 		...jobScalars(job),
 		data: job.data,
-		results: job.results,
+		// Scale 3.0 stored {} for a job without results (its model default), and its web UI reads
+		// results.output_data: null would leave its job details page loading forever.
+		results: job.results ?? {},
 		recipes: recipes.map(serializeRecipe),
 		job_exes: exes.map(serializeJobExeBase),
 		inputs: mergeValues(

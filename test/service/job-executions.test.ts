@@ -351,6 +351,8 @@ describe("GET /job-executions/{id}/", () => {
 		const failed = (await request("GET", `${api}/job-executions/${exes.failed}/`)).body;
 		expect(failed.error).toMatchObject({ name: "algorithm-unknown", category: "ALGORITHM" });
 		expect(failed.error.created).toMatch(ISO_MS_Z);
+		// {} as Scale answered for an execution without results, not null
+		expect(failed).toMatchObject({ results: {}, results_manifest: {} });
 		const queued = (await request("GET", `${api}/job-executions/${exes.queued}/`)).body;
 		expect(queued).toMatchObject({ node: null, cpus_scheduled: null, environment: null });
 	});

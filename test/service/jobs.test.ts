@@ -550,6 +550,9 @@ describe("PATCH /jobs/{id}/", () => {
 		expect(Object.keys(reply.body)).toEqual(DETAIL_FIELDS);
 		expect(reply.body.status).toBe("CANCELED");
 		expect(reply.body.ended).toMatch(ISO_MS_Z);
+		// {} as Scale answered (its web UI reads results.output_data), not null
+		expect(reply.body.results).toEqual({});
+		expect((await request("GET", `${api}/jobs/${job.id}/`)).body.results).toEqual({});
 		expect(reply.body.job_exes[0]).toMatchObject({ status: "CANCELED" });
 		expect(reply.body.job_exes[0].ended).toMatch(ISO_MS_Z);
 		const queue = await query(`SELECT id FROM queue WHERE job_id = $1`, [job.id]);

@@ -224,7 +224,7 @@ describe("POST /queue/new-job/", () => {
 			description: { user: "Anonymous" }
 		});
 		expect(job.data.input_data).toHaveLength(3);
-		expect(job.results).toBeNull();
+		expect(job.results).toEqual({});
 		expect(job.recipes).toEqual([]);
 		expect(job.job_exes).toHaveLength(1);
 		expect(job.job_exes[0]).toMatchObject({
