@@ -60,7 +60,10 @@ describe("parseDatetime", () => {
 		"2015-01-01T00:00:00.Z",
 		"2015-01-01T00:00:00ZZ",
 		" 2015-01-01T00:00:00Z",
-		"1443907200"
+		"1443907200",
+		"2015-W01-1T00:00:00Z",
+		"2015-001T00:00:00Z",
+		"21:26:04Z"
 	])("rejects %j as not a datetime", text => {
 		expect(problemOf(() => parseDatetime(text))).toBe("is not an ISO-8601 datetime");
 	});
@@ -94,7 +97,9 @@ describe("parseDuration", () => {
 		["P1M", 30 * DAY],
 		["P1Y", 365 * DAY],
 		["P1DT12H", 36 * HOUR],
-		["P1Y2M3DT4H5M6.5S", (365 + 60 + 3) * DAY + 4 * HOUR + 5 * 60_000 + 6500]
+		["P1Y2M3DT4H5M6.5S", (365 + 60 + 3) * DAY + 4 * HOUR + 5 * 60_000 + 6500],
+		["P0,5D", 12 * HOUR],
+		["P1.5Y", 1.5 * 365 * DAY]
 	])("parses %s", (text, ms) => {
 		expect(parseDuration(text)).toBe(ms);
 	});
