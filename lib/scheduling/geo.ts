@@ -3,7 +3,8 @@
  * storage/geospatial_utils.py: a Feature gives its geometry and properties, a FeatureCollection
  * its first feature, anything else is taken as a geometry. The center point is the centroid
  * (GEOS's definition: of the highest-dimension parts, area-weighted for polygons, length-weighted
- * for lines, the mean for points), written as a 2D POINT.
+ * for lines, the mean for points), written as a 2D POINT. Hand-written: the npm packages checked
+ * compute another center or write other WKT (docs/decisions.md, Libraries).
  */
 
 type Position = number[];
