@@ -152,9 +152,11 @@ function parseOrder(query: Record<string, unknown>, spec: ListSpec): string {
 		}
 		if (!byKey.has(name)) byKey.set(name, `${column} ${descending ? "DESC" : "ASC"}`);
 	}
-	// Without a unique last key, rows that tie may swap between pages.
+	// Without a unique last key, rows that tie may swap between pages. It runs the way the first
+	// key does, so one index on (key, id) read forwards or backwards gives the whole order.
 	if (Object.hasOwn(spec.orderable, "id") && !byKey.has("id")) {
-		byKey.set("id", `${spec.orderable.id} ASC`);
+		const first = [...byKey.values()][0];
+		byKey.set("id", `${spec.orderable.id} ${first?.endsWith(" DESC") ? "DESC" : "ASC"}`);
 	}
 	return [...byKey.values()].join(", ");
 }

@@ -41,7 +41,7 @@ function referencesOthers(sql: string, alias: string): boolean {
 }
 
 /** The page statement: the rows chosen from `from` by key, then joined, with the capped count. */
-function pageSql(source: ListSource, p: ParsedList): string {
+export function pageSql(source: ListSource, p: ParsedList): string {
 	const cappedCount = `(SELECT count(*) FROM (SELECT 1 FROM ${source.from} WHERE ${p.where}
 		LIMIT ${EXACT_COUNT_LIMIT + 1}) capped) AS __total`;
 	const window = `WHERE ${p.where} ORDER BY ${p.orderBy} LIMIT ${p.limit + 1} OFFSET ${p.offset}`;

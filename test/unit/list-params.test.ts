@@ -111,7 +111,7 @@ describe("paging", () => {
 
 describe("order", () => {
 	it("uses the default order, then id as tie-breaker", () => {
-		expect(parse({}).orderBy).toBe('"error"."last_modified" DESC, "error"."id" ASC');
+		expect(parse({}).orderBy).toBe('"error"."last_modified" DESC, "error"."id" DESC');
 	});
 
 	it("orders ascending by a given key", () => {
@@ -119,7 +119,7 @@ describe("order", () => {
 	});
 
 	it("reverses with a - prefix", () => {
-		expect(parse({ order: "-name" }).orderBy).toBe('"error"."name" DESC, "error"."id" ASC');
+		expect(parse({ order: "-name" }).orderBy).toBe('"error"."name" DESC, "error"."id" DESC');
 	});
 
 	it("orders by several keys in the given order", () => {
@@ -130,7 +130,7 @@ describe("order", () => {
 
 	it("accepts nested keys", () => {
 		expect(parse({ order: "-job_type__name" }).orderBy).toBe(
-			'"job_type"."name" DESC, "error"."id" ASC'
+			'"job_type"."name" DESC, "error"."id" DESC'
 		);
 	});
 
@@ -152,7 +152,9 @@ describe("order", () => {
 	});
 
 	it("ignores an empty order", () => {
-		expect(parse({ order: "" }).orderBy).toBe('"error"."last_modified" DESC, "error"."id" ASC');
+		expect(parse({ order: "" }).orderBy).toBe(
+			'"error"."last_modified" DESC, "error"."id" DESC'
+		);
 	});
 
 	it.each(["foo", "-foo", "constructor", "toString", "name; DROP TABLE error", "-"])(
