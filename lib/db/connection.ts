@@ -1,4 +1,5 @@
 import { Sequelize, type Transaction } from "sequelize";
+import { installTimestampParser } from "./timestamps";
 
 /**
  * One Sequelize instance per database URL per process, shared by the services of the process
@@ -7,6 +8,7 @@ import { Sequelize, type Transaction } from "sequelize";
 const shared = new Map<string, { sequelize: Sequelize; users: number }>();
 
 export function createSequelize(url: string, opts: { poolMax?: number } = {}): Sequelize {
+	installTimestampParser();
 	return new Sequelize(url, {
 		dialect: "postgres",
 		logging: false,

@@ -1,0 +1,66 @@
+import pg from "pg";
+
+/** PostgreSQL's type oid of `timestamptz`. */
+const TIMESTAMPTZ_OID = 1184;
+
+const defaultParse = pg.types.getTypeParser(TIMESTAMPTZ_OID, "text") as (text: string) => Date;
+
+/** The value of the ASCII digits of `text` from `start` to `end`, or NaN if any is not a digit. */
+function digits(text: string, start: number, end: number): number {
+	let value = 0;
+	for (let i = start; i < end; i++) {
+		const d = text.charCodeAt(i) - 48;
+		if (d < 0 || d > 9) return NaN;
+		value = value * 10 + d;
+	}
+	return value;
+}
+
+/**
+ * Parses a timestamptz as PostgreSQL writes it to a UTC session (`2026-11-24 09:05:50.069553+00`,
+ * which our connections are: Sequelize sets the time zone to +00:00) without a regular
+ * expression: pg's own parser took ~0.5 µs a value, this one ~0.05, and a page of 100 jobs
+ * holds 900 of them. Anything else (another offset, BC, infinity) goes to pg's parser.
+ */
+export function parseTimestamptz(text: string): Date {
+	const n = text.length;
+	if (
+		n < 22 ||
+		text.charCodeAt(4) !== 45 ||
+		text.charCodeAt(10) !== 32 ||
+		text.charCodeAt(n - 3) !== 43 ||
+		text.charCodeAt(n - 2) !== 48 ||
+		text.charCodeAt(n - 1) !== 48
+	)
+		return defaultParse(text);
+	let ms = 0;
+	if (n > 22) {
+		// a fraction: ".f" to ".ffffff"; the milliseconds are its first three digits
+		if (text.charCodeAt(19) !== 46 || n > 29 || Number.isNaN(digits(text, 20, n - 3)))
+			return defaultParse(text);
+		const end = Math.min(23, n - 3);
+		ms = digits(text, 20, end) * 10 ** (23 - end);
+	}
+	const year = digits(text, 0, 4);
+	const month = digits(text, 5, 7);
+	const day = digits(text, 8, 10);
+	const hour = digits(text, 11, 13);
+	const minute = digits(text, 14, 16);
+	const second = digits(text, 17, 19);
+	if (
+		Number.isNaN(year + month + day + hour + minute + second) ||
+		text.charCodeAt(7) !== 45 ||
+		text.charCodeAt(13) !== 58 ||
+		text.charCodeAt(16) !== 58
+	)
+		return defaultParse(text);
+	const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second, ms));
+	// Date.UTC reads years 0-99 as 1900-1999
+	if (year < 100) date.setUTCFullYear(year);
+	return date;
+}
+
+/** Makes every pg client of this process parse timestamptz values with parseTimestamptz. */
+export function installTimestampParser(): void {
+	pg.types.setTypeParser(TIMESTAMPTZ_OID, parseTimestamptz);
+}
