@@ -5,14 +5,18 @@ import path from "path";
 export const DEFAULT_MEDIA_TYPE = "application/octet-stream";
 
 /**
- * Geospatial formats mime-types (mime-db) has no extension for. HDF5 has no registered type;
- * application/x-hdf5 is what HDF tools use. application/vnd.shp is registered with IANA, but
- * mime-db lists it without its extension.
+ * Where Scale 3.0 named a type itself (scale/storage/media_type.py), its name stands: trigger
+ * rules and recipe conditions written for Scale match on these. The rest are formats mime-types
+ * (mime-db) has no extension for: application/vnd.shp is registered with IANA, but mime-db
+ * lists it without its extension.
  */
-const GEOSPATIAL: Record<string, string> = {
-	h5: "application/x-hdf5",
-	hdf5: "application/x-hdf5",
-	he5: "application/x-hdf5",
+const OVERRIDES: Record<string, string> = {
+	geojson: "application/vnd.geo+json",
+	h5: "image/x-hdf5-image",
+	hdf5: "image/x-hdf5-image",
+	he5: "image/x-hdf5-image",
+	ntf: "image/x-nitf-image",
+	nitf: "image/x-nitf-image",
 	shp: "application/vnd.shp"
 };
 
@@ -21,5 +25,5 @@ export function mediaTypeOf(fileName: string): string {
 	// The extension alone: mime-types would take a bare name such as "json" for one.
 	const ext = path.extname(fileName).slice(1).toLowerCase();
 	if (ext === "") return DEFAULT_MEDIA_TYPE;
-	return GEOSPATIAL[ext] ?? (lookup(ext) || DEFAULT_MEDIA_TYPE);
+	return OVERRIDES[ext] ?? (lookup(ext) || DEFAULT_MEDIA_TYPE);
 }

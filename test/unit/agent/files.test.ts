@@ -153,20 +153,20 @@ describe("media types", () => {
 		expect(mediaTypeOf("a.TXT")).toBe("text/plain");
 		expect(mediaTypeOf("x.tar.gz")).toBe("application/gzip");
 		expect(mediaTypeOf("img.tif")).toBe("image/tiff");
-		expect(mediaTypeOf("data.h5")).toBe("application/x-hdf5");
+		expect(mediaTypeOf("data.h5")).toBe("image/x-hdf5-image");
 		expect(mediaTypeOf("noext")).toBe("application/octet-stream");
 		expect(mediaTypeOf("odd.zzz")).toBe("application/octet-stream");
 	});
 
 	it("are the registered types for the geospatial formats", () => {
-		expect(mediaTypeOf("a.geojson")).toBe("application/geo+json");
-		expect(mediaTypeOf("a.NTF")).toBe("application/vnd.nitf");
-		expect(mediaTypeOf("a.nitf")).toBe("application/vnd.nitf");
+		expect(mediaTypeOf("a.geojson")).toBe("application/vnd.geo+json");
+		expect(mediaTypeOf("a.NTF")).toBe("image/x-nitf-image");
+		expect(mediaTypeOf("a.nitf")).toBe("image/x-nitf-image");
 		expect(mediaTypeOf("a.jp2")).toBe("image/jp2");
 		expect(mediaTypeOf("a.kml")).toBe("application/vnd.google-earth.kml+xml");
 		expect(mediaTypeOf("a.kmz")).toBe("application/vnd.google-earth.kmz");
 		expect(mediaTypeOf("a.nc")).toBe("application/x-netcdf");
-		expect(mediaTypeOf("a.hdf5")).toBe("application/x-hdf5");
+		expect(mediaTypeOf("a.hdf5")).toBe("image/x-hdf5-image");
 		expect(mediaTypeOf("a.shp")).toBe("application/vnd.shp");
 	});
 
