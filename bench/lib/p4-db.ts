@@ -1,3 +1,4 @@
+import fs from "fs";
 import path from "path";
 import { EmbeddedPostgres } from "../../lib/db/embedded";
 import { PROJECT_ROOT } from "../../lib/paths";
@@ -15,6 +16,8 @@ export interface P4Database {
 	url: string;
 	/** where the data is: the embedded cluster's folder, or DATABASE_URL without its password */
 	where: string;
+	/** the postmaster's pid (its backends are its children), when the cluster is the embedded one */
+	pgPid: number | null;
 	stop(): Promise<void>;
 }
 
@@ -24,7 +27,7 @@ export async function openP4Database(log: (msg: string) => void): Promise<P4Data
 	if (external) {
 		const shown = new URL(external);
 		shown.password = "";
-		return { url: external, where: shown.toString(), stop: async () => undefined };
+		return { url: external, where: shown.toString(), pgPid: null, stop: async () => undefined };
 	}
 	const pg = new EmbeddedPostgres({
 		dataDir: P4_DIR,
@@ -34,5 +37,8 @@ export async function openP4Database(log: (msg: string) => void): Promise<P4Data
 	});
 	await pg.start();
 	// pg.dataDir differs from P4_DIR when root's postgres user cannot enter the project's folders
-	return { url: pg.url, where: pg.dataDir, stop: () => pg.stop() };
+	const pgPid = Number(
+		fs.readFileSync(path.join(pg.dataDir, "postmaster.pid"), "utf8").split("\n")[0]
+	);
+	return { url: pg.url, where: pg.dataDir, pgPid, stop: () => pg.stop() };
 }
