@@ -13,4 +13,6 @@ export interface RequestMeta {
 	/** set by an action: a path under the API root for the `Location` header, e.g. `/errors/5/` */
 	$location?: string;
 	$responseType?: string;
+	/** set by an action: further response headers */
+	$responseHeaders?: Record<string, string>;
 }

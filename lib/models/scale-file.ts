@@ -54,6 +54,54 @@ export const FILE_FROM = "scale_file f JOIN workspace w ON w.id = f.workspace_id
 /** SELECT list matching ScaleFileRow over FILE_FROM. */
 export const FILE_COLUMNS = "f.*, w.name AS workspace_name, w.base_url AS workspace_base_url";
 
+/** Order keys every file list takes (over `f` and its workspace `w`), `__` for nested fields. */
+export const FILE_ORDERABLE: Record<string, string> = {
+	...Object.fromEntries(
+		[
+			"id",
+			"file_name",
+			"media_type",
+			"file_size",
+			"is_deleted",
+			"uuid",
+			"created",
+			"deleted",
+			"data_started",
+			"data_ended",
+			"last_modified"
+		].map(f => [f, `f.${f}`])
+	),
+	workspace: "f.workspace_id",
+	workspace__id: "f.workspace_id",
+	workspace__name: "w.name"
+};
+
+/** How a details path names a file: by id, or (Scale's second URL pattern) by file name. */
+export type FileRef = { id: number } | { fileName: string };
+
+const INT4_MAX = 2147483647;
+
+/**
+ * The file a details path segment names: digits are an id (as Scale's `\d+` pattern, tried
+ * first), anything else a file name. Null when it can name no file: an id beyond the id column's
+ * range, or a name no file can have (empty, over 250 characters, holding "/" or NUL).
+ */
+export function parseFileRef(segment: string): FileRef | null {
+	if (/^\d+$/.test(segment)) {
+		const id = Number(segment);
+		return id >= 1 && id <= INT4_MAX ? { id } : null;
+	}
+	if (segment.length === 0 || segment.length > 250) return null;
+	if (segment.includes("/") || segment.includes("\0")) return null;
+	return { fileName: segment };
+}
+
+/** The detail of a 404 for a file a path names, e.g. `No product with id 5`. */
+export function notFoundDetail(kind: string, ref: FileRef | null): string {
+	if (ref === null) return `No such ${kind}`;
+	return "id" in ref ? `No ${kind} with id ${ref.id}` : `No ${kind} named "${ref.fileName}"`;
+}
+
 function date(d: Date | null): string | null {
 	return d ? formatDatetime(d) : null;
 }
@@ -73,8 +121,16 @@ export function fileUrl(baseUrl: string | null, filePath: string): string | null
 	return `${baseUrl.replace(/\/+$/, "")}/${path}`;
 }
 
-/** The fields every file record has (Scale's ScaleFileBaseSerializer). */
-export function serializeScaleFileBase(row: ScaleFileRow) {
+/** The API's own download route of a file, under the API root the request came through. */
+export function downloadUrl(apiRoot: string, id: number): string {
+	return `${apiRoot.replace(/\/+$/, "")}/files/${id}/download/`;
+}
+
+/**
+ * The fields every file record has (Scale's ScaleFileBaseSerializer). A file whose workspace has
+ * no base URL is downloaded through this API, when the API root of the request is known.
+ */
+export function serializeScaleFileBase(row: ScaleFileRow, apiRoot?: string) {
 	return {
 		id: row.id,
 		workspace: { id: row.workspace_id, name: row.workspace_name },
@@ -84,7 +140,9 @@ export function serializeScaleFileBase(row: ScaleFileRow) {
 		data_type: row.data_type,
 		is_deleted: row.is_deleted,
 		uuid: row.uuid,
-		url: fileUrl(row.workspace_base_url, row.file_path),
+		url:
+			fileUrl(row.workspace_base_url, row.file_path) ??
+			(apiRoot ? downloadUrl(apiRoot, row.id) : null),
 		created: formatDatetime(row.created),
 		deleted: date(row.deleted),
 		data_started: date(row.data_started),
@@ -98,16 +156,21 @@ export function serializeScaleFileBase(row: ScaleFileRow) {
 }
 
 /** A source file record: the base fields and its parse state. */
-export function serializeSourceFile(row: ScaleFileRow) {
-	return { ...serializeScaleFileBase(row), is_parsed: row.is_parsed, parsed: date(row.parsed) };
+export function serializeSourceFile(row: ScaleFileRow, apiRoot?: string) {
+	return {
+		...serializeScaleFileBase(row, apiRoot),
+		is_parsed: row.is_parsed,
+		parsed: date(row.parsed)
+	};
 }
 
 /** A product record (Scale's ProductFileBaseSerializer): the base fields and its origin. */
-export function serializeProductFile(row: ScaleFileRow) {
+export function serializeProductFile(row: ScaleFileRow, apiRoot?: string) {
 	return {
-		...serializeScaleFileBase(row),
+		...serializeScaleFileBase(row, apiRoot),
 		is_operational: row.is_operational,
 		is_published: row.is_published,
+		has_been_published: row.has_been_published,
 		published: date(row.published),
 		unpublished: date(row.unpublished),
 		job_type: row.job_type_id === null ? null : { id: row.job_type_id },
