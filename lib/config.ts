@@ -13,6 +13,9 @@ export const ALL_SERVICES = [
 	"queue",
 	"jobs",
 	"job-executions",
+	"sources",
+	"products",
+	"files",
 	"nodes",
 	"scheduler",
 	"node-agent"
@@ -152,6 +155,9 @@ export const DB_SERVICES = [
 	"queue",
 	"jobs",
 	"job-executions",
+	"sources",
+	"products",
+	"files",
 	"nodes",
 	"scheduler"
 ];

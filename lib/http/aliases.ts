@@ -48,6 +48,17 @@ export const ALIASES: Record<string, string | unknown[]> = {
 	"GET job-executions/:id": "job-executions.get",
 	"GET job-executions/:id/logs": "job-executions.logs",
 
+	"GET sources": "sources.list",
+	"GET sources/updates": "sources.updates",
+	// an id or, as Scale also answered, a file name (parseFileRef)
+	"GET sources/:ref": "sources.get",
+
+	"GET products": "products.list",
+	"GET products/updates": "products.updates",
+	"GET products/:ref": "products.get",
+
+	"GET files/:id/download": "files.download",
+
 	"GET nodes": "nodes.list",
 	"GET nodes/status": "nodes.status",
 	"GET nodes/:id": "nodes.get",
