@@ -150,27 +150,43 @@ export function checkProducts(
 	return null;
 }
 
-/** Inserts product rows (published at once, as Scale publishes on completion); answers their ids in order. */
+/**
+ * Inserts product rows, published at once (Scale publishes a job's products when it completes),
+ * and answers their ids in order. A product supersedes the published products with its uuid
+ * (the same output of the same job type version on the same job data: a rerun), which are
+ * unpublished, as in Scale's publish_products. Among rows given together, the last execution's
+ * product of a uuid is the one left published; files of one execution never supersede each other.
+ */
 export async function insertProducts(sql: Sql, rows: readonly ProductRow[]): Promise<number[]> {
 	if (rows.length === 0) return [];
 	const col = <K extends keyof ProductRow>(k: K) => rows.map(r => r[k]);
+	// One statement: the UPDATE does not see the rows the INSERT adds (one snapshot for both).
 	const inserted = await sql.query<{ id: number; ord: number }>(
 		`WITH u AS (
-			SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::int[], $5::text[], $6::text[],
+			SELECT *, job_exe_id <> last_value(job_exe_id) OVER (PARTITION BY uuid ORDER BY ord
+					ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS superseded
+			FROM unnest($1::int[], $2::int[], $3::int[], $4::int[], $5::text[], $6::text[],
 				$7::text[], $8::bigint[], $9::text[], $10::timestamptz[], $11::timestamptz[],
 				$12::text[], $13::text[], $14::jsonb[], $15::boolean[])
 				WITH ORDINALITY AS u(job_exe_id, job_id, job_type_id, workspace_id, file_name,
 					file_path, media_type, file_size, uuid, data_started, data_ended, geometry,
 					center_point, meta_data, is_operational, ord)
 		),
+		earlier AS (
+			UPDATE scale_file SET is_published = false, unpublished = now(), is_superseded = true,
+				superseded = now(), last_modified = now()
+			WHERE uuid = ANY($9::text[]) AND file_type = 'PRODUCT' AND is_published
+		),
 		ins AS (
 			INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
 				file_size, uuid, data_started, data_ended, geometry, center_point, meta_data,
 				job_type_id, job_id, job_exe_id, is_operational, has_been_published, is_published,
-				published)
+				published, unpublished, is_superseded, superseded)
 			SELECT 'PRODUCT', workspace_id, file_name, file_path, media_type, file_size, uuid,
 				data_started, data_ended, geometry, center_point, meta_data, job_type_id, job_id,
-				job_exe_id, is_operational, true, true, now()
+				job_exe_id, is_operational, true, NOT superseded, now(),
+				CASE WHEN superseded THEN now() END, superseded,
+				CASE WHEN superseded THEN now() END
 			FROM u ORDER BY ord
 			RETURNING id, job_exe_id, workspace_id, file_path, file_name
 		)
