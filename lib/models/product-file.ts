@@ -125,6 +125,7 @@ export function productUpdate(
  * as ancestors (directly or through other products), read for the whole page in one query.
  */
 export async function serializeProductUpdates(db: Sequelize, rows: ProductRow[], apiRoot?: string) {
+	if (rows.length === 0) return [];
 	const sources = await selectPrepared<ScaleFileRow & { product_id: number }>(
 		db,
 		`SELECT DISTINCT ON (l.descendant_id, f.id) l.descendant_id AS product_id, ${FILE_COLUMNS}
