@@ -47,15 +47,15 @@ const JobsService: ServiceSchema = {
 						baseUrl: ctx.meta.baseUrl ?? "http://127.0.0.1",
 						path: ctx.meta.path ?? "/api/jobs/updates/"
 					},
-					(rows: JobListRow[]) => serializeJobUpdates(this.db, rows)
+					(rows: JobListRow[]) => serializeJobUpdates(this.db, rows, ctx.meta.apiRoot)
 				);
 			}
 		},
 
 		get: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			async handler(this: any, ctx: Context<{ id: number }>) {
-				return getJobDetails(this.db, ctx.params.id);
+			async handler(this: any, ctx: Context<{ id: number }, RequestMeta>) {
+				return getJobDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
 			}
 		},
 
@@ -74,7 +74,8 @@ const JobsService: ServiceSchema = {
 					const { result, value: details } = await cancelJobTransaction(
 						this.db,
 						jobId,
-						(t: Transaction) => getJobDetails(this.db, jobId, t)
+						(t: Transaction) =>
+							getJobDetails(this.db, jobId, { t, apiRoot: ctx.meta.apiRoot })
 					);
 					const exe = result.canceledExe;
 					if (exe && exe.previous === "RUNNING" && exe.agentId)

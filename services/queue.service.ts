@@ -21,6 +21,12 @@ import { requeueJobs, type RequeueFilters } from "../lib/queue/requeue";
 import { getQueueStatus } from "../lib/queue/status";
 import type { RequestMeta } from "../types/meta";
 
+/** A new job posted through REST, with the API root its request used. */
+interface PostedJob {
+	request: NewJobRequest;
+	apiRoot?: string;
+}
+
 /** What a new job posted through REST is answered with. */
 interface NewJobAnswer {
 	job: QueuedJob;
@@ -80,8 +86,11 @@ const QueueService: ServiceSchema = {
 				// scheduler: the answer shows the job QUEUED unless a pass woken by something else
 				// claimed it in that moment (then it shows the job as it is).
 				const queued: NewJobAnswer | Error = await this.newJobs.add({
-					jobTypeId: ctx.params.job_type_id,
-					jobData: ctx.params.job_data ?? {}
+					request: {
+						jobTypeId: ctx.params.job_type_id,
+						jobData: ctx.params.job_data ?? {}
+					},
+					apiRoot: ctx.meta.apiRoot
 				});
 				if (queued instanceof Error) throw queued;
 				const { job, details } = queued;
@@ -135,31 +144,44 @@ const QueueService: ServiceSchema = {
 	},
 
 	methods: {
-		/** Queues new jobs posted together; answers each its job's details or its refusal. */
-		async writeNewJobs(
-			this: any,
-			requests: NewJobRequest[]
-		): Promise<(NewJobAnswer | Error)[]> {
-			const queued = await queueEachNewJob(this.db, requests, true);
-			const written = queued.filter((q): q is QueuedJob => !(q instanceof Error));
-			// the details come with the write; a job written without them (a job type changed
-			// meanwhile, and the requests were written one by one) has them read
-			const [built, read] = await Promise.all([
-				jobsDetailsFromRows(
-					this.db,
-					written.flatMap(q => (q.details ? [q.details] : []))
-				),
-				getJobsDetails(
-					this.db,
-					written.flatMap(q => (q.details ? [] : [q.jobId]))
-				)
-			]);
+		/**
+		 * Queues new jobs posted together; answers each its job's details (file URLs under the
+		 * API root its request used) or its refusal.
+		 */
+		async writeNewJobs(this: any, posted: PostedJob[]): Promise<(NewJobAnswer | Error)[]> {
+			const queued = await queueEachNewJob(
+				this.db,
+				posted.map(p => p.request),
+				true
+			);
+			const details = new Map<number, JobDetails>();
+			const apiRoots = new Set(posted.map(p => p.apiRoot));
+			for (const apiRoot of apiRoots) {
+				const written = queued.filter(
+					(q, i): q is QueuedJob => !(q instanceof Error) && posted[i].apiRoot === apiRoot
+				);
+				// the details come with the write; a job written without them (a job type changed
+				// meanwhile, and the requests were written one by one) has them read
+				const [built, read] = await Promise.all([
+					jobsDetailsFromRows(
+						this.db,
+						written.flatMap(q => (q.details ? [q.details] : [])),
+						{ apiRoot }
+					),
+					getJobsDetails(
+						this.db,
+						written.flatMap(q => (q.details ? [] : [q.jobId])),
+						{ apiRoot }
+					)
+				]);
+				for (const map of [built, read]) for (const [id, d] of map) details.set(id, d);
+			}
 			return queued.map(q =>
 				q instanceof Error
 					? q
 					: {
 							job: { jobId: q.jobId, jobExeId: q.jobExeId, eventId: q.eventId },
-							details: (built.get(q.jobId) ?? read.get(q.jobId)) as JobDetails
+							details: details.get(q.jobId) as JobDetails
 						}
 			);
 		},
@@ -231,7 +253,7 @@ const QueueService: ServiceSchema = {
 	created(this: any) {
 		// New jobs posted at the same time are written together: one statement and one commit
 		// for all of them (each still checked, and answered, on its own).
-		this.newJobs = new MicroBatcher<NewJobRequest, NewJobAnswer | Error>(
+		this.newJobs = new MicroBatcher<PostedJob, NewJobAnswer | Error>(
 			requests => this.writeNewJobs(requests),
 			{ delayMs: 1, maxItems: 500 }
 		);

@@ -366,8 +366,11 @@ function resultFileIds(results: JobRow["results"]): number[] {
 	return [...new Set(ids)];
 }
 
-/** Job records of the updates list: each with `input_files`, the files its data names. */
-export async function serializeJobUpdates(db: Sequelize, rows: JobListRow[]) {
+/**
+ * Job records of the updates list: each with `input_files`, the files its data names (their
+ * download URLs under `apiRoot` where their workspace has no base URL).
+ */
+export async function serializeJobUpdates(db: Sequelize, rows: JobListRow[], apiRoot?: string) {
 	const files = await loadFiles(
 		db,
 		rows.flatMap(row => inputFileIds(row.data))
@@ -379,7 +382,7 @@ export async function serializeJobUpdates(db: Sequelize, rows: JobListRow[]) {
 			input_files: inputFileIds(data)
 				.map(id => files.get(id))
 				.filter((f): f is ScaleFileRow => f !== undefined)
-				.map(serializeScaleFile)
+				.map(f => serializeScaleFile(f, apiRoot))
 		};
 	});
 }
@@ -573,12 +576,13 @@ interface NamedEntry {
 function mergeValues(
 	entries: NamedEntry[],
 	values: Record<string, unknown>[],
-	files: Map<number, ScaleFileRow>
+	files: Map<number, ScaleFileRow>,
+	apiRoot: string | undefined
 ) {
 	const byName = new Map(values.map(v => [v.name as string, v]));
 	const file = (id: unknown) => {
 		const row = typeof id === "number" ? files.get(id) : undefined;
-		return row ? serializeScaleFile(row) : null;
+		return row ? serializeScaleFile(row, apiRoot) : null;
 	};
 	return entries.map(entry => {
 		const given = byName.get(entry.name);
@@ -669,14 +673,22 @@ const JOB_DETAILS_SQL = `SELECT j.*,
 	 WHERE rj.job_id = j.id) AS part_recipes
 FROM job j WHERE j.id = ANY($1::int[])`;
 
+/** How job details are read: `t` to read inside a transaction (what it has written included),
+ * `apiRoot` the API root of the request, for the download URLs of files whose workspace has no
+ * base URL. */
+export interface DetailsOptions {
+	t?: Transaction;
+	apiRoot?: string;
+}
+
 /**
  * The details of a job (Scale's JobDetailsSerializer): the record with its whole job type,
  * revision (with interface), event (with rule and description) and error, its data and results
  * documents, its recipes, its executions (newest first), and its interface's inputs and outputs
- * merged with their values. Pass `t` to read inside a transaction (what it has written included).
+ * merged with their values.
  */
-export async function getJobDetails(db: Sequelize, id: number, t?: Transaction) {
-	const details = (await getJobsDetails(db, [id], t)).get(id);
+export async function getJobDetails(db: Sequelize, id: number, opts: DetailsOptions = {}) {
+	const details = (await getJobsDetails(db, [id], opts)).get(id);
 	if (!details) throw new NotFoundError(`No job with id ${id}`);
 	return details;
 }
@@ -687,15 +699,15 @@ export type JobDetails = ReturnType<typeof serializeJobDetails>;
 export async function getJobsDetails(
 	db: Sequelize,
 	ids: number[],
-	t?: Transaction
+	opts: DetailsOptions = {}
 ): Promise<Map<number, JobDetails>> {
 	if (ids.length === 0) return new Map();
 	// One statement (a round trip costs more than building the JSON): the job rows as they are,
 	// the parts they reference as JSON, their timestamps turned back into Dates when serialized.
 	return jobsDetailsFromRows(
 		db,
-		await selectPrepared<DetailsRow>(db, JOB_DETAILS_SQL, [ids], t),
-		t
+		await selectPrepared<DetailsRow>(db, JOB_DETAILS_SQL, [ids], opts.t),
+		opts
 	);
 }
 
@@ -703,14 +715,14 @@ export async function getJobsDetails(
 export async function jobsDetailsFromRows(
 	db: Sequelize,
 	rows: DetailsRow[],
-	t?: Transaction
+	opts: DetailsOptions = {}
 ): Promise<Map<number, JobDetails>> {
 	const files = await loadFiles(
 		db,
 		rows.flatMap(row => [...inputFileIds(row.data), ...resultFileIds(row.results)]),
-		t
+		opts.t
 	);
-	return new Map(rows.map(row => [row.id, serializeJobDetails(row, files)]));
+	return new Map(rows.map(row => [row.id, serializeJobDetails(row, files, opts.apiRoot)]));
 }
 
 /**
@@ -720,7 +732,11 @@ export async function jobsDetailsFromRows(
  */
 const serializedJobTypes = new WeakMap<Json, ReturnType<typeof serializeJobType>>();
 
-function serializeJobDetails(row: DetailsRow, files: Map<number, ScaleFileRow>) {
+function serializeJobDetails(
+	row: DetailsRow,
+	files: Map<number, ScaleFileRow>,
+	apiRoot: string | undefined
+) {
 	const { part_job_type, part_rev, part_event, part_error, part_exes, part_recipes, ...job } =
 		row;
 	let jobType = serializedJobTypes.get(part_job_type);
@@ -780,12 +796,14 @@ function serializeJobDetails(row: DetailsRow, files: Map<number, ScaleFileRow>) 
 		inputs: mergeValues(
 			iface.input_data ?? [],
 			(job.data?.input_data ?? []) as unknown as Record<string, unknown>[],
-			files
+			files,
+			apiRoot
 		),
 		outputs: mergeValues(
 			iface.output_data ?? [],
 			(job.results?.output_data ?? []) as Record<string, unknown>[],
-			files
+			files,
+			apiRoot
 		)
 	};
 }

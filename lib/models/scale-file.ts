@@ -180,8 +180,10 @@ export function serializeProductFile(row: ScaleFileRow, apiRoot?: string) {
 }
 
 /** A file as its kind shows it: a source file record or a product record. */
-export function serializeScaleFile(row: ScaleFileRow) {
-	return row.file_type === "PRODUCT" ? serializeProductFile(row) : serializeSourceFile(row);
+export function serializeScaleFile(row: ScaleFileRow, apiRoot?: string) {
+	return row.file_type === "PRODUCT"
+		? serializeProductFile(row, apiRoot)
+		: serializeSourceFile(row, apiRoot);
 }
 
 /** The files with the given ids (with their workspaces), by id, in one query. */

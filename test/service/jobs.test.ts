@@ -505,7 +505,8 @@ describe("GET /jobs/{id}/", () => {
 		expect(d.outputs[0].value).toMatchObject({
 			id: product.id,
 			file_name: "out.kml",
-			url: null,
+			// no base URL: the API's download route, under the root the request used
+			url: `${api}/files/${product.id}/download/`,
 			is_operational: true,
 			is_published: true,
 			unpublished: null,
