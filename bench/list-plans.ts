@@ -10,7 +10,13 @@
 import type { Sequelize } from "sequelize";
 import { createSequelize, select } from "../lib/db/connection";
 import { parseListQuery } from "../lib/list/params";
-import { countRows, EXACT_COUNT_LIMIT, pageSql, type ListSource } from "../lib/list/run";
+import {
+	countRows,
+	EXACT_COUNT_LIMIT,
+	pageSql,
+	runLookups,
+	type ListSource
+} from "../lib/list/run";
 import { JOB_LIST, JOB_UPDATES_LIST } from "../lib/models/job";
 import { JOB_EXE_LIST } from "../lib/models/job-exe";
 import { PRODUCT_LIST, PRODUCT_UPDATES_LIST } from "../lib/models/product-file";
@@ -127,7 +133,8 @@ async function main() {
 		let failures = 0;
 		for (const [name, source, query] of cases) {
 			if (query.job_type_category === "") query.job_type_category = category?.category ?? "";
-			const p = parseListQuery({ page_size: "100", ...query }, source);
+			const q = { page_size: "100", ...query };
+			const p = parseListQuery(q, source, new Date(), await runLookups(db, source, q));
 			const sql = pageSql(source, p);
 			const [explained] = await select<{ "QUERY PLAN": { Plan: PlanNode }[] }>(
 				db,
@@ -135,7 +142,8 @@ async function main() {
 				p.bind
 			);
 			const plan = explained["QUERY PLAN"][0].Plan;
-			const found = problems(plan, p.offset + p.limit + 1);
+			// a sort of a few rows more than the page (ties of an order's first key) is bounded
+			const found = problems(plan, 2 * (p.offset + p.limit + 1));
 			if (found.length > 0) failures++;
 			const ms = await timeMs(db, sql, p.bind);
 			const counted = await countRows(db, source.from, p.where, p.bind);

@@ -15,17 +15,18 @@ export interface ListSpec {
 }
 
 /**
- * A repeatable filter: rows whose `column` equals any of the values given. `match`, when set,
- * is the condition instead, with `{values}` standing for the bound array of values, so a filter
- * on a referenced table's column can test the list table's own, indexed column, e.g.
- * `j.job_type_id = ANY(ARRAY(SELECT id FROM job_type WHERE name = ANY({values})))`.
+ * A repeatable filter: rows whose `column` equals any of the values given. With `lookup`, the
+ * values name records of another table (job type names) and `lookup` is the SQL that turns them
+ * (bound as an array, `$1`) into the values of `column` (the list table's own `job_type_id`):
+ * the list runs it first (lib/list/run.ts), so its statement tests an indexed column of its own
+ * table with values the planner knows, for the page's plan and the count's estimate alike.
  */
 export interface ListFilter {
 	column: string;
 	type: FilterType;
 	/** the allowed values of an enum */
 	values?: string[];
-	match?: string;
+	lookup?: string;
 }
 
 export interface ParsedList {
@@ -49,17 +50,22 @@ const TIME_HINT = "use ISO-8601 with Z or an offset, or a duration such as PT3H"
 const INT4_MIN = -2147483648;
 const INT4_MAX = 2147483647;
 
+/**
+ * The SQL of a list request. `looked` holds, for each filter with a lookup that was given, the
+ * values its lookup answered (lib/list/run.ts runs them).
+ */
 export function parseListQuery(
 	query: Record<string, unknown>,
 	spec: ListSpec,
-	now: Date = new Date()
+	now: Date = new Date(),
+	looked: Record<string, unknown[]> = {}
 ): ParsedList {
 	const { page, pageSize } = parsePaging(query);
 	const { started, ended } = spec.timeColumn === null ? noRange() : parseRange(query, now);
 	const binds = new Binds();
 	const conditions = [
 		...rangeConditions(spec.timeColumn, started, ended, binds),
-		...filterConditions(query, spec.filters, binds)
+		...filterConditions(query, spec.filters, looked, binds)
 	];
 	return {
 		page,
@@ -231,26 +237,41 @@ const ARRAY_TYPES: Record<FilterType, string> = {
 	boolean: "boolean[]"
 };
 
+/** The values given to a filter, checked against its type (a 400 naming the filter if not). */
+export function filterValues(
+	query: Record<string, unknown>,
+	field: string,
+	filter: ListFilter
+): (string | number | boolean)[] {
+	return texts(query, field).map(text => parseFilterValue(field, filter, text));
+}
+
 function filterConditions(
 	query: Record<string, unknown>,
 	filters: ListSpec["filters"],
+	looked: Record<string, unknown[]>,
 	binds: Binds
 ): string[] {
 	const conditions: string[] = [];
 	for (const [field, filter] of Object.entries(filters)) {
-		const values = texts(query, field).map(text => parseFilterValue(field, filter, text));
+		let values: unknown[] = filterValues(query, field, filter);
 		if (values.length === 0) continue;
-		if (filter.match !== undefined) {
-			const array = `${binds.add(values)}::${ARRAY_TYPES[filter.type]}`;
-			conditions.push(filter.match.replaceAll("{values}", array));
+		let type: FilterType = filter.type;
+		if (filter.lookup !== undefined) {
+			if (!Object.hasOwn(looked, field))
+				throw new Error(`the lookup of ${field} was not run`);
+			values = looked[field];
+			type = "integer";
+		}
+		if (values.length === 0) {
+			// nothing of that name: no row can match
+			conditions.push("FALSE");
 		} else if (values.length === 1) {
 			// Equality, not = ANY: the planner then knows one value, so an index on (column,
 			// order column) gives the page in order instead of a sort of every match.
 			conditions.push(`${filter.column} = ${binds.add(values[0])}`);
 		} else {
-			conditions.push(
-				`${filter.column} = ANY(${binds.add(values)}::${ARRAY_TYPES[filter.type]})`
-			);
+			conditions.push(`${filter.column} = ANY(${binds.add(values)}::${ARRAY_TYPES[type]})`);
 		}
 	}
 	return conditions;

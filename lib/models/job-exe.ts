@@ -8,8 +8,8 @@ import {
 	JOB_EXE_BASE_FIELDS,
 	JOB_EXE_STATUSES,
 	JOB_TYPE_BASE_FIELDS,
-	JOB_TYPE_CATEGORY_MATCH,
-	JOB_TYPE_NAME_MATCH,
+	jobTypeCategoryFilter,
+	jobTypeNameFilter,
 	jobExeScalars,
 	jobTypeBaseOf,
 	loadJobRows,
@@ -176,16 +176,8 @@ export const JOB_EXE_LIST: ListSource = {
 		status: { column: "x.status", type: "enum", values: [...JOB_EXE_STATUSES] },
 		job_id: { column: "x.job_id", type: "integer" },
 		job_type_id: { column: "x.job_type_id", type: "integer" },
-		job_type_name: {
-			column: "jt.name",
-			type: "string",
-			match: JOB_TYPE_NAME_MATCH("x.job_type_id")
-		},
-		job_type_category: {
-			column: "jt.category",
-			type: "string",
-			match: JOB_TYPE_CATEGORY_MATCH("x.job_type_id")
-		},
+		job_type_name: jobTypeNameFilter("x.job_type_id"),
+		job_type_category: jobTypeCategoryFilter("x.job_type_id"),
 		node_id: { column: "x.node_id", type: "integer" }
 	}
 };

@@ -4,6 +4,7 @@ import type { JobData } from "../documents/job-data";
 import type { JobInterface } from "../documents/types";
 import { NotFoundError } from "../errors";
 import { formatDatetime } from "../list/iso8601";
+import type { ListFilter } from "../list/params";
 import type { ListSource } from "../list/run";
 import { serializeError, type ErrorRow } from "./error";
 import { serializeJobType, type JobTypeRow } from "./job-type";
@@ -142,13 +143,19 @@ export const JOB_JOINS = `LEFT JOIN job_type jt ON jt.id = j.job_type_id
 export const JOB_FROM = `job j ${JOB_JOINS}`;
 
 /**
- * Filters on a job type's or error's columns, as tests of the job's own indexed columns: the
- * few matching ids are looked up first (an InitPlan), so counts need no join.
+ * Filters by job type name or category on a list table's own job type column (`column`): the
+ * types' ids are looked up first (see ListFilter).
  */
-export const JOB_TYPE_NAME_MATCH = (column: string) =>
-	`${column} = ANY(ARRAY(SELECT id FROM job_type WHERE name = ANY({values})))`;
-export const JOB_TYPE_CATEGORY_MATCH = (column: string) =>
-	`${column} = ANY(ARRAY(SELECT id FROM job_type WHERE category = ANY({values})))`;
+export const jobTypeNameFilter = (column: string): ListFilter => ({
+	column,
+	type: "string",
+	lookup: "SELECT id FROM job_type WHERE name = ANY($1::text[])"
+});
+export const jobTypeCategoryFilter = (column: string): ListFilter => ({
+	column,
+	type: "string",
+	lookup: "SELECT id FROM job_type WHERE category = ANY($1::text[])"
+});
 
 /** The SELECT list of JobListRow over JOB_FROM. */
 export const JOB_COLUMNS = [
@@ -308,21 +315,13 @@ export const JOB_LIST: ListSource = {
 		status: { column: "j.status", type: "enum", values: [...JOB_STATUSES] },
 		job_id: { column: "j.id", type: "integer" },
 		job_type_id: { column: "j.job_type_id", type: "integer" },
-		job_type_name: {
-			column: "jt.name",
-			type: "string",
-			match: JOB_TYPE_NAME_MATCH("j.job_type_id")
-		},
-		job_type_category: {
-			column: "jt.category",
-			type: "string",
-			match: JOB_TYPE_CATEGORY_MATCH("j.job_type_id")
-		},
+		job_type_name: jobTypeNameFilter("j.job_type_id"),
+		job_type_category: jobTypeCategoryFilter("j.job_type_id"),
 		error_category: {
-			column: "er.category",
+			column: "j.error_id",
 			type: "enum",
 			values: ERROR_CATEGORIES,
-			match: "j.error_id = ANY(ARRAY(SELECT id FROM error WHERE category = ANY({values})))"
+			lookup: "SELECT id FROM error WHERE category = ANY($1::text[])"
 		}
 	}
 };

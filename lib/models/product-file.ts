@@ -5,8 +5,8 @@ import { formatDatetime } from "../list/iso8601";
 import type { ListSource } from "../list/run";
 import {
 	JOB_TYPE_BASE_FIELDS,
-	JOB_TYPE_CATEGORY_MATCH,
-	JOB_TYPE_NAME_MATCH,
+	jobTypeCategoryFilter,
+	jobTypeNameFilter,
 	jobTypeBaseOf,
 	type JobTypeBaseColumns
 } from "./job";
@@ -84,16 +84,8 @@ export const PRODUCT_LIST: ListSource = {
 	timeColumn: "f.last_modified",
 	filters: {
 		job_type_id: { column: "f.job_type_id", type: "integer" },
-		job_type_name: {
-			column: "jt.name",
-			type: "string",
-			match: JOB_TYPE_NAME_MATCH("f.job_type_id")
-		},
-		job_type_category: {
-			column: "jt.category",
-			type: "string",
-			match: JOB_TYPE_CATEGORY_MATCH("f.job_type_id")
-		},
+		job_type_name: jobTypeNameFilter("f.job_type_id"),
+		job_type_category: jobTypeCategoryFilter("f.job_type_id"),
 		is_operational: { column: "f.is_operational", type: "boolean" },
 		file_name: { column: "f.file_name", type: "string" }
 	}

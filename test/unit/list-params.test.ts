@@ -297,20 +297,43 @@ describe("filters", () => {
 		expect(parse({ name: "a" })).toMatchObject({ where: '"error"."name" = $1', bind: ["a"] });
 	});
 
-	it("puts the bound values where a filter's own condition says", () => {
+	describe("with a lookup", () => {
 		const byType = {
 			...spec,
 			filters: {
 				job_type_name: {
-					column: "job_type.name",
+					column: '"error"."job_type_id"',
 					type: "string" as const,
-					match: '"error"."job_type_id" IN (SELECT id FROM job_type WHERE name = ANY({values}))'
+					lookup: "SELECT id FROM job_type WHERE name = ANY($1::text[])"
 				}
 			}
 		};
-		expect(parse({ job_type_name: "a" }, byType)).toMatchObject({
-			where: '"error"."job_type_id" IN (SELECT id FROM job_type WHERE name = ANY($1::text[]))',
-			bind: [["a"]]
+		const parseLooked = (query: Record<string, unknown>, looked: Record<string, unknown[]>) =>
+			parseListQuery(query, byType, NOW, looked);
+
+		it("tests the list's own column with the ids the lookup answered", () => {
+			expect(parseLooked({ job_type_name: "a" }, { job_type_name: [7] })).toMatchObject({
+				where: '"error"."job_type_id" = $1',
+				bind: [7]
+			});
+			expect(
+				parseLooked({ job_type_name: ["a", "b"] }, { job_type_name: [7, 9] })
+			).toMatchObject({ where: '"error"."job_type_id" = ANY($1::int[])', bind: [[7, 9]] });
+		});
+
+		it("matches nothing when the lookup found nothing", () => {
+			expect(parseLooked({ job_type_name: "none" }, { job_type_name: [] })).toMatchObject({
+				where: "FALSE",
+				bind: []
+			});
+		});
+
+		it("is not needed when the filter is not given", () => {
+			expect(parseLooked({}, {}).where).toBe("TRUE");
+		});
+
+		it("must have run when the filter is given", () => {
+			expect(() => parseLooked({ job_type_name: "a" }, {})).toThrow(/lookup/);
 		});
 	});
 
