@@ -1,5 +1,5 @@
-import type { Context, ServiceSchema } from "moleculer";
-import { runList, type ListSource } from "../lib/list/run";
+import type { ActionSchema, Context, Service, ServiceSchema } from "moleculer";
+import { runList, type ListRequest, type ListSource } from "../lib/list/run";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
 
@@ -7,7 +7,7 @@ import type { RequestMeta } from "../types/meta";
  * A repeatable query parameter. qs turns one repeated more than 20 times into an object keyed
  * "0", "1", ... (lib/list/params reads both forms), so that form must pass validation too.
  */
-const REPEATABLE = {
+export const REPEATABLE = {
 	type: ["array", "object"],
 	items: { type: "string" },
 	additionalProperties: { type: "string" }
@@ -27,34 +27,49 @@ export function listParamsSchema(extra: Record<string, unknown> = {}) {
 	return { [QUERY_SCHEMA]: true, type: "object", properties: { ...LIST_PARAMS, ...extra } };
 }
 
+type ListContext = Context<Record<string, unknown>, RequestMeta>;
+
+/** The list request of an action's call: the gateway's parsed query and the request's URLs. */
+export function listRequest(ctx: ListContext, path: string): ListRequest {
+	return {
+		query: ctx.meta.query ?? ctx.params,
+		baseUrl: ctx.meta.baseUrl ?? "http://127.0.0.1",
+		path: ctx.meta.path ?? path
+	};
+}
+
 /**
- * Gives a service a `list` action answering the list envelope over `source`, with every row
- * passed through `serialize`. Filters declared in the source are repeatable query parameters.
+ * An action answering the list envelope over `source`, its filters taken as repeatable query
+ * parameters, each page's rows passed through `serialize` (which gets the call, for the API
+ * root of download URLs, and the service, for its database). `path` is the list's own path,
+ * for next/previous links of calls that do not come through the gateway (default
+ * `/api/<service name>/`).
  */
-export function ListMixin<Row>(
+export function listAction<Row>(
 	source: ListSource,
-	serialize: (rows: Row[]) => unknown[] | Promise<unknown[]>
-): Partial<ServiceSchema> {
+	serialize: (this: Service, rows: Row[], ctx: ListContext) => unknown[] | Promise<unknown[]>,
+	path?: string
+): ActionSchema {
 	const filterParams = Object.fromEntries(
 		Object.keys(source.filters).map(name => [name, REPEATABLE])
 	);
 	return {
-		actions: {
-			list: {
-				params: listParamsSchema(filterParams) as any,
-				handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
-					return runList(
-						this.db,
-						source,
-						{
-							query: ctx.meta.query ?? ctx.params,
-							baseUrl: ctx.meta.baseUrl ?? "http://127.0.0.1",
-							path: ctx.meta.path ?? `/api/${this.name}/`
-						},
-						serialize
-					);
-				}
-			}
+		params: listParamsSchema(filterParams) as any,
+		handler(this: Service, ctx: ListContext) {
+			return runList(
+				this.db,
+				source,
+				listRequest(ctx, path ?? `/api/${this.name}/`),
+				(rows: Row[]) => serialize.call(this, rows, ctx)
+			);
 		}
 	};
+}
+
+/** Gives a service a `list` action (see listAction) over `source`. */
+export function ListMixin<Row>(
+	source: ListSource,
+	serialize: (rows: Row[]) => unknown[] | Promise<unknown[]>
+): Partial<ServiceSchema> {
+	return { actions: { list: listAction<Row>(source, rows => serialize(rows)) } };
 }

@@ -1,8 +1,7 @@
 import { Errors, type Context, type ServiceSchema } from "moleculer";
 import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
-import { ListMixin, listParamsSchema } from "../mixins/list.mixin";
-import { runList } from "../lib/list/run";
+import { listAction, ListMixin } from "../mixins/list.mixin";
 import {
 	getJobDetails,
 	JOB_LIST,
@@ -15,11 +14,6 @@ import { cancelJobTransaction, checkJobUpdate } from "../lib/queue/cancel";
 import type { RequestMeta } from "../types/meta";
 
 const ID = { type: "integer", minimum: 1 };
-const REPEATABLE = {
-	type: ["array", "object"],
-	items: { type: "string" },
-	additionalProperties: { type: "string" }
-};
 /** The spec answers job update errors in text/plain. */
 const PLAIN = { plainText: true };
 /** How long a cancel waits for the agent to acknowledge the kill. */
@@ -34,23 +28,13 @@ const JobsService: ServiceSchema = {
 	mixins: [DbMixin(), ListMixin<JobListRow>(JOB_LIST, rows => rows.map(serializeJob))],
 
 	actions: {
-		updates: {
-			params: listParamsSchema(
-				Object.fromEntries(Object.keys(JOB_UPDATES_LIST.filters).map(f => [f, REPEATABLE]))
-			) as any,
-			handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
-				return runList(
-					this.db,
-					JOB_UPDATES_LIST,
-					{
-						query: ctx.meta.query ?? ctx.params,
-						baseUrl: ctx.meta.baseUrl ?? "http://127.0.0.1",
-						path: ctx.meta.path ?? "/api/jobs/updates/"
-					},
-					(rows: JobListRow[]) => serializeJobUpdates(this.db, rows, ctx.meta.apiRoot)
-				);
-			}
-		},
+		updates: listAction<JobListRow>(
+			JOB_UPDATES_LIST,
+			function (rows, ctx) {
+				return serializeJobUpdates(this.db, rows, ctx.meta.apiRoot);
+			},
+			"/api/jobs/updates/"
+		),
 
 		get: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,

@@ -1,7 +1,6 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
-import { listParamsSchema } from "../mixins/list.mixin";
-import { runList, type ListRequest } from "../lib/list/run";
+import { listAction } from "../mixins/list.mixin";
 import {
 	getProductDetails,
 	PRODUCT_LIST,
@@ -13,26 +12,6 @@ import {
 import { parseFileRef } from "../lib/models/scale-file";
 import type { RequestMeta } from "../types/meta";
 
-type Query = Record<string, unknown>;
-
-const REPEATABLE = {
-	type: ["array", "object"],
-	items: { type: "string" },
-	additionalProperties: { type: "string" }
-};
-/** The list and its updates view take the same parameters. */
-const LIST_PARAMS = listParamsSchema(
-	Object.fromEntries(Object.keys(PRODUCT_LIST.filters).map(f => [f, REPEATABLE]))
-);
-
-function listRequest(ctx: Context<Query, RequestMeta>, path: string): ListRequest {
-	return {
-		query: ctx.meta.query ?? ctx.params,
-		baseUrl: ctx.meta.baseUrl ?? "http://127.0.0.1",
-		path: ctx.meta.path ?? path
-	};
-}
-
 /**
  * Products: the list, its updates view and the details (lib/models/product-file). Records'
  * download URLs point at this API when their workspace has no base URL, so the API root of the
@@ -43,29 +22,19 @@ const ProductsService: ServiceSchema = {
 	mixins: [DbMixin()],
 
 	actions: {
-		list: {
-			params: LIST_PARAMS as any,
-			handler(this: Service, ctx: Context<Query, RequestMeta>) {
-				return runList(
-					this.db,
-					PRODUCT_LIST,
-					listRequest(ctx, "/api/products/"),
-					(rows: ProductRow[]) => rows.map(row => serializeProduct(row, ctx.meta.apiRoot))
-				);
-			}
-		},
+		list: listAction<ProductRow>(
+			PRODUCT_LIST,
+			(rows, ctx) => rows.map(row => serializeProduct(row, ctx.meta.apiRoot)),
+			"/api/products/"
+		),
 
-		updates: {
-			params: LIST_PARAMS as any,
-			handler(this: Service, ctx: Context<Query, RequestMeta>) {
-				return runList(
-					this.db,
-					PRODUCT_UPDATES_LIST,
-					listRequest(ctx, "/api/products/updates/"),
-					(rows: ProductRow[]) => serializeProductUpdates(this.db, rows, ctx.meta.apiRoot)
-				);
-			}
-		},
+		updates: listAction<ProductRow>(
+			PRODUCT_UPDATES_LIST,
+			function (rows, ctx) {
+				return serializeProductUpdates(this.db, rows, ctx.meta.apiRoot);
+			},
+			"/api/products/updates/"
+		),
 
 		/** By id, or by file name (Scale's second URL pattern for the same view). */
 		get: {

@@ -1,7 +1,7 @@
 import type { Context, ServiceSchema } from "moleculer";
 import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
-import { listParamsSchema } from "../mixins/list.mixin";
+import { listParamsSchema, REPEATABLE } from "../mixins/list.mixin";
 import { select } from "../lib/db/connection";
 import { buildEnvelope } from "../lib/list/envelope";
 import { parseListQuery } from "../lib/list/params";
@@ -35,11 +35,6 @@ interface NewJobAnswer {
 
 const INT4_MAX = 2147483647;
 const ID = { type: "integer", minimum: 1, maximum: INT4_MAX };
-const REPEATABLE = {
-	type: ["array", "object"],
-	items: { type: "string" },
-	additionalProperties: { type: "string" }
-};
 
 /** Scale's requeue body: every field optional; unknown fields are ignored. */
 const REQUEUE_SCHEMA = {
