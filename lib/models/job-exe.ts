@@ -37,7 +37,8 @@ const ERROR_BASE_FIELDS = ["name", "title", "description", "category", "is_built
  */
 export interface JobExeListRow extends JobExeBaseFields {
 	agent_id: string | null;
-	j_job_type_id: number;
+	/** the job's type, which the execution carries */
+	job_type_id: number;
 	j_job_type_rev_id: number;
 	j_event_id: number;
 	j_error_id: number | null;
@@ -69,7 +70,7 @@ export interface JobExeListRow extends JobExeBaseFields {
 
 /** The joins of execution records: the execution (`x`) with its job, job type, node and error. */
 const JOB_EXE_JOINS = `LEFT JOIN job j ON j.id = x.job_id
-	LEFT JOIN job_type jt ON jt.id = j.job_type_id
+	LEFT JOIN job_type jt ON jt.id = x.job_type_id
 	LEFT JOIN node n ON n.id = x.node_id
 	LEFT JOIN error er ON er.id = x.error_id`;
 
@@ -79,15 +80,10 @@ export const JOB_EXE_FROM = `job_exe x ${JOB_EXE_JOINS}`;
 export const JOB_EXE_COLUMNS = [
 	...JOB_EXE_BASE_FIELDS.map(f => `x.${f}`),
 	"x.agent_id",
-	...[
-		"job_type_id",
-		"job_type_rev_id",
-		"event_id",
-		"error_id",
-		"status",
-		"priority",
-		"num_exes"
-	].map(f => `j.${f} AS j_${f}`),
+	"x.job_type_id",
+	...["job_type_rev_id", "event_id", "error_id", "status", "priority", "num_exes"].map(
+		f => `j.${f} AS j_${f}`
+	),
 	...JOB_TYPE_BASE_FIELDS.filter(f => f !== "id").map(f => `jt.${f} AS jt_${f}`),
 	"n.hostname AS n_hostname",
 	"n.port AS n_port",
@@ -97,10 +93,9 @@ export const JOB_EXE_COLUMNS = [
 
 /** The job summary of an execution row (Scale's JobBaseSerializer). */
 function jobBaseOf(row: JobExeListRow) {
-	const jobType = jobTypeBaseOf({ ...row, job_type_id: row.j_job_type_id });
 	return {
 		id: row.job_id,
-		job_type: jobType,
+		job_type: jobTypeBaseOf(row),
 		job_type_rev: { id: row.j_job_type_rev_id },
 		event: { id: row.j_event_id },
 		error: row.j_error_id === null ? null : { id: row.j_error_id },
