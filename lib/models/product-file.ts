@@ -128,10 +128,11 @@ export async function serializeProductUpdates(db: Sequelize, rows: ProductRow[],
 		[rows.map(row => row.id)]
 	);
 	const byProduct = new Map<number, ReturnType<typeof serializeSourceFile>[]>();
-	for (const { product_id, ...source } of sources) {
-		const list = byProduct.get(product_id) ?? [];
+	for (const source of sources) {
+		const list = byProduct.get(source.product_id) ?? [];
+		// the record takes the file's fields by name: product_id stays behind
 		list.push(serializeSourceFile(source, apiRoot));
-		byProduct.set(product_id, list);
+		byProduct.set(source.product_id, list);
 	}
 	return rows.map(row => ({
 		...serializeProduct(row, apiRoot),
