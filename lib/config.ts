@@ -15,6 +15,7 @@ export const ALL_SERVICES = [
 	"job-executions",
 	"sources",
 	"products",
+	"ingest",
 	"files",
 	"nodes",
 	"scheduler",
@@ -157,6 +158,7 @@ export const DB_SERVICES = [
 	"job-executions",
 	"sources",
 	"products",
+	"ingest",
 	"files",
 	"nodes",
 	"scheduler"

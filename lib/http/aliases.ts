@@ -57,6 +57,11 @@ export const ALIASES: Record<string, string | unknown[]> = {
 	"GET products/updates": "products.updates",
 	"GET products/:ref": "products.get",
 
+	"GET ingests": "ingest.list",
+	"GET ingests/status": "ingest.status",
+	// an id or, as Scale also answered, a file name (the ingest of that name created last)
+	"GET ingests/:ref": "ingest.get",
+
 	"GET files/:id/download": "files.download",
 
 	"GET nodes": "nodes.list",
