@@ -18,6 +18,7 @@ import {
 	type ListSource
 } from "../lib/list/run";
 import { JOB_LIST, JOB_UPDATES_LIST } from "../lib/models/job";
+import { INGEST_LIST } from "../lib/models/ingest";
 import { JOB_EXE_LIST } from "../lib/models/job-exe";
 import { PRODUCT_LIST, PRODUCT_UPDATES_LIST } from "../lib/models/product-file";
 import { SOURCE_LIST, SOURCE_UPDATES_LIST } from "../lib/models/source-file";
@@ -118,7 +119,15 @@ async function main() {
 			["/products/?page=500", PRODUCT_LIST, { page: "500" }],
 			["/sources/", SOURCE_LIST, {}],
 			["/sources/?is_parsed=true", SOURCE_LIST, { is_parsed: "true" }],
-			["/sources/updates/", SOURCE_UPDATES_LIST, {}]
+			["/sources/updates/", SOURCE_UPDATES_LIST, {}],
+			["/ingests/", INGEST_LIST, {}],
+			["/ingests/?status=INGESTED", INGEST_LIST, { status: "INGESTED" }],
+			[
+				"/ingests/?order=-ingest_started&started=P7D",
+				INGEST_LIST,
+				{ order: "-ingest_started", started: "P7D" }
+			],
+			["/ingests/?page=500", INGEST_LIST, { page: "500" }]
 		];
 		const [category] = await select<{ category: string }>(
 			db,
