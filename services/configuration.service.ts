@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import {
 	exportConfiguration,
@@ -59,7 +59,7 @@ const ConfigurationService: ServiceSchema = {
 	actions: {
 		export: {
 			params: EXPORT_PARAMS as any,
-			handler(this: any, ctx: Context<ExportParams>) {
+			handler(this: Service, ctx: Context<ExportParams>) {
 				return exportConfiguration(this.db, exportFilter(ctx.params));
 			}
 		},
@@ -67,7 +67,7 @@ const ConfigurationService: ServiceSchema = {
 		download: {
 			params: EXPORT_PARAMS as any,
 			async handler(
-				this: any,
+				this: Service,
 				ctx: Context<ExportParams, RequestMeta & { $responseHeaders?: object }>
 			) {
 				const config = await exportConfiguration(this.db, exportFilter(ctx.params));
@@ -80,7 +80,7 @@ const ConfigurationService: ServiceSchema = {
 
 		import: {
 			params: IMPORT_PARAMS as any,
-			async handler(this: any, ctx: Context<{ import: unknown }>) {
+			async handler(this: Service, ctx: Context<{ import: unknown }>) {
 				const warnings = await importConfiguration(this.db, ctx.params.import, {
 					dryRun: false
 				});
@@ -91,7 +91,7 @@ const ConfigurationService: ServiceSchema = {
 
 		validate: {
 			params: IMPORT_PARAMS as any,
-			async handler(this: any, ctx: Context<{ import: unknown }>) {
+			async handler(this: Service, ctx: Context<{ import: unknown }>) {
 				return {
 					warnings: await importConfiguration(this.db, ctx.params.import, {
 						dryRun: true

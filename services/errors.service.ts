@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { ListMixin } from "../mixins/list.mixin";
 import {
@@ -36,7 +36,7 @@ const ErrorsService: ServiceSchema = {
 					category: { enum: ["ALGORITHM", "DATA"] }
 				}
 			} as any,
-			async handler(this: any, ctx: Context<NewError, RequestMeta>) {
+			async handler(this: Service, ctx: Context<NewError, RequestMeta>) {
 				const row = await createError(this.db, ctx.params);
 				ctx.meta.$statusCode = 201;
 				ctx.meta.$location = `/errors/${row.id}/`;
@@ -46,7 +46,7 @@ const ErrorsService: ServiceSchema = {
 
 		get: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			async handler(this: any, ctx: Context<{ id: number }>) {
+			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return serializeError(await getError(this.db, ctx.params.id));
 			}
 		},
@@ -62,7 +62,7 @@ const ErrorsService: ServiceSchema = {
 					category: { enum: ["SYSTEM", "ALGORITHM", "DATA"] }
 				}
 			} as any,
-			async handler(this: any, ctx: Context<ErrorEdit & { id: number }>) {
+			async handler(this: Service, ctx: Context<ErrorEdit & { id: number }>) {
 				const { id, ...fields } = ctx.params;
 				const edit: ErrorEdit = {};
 				if ("title" in fields) edit.title = fields.title;

@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { ListMixin } from "../mixins/list.mixin";
 import type { ExecutionLogs } from "../lib/agent/protocol";
@@ -31,14 +31,20 @@ interface LogsParams {
  * the agent running it (`node-agent.logs`, targeted at its nodeID); once the execution has ended
  * (or when its agent does not answer) they come from storage (job_exe_log).
  */
-const JobExecutionsService: ServiceSchema = {
+/** What the handlers call on the service besides its database (its methods). */
+interface JobExecutionsMethods {
+	liveLogs(ctx: Context, jobExeId: number, agentId: string): Promise<ExecutionLogs | null>;
+}
+type JobExecutionsThis = Service & JobExecutionsMethods;
+
+const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMethods> = {
 	name: "job-executions",
 	mixins: [DbMixin(), ListMixin<JobExeListRow>(JOB_EXE_LIST, rows => rows.map(serializeJobExe))],
 
 	actions: {
 		get: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			async handler(this: any, ctx: Context<{ id: number }, RequestMeta>) {
+			async handler(this: JobExecutionsThis, ctx: Context<{ id: number }, RequestMeta>) {
 				return getJobExeDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
 			}
 		},
@@ -50,7 +56,7 @@ const JobExecutionsService: ServiceSchema = {
 				required: ["id"],
 				properties: { id: ID, stream: { type: "string", enum: ["stdout", "stderr"] } }
 			} as any,
-			async handler(this: any, ctx: Context<LogsParams, RequestMeta>) {
+			async handler(this: JobExecutionsThis, ctx: Context<LogsParams, RequestMeta>) {
 				let row: JobExeListRow = await getJobExeListRow(this.db, ctx.params.id);
 				let logs: ExecutionLogs | null = null;
 				let stored: StoredLogs | null = null;
@@ -82,7 +88,7 @@ const JobExecutionsService: ServiceSchema = {
 	methods: {
 		/** The logs as the agent has them now, or null when it does not answer. */
 		async liveLogs(
-			this: any,
+			this: JobExecutionsThis,
 			ctx: Context,
 			jobExeId: number,
 			agentId: string

@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema } from "moleculer";
 import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
 import { ListMixin } from "../mixins/list.mixin";
@@ -29,7 +29,7 @@ const JobTypesService: ServiceSchema = {
 	actions: {
 		create: {
 			params: NEW_JOB_TYPE_SCHEMA as any,
-			async handler(this: any, ctx: Context<JobTypeSpec, RequestMeta>) {
+			async handler(this: Service, ctx: Context<JobTypeSpec, RequestMeta>) {
 				const { id } = await this.db.transaction((t: Transaction) =>
 					saveJobType(this.db, ctx.params, t)
 				);
@@ -41,14 +41,14 @@ const JobTypesService: ServiceSchema = {
 
 		validate: {
 			params: NEW_JOB_TYPE_SCHEMA as any,
-			async handler(this: any, ctx: Context<JobTypeSpec>) {
+			async handler(this: Service, ctx: Context<JobTypeSpec>) {
 				return { warnings: await validateJobType(this.db, ctx.params) };
 			}
 		},
 
 		get: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			async handler(this: any, ctx: Context<{ id: number }>) {
+			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return getJobTypeDetails(this.db, ctx.params.id);
 			}
 		},
@@ -59,7 +59,7 @@ const JobTypesService: ServiceSchema = {
 				required: ["id"],
 				properties: { id: ID, ...JOB_TYPE_FIELDS }
 			} as any,
-			async handler(this: any, ctx: Context<JobTypeSpec & { id: number }>) {
+			async handler(this: Service, ctx: Context<JobTypeSpec & { id: number }>) {
 				const { id, ...spec } = ctx.params;
 				await this.db.transaction((t: Transaction) =>
 					saveJobType(this.db, spec, t, { existingId: id })

@@ -1,4 +1,10 @@
-import { Errors, type Context, type ServiceSchema } from "moleculer";
+import {
+	Errors,
+	type Context,
+	type Service,
+	type ServiceSchema,
+	type ServiceSettingSchema
+} from "moleculer";
 import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
 import { listAction, ListMixin } from "../mixins/list.mixin";
@@ -16,6 +22,12 @@ import type { RequestMeta } from "../types/meta";
 const ID = { type: "integer", minimum: 1 };
 /** The spec answers job update errors in text/plain. */
 const PLAIN = { plainText: true };
+/** What the handlers call on the service besides its database (its methods). */
+interface JobsMethods {
+	killOnAgent(ctx: Context, jobExeId: number, agentId: string): Promise<void>;
+}
+type JobsThis = Service & JobsMethods;
+
 /** How long a cancel waits for the agent to acknowledge the kill. */
 const AGENT_CANCEL_TIMEOUT_MS = 10000;
 
@@ -23,7 +35,7 @@ const AGENT_CANCEL_TIMEOUT_MS = 10000;
  * Jobs: list, updates, details and cancel (PATCH /jobs/{id}/ with {"status": "CANCELED"}).
  * The work is in lib/models/job and lib/queue/cancel.
  */
-const JobsService: ServiceSchema = {
+const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 	name: "jobs",
 	mixins: [DbMixin(), ListMixin<JobListRow>(JOB_LIST, rows => rows.map(serializeJob))],
 
@@ -38,7 +50,7 @@ const JobsService: ServiceSchema = {
 
 		get: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			async handler(this: any, ctx: Context<{ id: number }, RequestMeta>) {
+			async handler(this: JobsThis, ctx: Context<{ id: number }, RequestMeta>) {
 				return getJobDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
 			}
 		},
@@ -50,7 +62,7 @@ const JobsService: ServiceSchema = {
 		 * and 500 for anything unexpected).
 		 */
 		update: {
-			async handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+			async handler(this: JobsThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const { id, ...body } = ctx.params;
 				checkJobUpdate(body);
 				const jobId = Number(id);
@@ -81,7 +93,7 @@ const JobsService: ServiceSchema = {
 
 	methods: {
 		/** Asks the execution's agent to kill its process; a failure is logged, not answered. */
-		async killOnAgent(this: any, ctx: Context, jobExeId: number, agentId: string) {
+		async killOnAgent(this: JobsThis, ctx: Context, jobExeId: number, agentId: string) {
 			try {
 				await ctx.call(
 					"node-agent.cancel",

@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema } from "moleculer";
 import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
 import { ListMixin } from "../mixins/list.mixin";
@@ -31,7 +31,7 @@ const RecipeTypesService: ServiceSchema = {
 	actions: {
 		create: {
 			params: NEW_RECIPE_TYPE_SCHEMA as any,
-			async handler(this: any, ctx: Context<RecipeTypeSpec, RequestMeta>) {
+			async handler(this: Service, ctx: Context<RecipeTypeSpec, RequestMeta>) {
 				const { id } = await this.db.transaction((t: Transaction) =>
 					saveRecipeType(this.db, ctx.params, t)
 				);
@@ -43,14 +43,14 @@ const RecipeTypesService: ServiceSchema = {
 
 		validate: {
 			params: NEW_RECIPE_TYPE_SCHEMA as any,
-			async handler(this: any, ctx: Context<RecipeTypeSpec>) {
+			async handler(this: Service, ctx: Context<RecipeTypeSpec>) {
 				return { warnings: await validateRecipeType(this.db, ctx.params) };
 			}
 		},
 
 		get: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			async handler(this: any, ctx: Context<{ id: number }>) {
+			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return getRecipeTypeDetails(this.db, ctx.params.id);
 			}
 		},
@@ -61,7 +61,7 @@ const RecipeTypesService: ServiceSchema = {
 				required: ["id"],
 				properties: { id: ID, ...RECIPE_TYPE_FIELDS }
 			} as any,
-			async handler(this: any, ctx: Context<RecipeTypeSpec & { id: number }>) {
+			async handler(this: Service, ctx: Context<RecipeTypeSpec & { id: number }>) {
 				const { id, ...spec } = ctx.params;
 				await this.db.transaction((t: Transaction) =>
 					saveRecipeType(this.db, spec, t, { existingId: id })

@@ -1,5 +1,5 @@
 import os from "os";
-import type { Context, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { readClusterState, type ClusterStatus } from "../lib/models/status";
 
@@ -18,7 +18,7 @@ const StatusService: ServiceSchema<StatusSettings> = {
 	actions: {
 		get: {
 			params: { type: "object" } as any,
-			async handler(this: any, _ctx: Context): Promise<ClusterStatus> {
+			async handler(this: Service<StatusSettings>, _ctx: Context): Promise<ClusterStatus> {
 				const state = await readClusterState(this.db);
 				return {
 					master: {

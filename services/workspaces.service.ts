@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { ListMixin } from "../mixins/list.mixin";
 import {
@@ -51,7 +51,7 @@ const WorkspacesService: ServiceSchema = {
 	actions: {
 		create: {
 			params: NEW_WORKSPACE as any,
-			async handler(this: any, ctx: Context<NewWorkspace, RequestMeta>) {
+			async handler(this: Service, ctx: Context<NewWorkspace, RequestMeta>) {
 				const row = await createWorkspace(this.db, ctx.params);
 				ctx.meta.$statusCode = 201;
 				ctx.meta.$location = `/workspaces/${row.id}/`;
@@ -61,14 +61,14 @@ const WorkspacesService: ServiceSchema = {
 
 		validate: {
 			params: NEW_WORKSPACE as any,
-			async handler(this: any, ctx: Context<NewWorkspace>) {
+			async handler(this: Service, ctx: Context<NewWorkspace>) {
 				return { warnings: await validateWorkspace(this.db, ctx.params) };
 			}
 		},
 
 		get: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			async handler(this: any, ctx: Context<{ id: number }>) {
+			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return serializeWorkspaceDetails(await getWorkspace(this.db, ctx.params.id));
 			}
 		},
@@ -86,7 +86,7 @@ const WorkspacesService: ServiceSchema = {
 					json_config: JSON_CONFIG
 				}
 			} as any,
-			async handler(this: any, ctx: Context<WorkspaceFields & { id: number }>) {
+			async handler(this: Service, ctx: Context<WorkspaceFields & { id: number }>) {
 				const edit: Record<string, unknown> = {};
 				for (const field of EDITABLE)
 					if (field in ctx.params) edit[field] = ctx.params[field];
