@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema } from "moleculer";
 import type { NodeHeartbeat, NodeHeartbeatAnswer, NodeRegistration } from "../lib/agent/protocol";
 import { NotFoundError } from "../lib/errors";
 import { runList } from "../lib/list/run";
@@ -52,7 +52,18 @@ const AGENT_ID = { type: "string", minLength: 1, maxLength: 250 };
  * protocol (register, heartbeat). Changes the scheduler cares about are broadcast as
  * `nodes.changed` (a wake-up hint).
  */
-const NodesService: ServiceSchema<NodesSettings> = {
+/** What the handlers call on the service besides its database (its methods). */
+interface NodesMethods {
+	connectivity(): { agents: Set<string>; leaseMs: number };
+	edit(
+		ctx: Context<Record<string, unknown>, RequestMeta>,
+		mode: "replace" | "update"
+	): Promise<ReturnType<typeof serializeNode>>;
+	reconcile(nodeId: number, hb: NodeHeartbeat): Promise<void>;
+}
+type NodesThis = Service<NodesSettings> & NodesMethods;
+
+const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 	name: "nodes",
 	mixins: [DbMixin()],
 	settings: { leaseMs: 15000, forgottenGraceMs: 30000 },
@@ -60,7 +71,7 @@ const NodesService: ServiceSchema<NodesSettings> = {
 	actions: {
 		list: {
 			params: listParamsSchema({ include_inactive: {} }) as any,
-			handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const query = ctx.meta.query ?? ctx.params;
 				const all = parseBoolParam(query.include_inactive, "include_inactive", false);
 				return runList<NodeRow, unknown>(
@@ -78,7 +89,7 @@ const NodesService: ServiceSchema<NodesSettings> = {
 
 		status: {
 			params: listParamsSchema() as any,
-			handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return getNodesStatus(
 					this.db,
 					{
@@ -93,21 +104,21 @@ const NodesService: ServiceSchema<NodesSettings> = {
 
 		get: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			handler(this: any, ctx: Context<{ id: number }>) {
+			handler(this: NodesThis, ctx: Context<{ id: number }>) {
 				return getNodeDetails(this.db, ctx.params.id, this.connectivity());
 			}
 		},
 
 		replace: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return this.edit(ctx, "replace");
 			}
 		},
 
 		update: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return this.edit(ctx, "update");
 			}
 		},
@@ -125,7 +136,7 @@ const NodesService: ServiceSchema<NodesSettings> = {
 					resources: RESOURCES
 				}
 			} as any,
-			async handler(this: any, ctx: Context<NodeRegistration>) {
+			async handler(this: NodesThis, ctx: Context<NodeRegistration>) {
 				const { id } = await registerNode(this.db, ctx.params);
 				this.broker.broadcast("nodes.changed", { nodeIds: [id] });
 				return { nodeId: id };
@@ -149,7 +160,10 @@ const NodesService: ServiceSchema<NodesSettings> = {
 					running: { type: "array", items: ID }
 				}
 			} as any,
-			async handler(this: any, ctx: Context<NodeHeartbeat>): Promise<NodeHeartbeatAnswer> {
+			async handler(
+				this: NodesThis,
+				ctx: Context<NodeHeartbeat>
+			): Promise<NodeHeartbeatAnswer> {
 				const hb = ctx.params;
 				const change = await heartbeatNode(this.db, hb, this.settings.leaseMs);
 				if (!change)
@@ -173,7 +187,7 @@ const NodesService: ServiceSchema<NodesSettings> = {
 	},
 
 	events: {
-		async "$node.disconnected"(this: any, ctx: Context<{ node: { id: string } }>) {
+		async "$node.disconnected"(this: NodesThis, ctx: Context<{ node: { id: string } }>) {
 			const agentId = ctx.params?.node?.id;
 			if (!agentId) return;
 			try {
