@@ -3,7 +3,8 @@ import { select, selectPrepared } from "../db/connection";
 import { FieldError } from "../errors";
 import { buildEnvelope, type Envelope } from "../list/envelope";
 import { formatDatetime } from "../list/iso8601";
-import { filterValues, parseListQuery, type ListSpec } from "../list/params";
+import { parseBoundedRange } from "../list/bounded-range";
+import { filterValues, type ListSpec } from "../list/params";
 import { loadStrikeJobs, serializeStrike, type StrikeRow } from "./ingest";
 
 /**
@@ -11,11 +12,6 @@ import { loadStrikeJobs, serializeStrike, type StrikeRow } from "./ingest";
  * INGESTED files and their bytes in 1-hour slots of either the source file's data time
  * (`scale_file.data_started`, the default) or the ingest time (`ingest.ingest_ended`).
  */
-
-/** The longest range answered (Scale's max_duration). */
-export const MAX_STATUS_RANGE_MS = 31 * 24 * 3600 * 1000;
-/** The start of the range when none is given: a week back. */
-export const DEFAULT_STATUS_SPAN_MS = 7 * 24 * 3600 * 1000;
 
 /** The grouping time, by use_ingest_time; parseListQuery bounds it by started/ended. */
 function statusSpec(useIngestTime: boolean): ListSpec {
@@ -62,27 +58,13 @@ export async function getIngestStatus(
 	db: Sequelize,
 	req: StatusRequest
 ): Promise<Envelope<unknown>> {
-	const now = req.now ?? new Date();
 	const useIngestTime = parseUseIngestTime(req.query);
 	const { page, page_size, started, ended } = req.query;
-	const given = (v: unknown) => v !== undefined && v !== null && v !== "";
-	const query = {
-		page,
-		page_size,
-		started: given(started)
-			? started
-			: formatDatetime(new Date(now.getTime() - DEFAULT_STATUS_SPAN_MS)),
-		ended
-	};
-	const p = parseListQuery(query, statusSpec(useIngestTime), now);
-	const from = p.started as Date;
-	const to = p.ended as Date;
-	if (to.getTime() - from.getTime() > MAX_STATUS_RANGE_MS)
-		throw new FieldError(
-			"started",
-			"the range from started to ended must be at most 31 days " +
-				`(got ${formatDatetime(from)} to ${formatDatetime(to)})`
-		);
+	const p = parseBoundedRange(
+		{ page, page_size, started, ended },
+		statusSpec(useIngestTime),
+		req.now ?? new Date()
+	);
 	const source = useIngestTime
 		? "FROM ingest i"
 		: "FROM ingest i JOIN scale_file f ON f.id = i.source_file_id";

@@ -1,20 +1,15 @@
 import type { Sequelize, Transaction } from "sequelize";
 import { select, selectPrepared, write } from "../db/connection";
-import { FieldError } from "../errors";
 import { buildEnvelope, type Envelope } from "../list/envelope";
 import { formatDatetime } from "../list/iso8601";
-import { parseListQuery, type ListSpec } from "../list/params";
+import { parseBoundedRange } from "../list/bounded-range";
+import type { ListSpec } from "../list/params";
 
 /**
  * The job load history behind GET /load/ (Scale 3.0's JobLoad, JobLoadProcessor and
  * JobLoadView): once a minute the counts of PENDING, QUEUED and RUNNING jobs per job type are
  * recorded in `job_load`; the view sums them by measurement time.
  */
-
-/** The longest range GET /load/ answers (Scale's max_duration). */
-export const MAX_LOAD_RANGE_MS = 31 * 24 * 3600 * 1000;
-/** The start of the range when none is given: a week back. */
-export const DEFAULT_LOAD_SPAN_MS = 7 * 24 * 3600 * 1000;
 
 /** Milliseconds from `now` to the start of the next minute. */
 export function msUntilNextMinute(now: number): number {
@@ -100,20 +95,7 @@ export interface LoadRequest {
  * 31 days is refused (FieldError on `started`). One statement for the page and its count.
  */
 export async function getJobLoad(db: Sequelize, req: LoadRequest): Promise<Envelope<LoadEntry>> {
-	const now = req.now ?? new Date();
-	const query = { ...req.query };
-	const given = (v: unknown) => v !== undefined && v !== null && v !== "";
-	if (!given(query.started))
-		query.started = formatDatetime(new Date(now.getTime() - DEFAULT_LOAD_SPAN_MS));
-	const p = parseListQuery(query, LOAD_SPEC, now);
-	const started = p.started as Date;
-	const ended = p.ended as Date;
-	if (ended.getTime() - started.getTime() > MAX_LOAD_RANGE_MS)
-		throw new FieldError(
-			"started",
-			"the range from started to ended must be at most 31 days " +
-				`(got ${formatDatetime(started)} to ${formatDatetime(ended)})`
-		);
+	const p = parseBoundedRange(req.query, LOAD_SPEC, req.now ?? new Date());
 	const from = "job_load l LEFT JOIN job_type jt ON jt.id = l.job_type_id";
 	const rows = await selectPrepared<{
 		time: Date;
