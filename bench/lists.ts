@@ -13,13 +13,12 @@
  *   DATABASE_URL=postgres://... npm run bench:lists
  *   BENCH_SECONDS=20 npm run bench:lists
  */
-import fs from "fs";
 import os from "os";
 import autocannon from "autocannon";
 import { Client } from "pg";
 import { ALL_SERVICES } from "../lib/config";
 import { startService } from "./lib/cluster";
-import { treeCpuSeconds } from "./lib/cpu";
+import { treeCpuSeconds, treeRssKiB } from "./lib/cpu";
 import { openP4Database } from "./lib/p4-db";
 
 const SECONDS = Number(process.env.BENCH_SECONDS) || 10;
@@ -96,35 +95,6 @@ function run(api: string, draw: () => string, connections: number, seconds: numb
 			}
 		);
 	});
-}
-
-/** The resident memory of a process and its descendants, in KiB, from /proc (Linux). */
-function treeRssKiB(root: number): number {
-	const children = new Map<number, number[]>();
-	for (const entry of fs.readdirSync("/proc")) {
-		if (!/^\d+$/.test(entry)) continue;
-		let stat: string;
-		try {
-			stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-		} catch {
-			continue; // gone meanwhile
-		}
-		const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-		if (!children.has(parent)) children.set(parent, []);
-		children.get(parent)!.push(Number(entry));
-	}
-	let total = 0;
-	const walk = (pid: number) => {
-		try {
-			const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
-			total += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
-		} catch {
-			return; // gone meanwhile
-		}
-		for (const child of children.get(pid) ?? []) walk(child);
-	};
-	walk(root);
-	return total;
 }
 
 /** Samples a process tree's RSS every 200 ms until stopped; answers the largest, in MiB. */

@@ -1,14 +1,8 @@
 import fs from "fs";
 
-/**
- * CPU seconds (user + system, with those of reaped children) used so far by a process and all
- * its live descendants, read from /proc (Linux). Differences of two readings say where the
- * machine's time went during a benchmark.
- */
-export function treeCpuSeconds(root: number): number {
-	const children = new Map<number, number[]>();
-	const times = new Map<number, number>();
-	const tick = 100; // USER_HZ on Linux
+/** Each live process's parent and its /proc/<pid>/stat fields after the command name. */
+function readProcesses(): Map<number, { parent: number; fields: string[] }> {
+	const processes = new Map<number, { parent: number; fields: string[] }>();
 	for (const entry of fs.readdirSync("/proc")) {
 		if (!/^\d+$/.test(entry)) continue;
 		let stat: string;
@@ -19,22 +13,55 @@ export function treeCpuSeconds(root: number): number {
 		}
 		// the fields after the command name, which may itself hold spaces and parentheses
 		const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-		const pid = Number(entry);
-		const parent = Number(fields[1]);
-		times.set(
-			pid,
-			(Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) /
-				tick
-		);
+		processes.set(Number(entry), { parent: Number(fields[1]), fields });
+	}
+	return processes;
+}
+
+/** A process and its live descendants, with their stat fields, from /proc (Linux). */
+function processTree(root: number): { pid: number; fields: string[] }[] {
+	const processes = readProcesses();
+	const children = new Map<number, number[]>();
+	for (const [pid, { parent }] of processes) {
 		if (!children.has(parent)) children.set(parent, []);
 		children.get(parent)!.push(pid);
 	}
-	let total = 0;
+	const tree: { pid: number; fields: string[] }[] = [];
 	const walk = (pid: number) => {
-		total += times.get(pid) ?? 0;
+		const found = processes.get(pid);
+		if (found) tree.push({ pid, fields: found.fields });
 		for (const child of children.get(pid) ?? []) walk(child);
 	};
 	walk(root);
+	return tree;
+}
+
+/**
+ * CPU seconds (user + system, with those of reaped children) used so far by a process and all
+ * its live descendants, read from /proc (Linux). Differences of two readings say where the
+ * machine's time went during a benchmark.
+ */
+export function treeCpuSeconds(root: number): number {
+	const tick = 100; // USER_HZ on Linux
+	let total = 0;
+	for (const { fields } of processTree(root))
+		total +=
+			(Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) /
+			tick;
+	return total;
+}
+
+/** The resident memory of a process and its live descendants, in KiB, from /proc (Linux). */
+export function treeRssKiB(root: number): number {
+	let total = 0;
+	for (const { pid } of processTree(root)) {
+		try {
+			const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+			total += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+		} catch {
+			// gone meanwhile
+		}
+	}
 	return total;
 }
 
