@@ -16,6 +16,7 @@ export const ALL_SERVICES = [
 	"sources",
 	"products",
 	"ingest",
+	"triggers",
 	"files",
 	"nodes",
 	"scheduler",
@@ -159,6 +160,7 @@ export const DB_SERVICES = [
 	"sources",
 	"products",
 	"ingest",
+	"triggers",
 	"files",
 	"nodes",
 	"scheduler"

@@ -38,6 +38,13 @@ export class NotFoundError extends Errors.MoleculerClientError {
 	}
 }
 
+/** A request that conflicts with the current state (not the live execution of a strike, say). */
+export class ConflictError extends Errors.MoleculerClientError {
+	constructor(message: string, data: ErrorData = {}) {
+		super(message, 409, ErrorTypes.CONFLICT, data);
+	}
+}
+
 export class UnauthorizedError extends Errors.MoleculerClientError {
 	constructor(message: string) {
 		super(message, 401, ErrorTypes.UNAUTHORIZED, {});

@@ -1,22 +1,135 @@
-import type { Context, Service, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { LIST_PARAMS, listAction, listRequest } from "../mixins/list.mixin";
-import { getIngestDetails, INGEST_LIST, serializeIngests } from "../lib/models/ingest";
+import {
+	monitorSetup,
+	recordArrivals,
+	recordTransferring,
+	settleIngests
+} from "../lib/ingest/record";
+import type { ArrivedFile, MonitorCall, Settled, TransferringFile } from "../lib/ingest/protocol";
+import {
+	createStrike,
+	getStrikeDetails,
+	parseNewStrike,
+	parseStrikeEdit,
+	serializeStrikes,
+	STRIKE_LIST,
+	updateStrike,
+	validateStrike
+} from "../lib/ingest/strikes";
+import {
+	getIngestDetails,
+	INGEST_LIST,
+	serializeIngests,
+	type StrikeRow
+} from "../lib/models/ingest";
 import { getIngestStatus } from "../lib/models/ingest-status";
 import { parseFileRef } from "../lib/models/scale-file";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
 
 /**
- * Ingests: the list, the details and the status per strike (lib/models/ingest,
- * lib/models/ingest-status). Source file records' download URLs point at this API when their
- * workspace has no base URL, so the API root of the request goes along.
+ * Ingest: strikes (create, list, details, edit, validation), the ingests' list, details and
+ * status, and the side of the strikes' monitors that writes (lib/ingest/record.ts): monitors run
+ * on node agents, which hold no database credentials, and report here. Recording an ingest also
+ * records its INGEST trigger event; the `triggers` service is told after the commit.
  */
-const IngestService: ServiceSchema = {
+
+const ID = { type: "integer", minimum: 1 };
+const TIME = { type: "string", minLength: 1, maxLength: 40 };
+const NAME = { type: "string", minLength: 1, maxLength: 250 };
+const SIZE = { type: "integer", minimum: 0 };
+const BATCH = 5000;
+
+const monitorParams = (extra: Record<string, unknown> = {}, required: string[] = []) => ({
+	type: "object",
+	required: ["strikeId", "jobExeId", ...required],
+	properties: { strikeId: ID, jobExeId: ID, ...extra }
+});
+
+const TRANSFERRING_PARAMS = monitorParams(
+	{
+		files: {
+			type: "array",
+			maxItems: BATCH,
+			items: {
+				type: "object",
+				required: ["name", "bytes", "started"],
+				properties: { name: NAME, bytes: SIZE, started: TIME }
+			}
+		}
+	},
+	["files"]
+);
+
+const ARRIVED_PARAMS = monitorParams(
+	{
+		files: {
+			type: "array",
+			maxItems: BATCH,
+			items: {
+				type: "object",
+				required: ["name", "size", "transferStarted", "transferEnded"],
+				properties: { name: NAME, size: SIZE, transferStarted: TIME, transferEnded: TIME }
+			}
+		}
+	},
+	["files"]
+);
+
+const SETTLE_PARAMS = monitorParams(
+	{
+		results: {
+			type: "array",
+			maxItems: BATCH,
+			items: {
+				type: "object",
+				required: ["ingestId", "status"],
+				properties: {
+					ingestId: ID,
+					status: {
+						type: "string",
+						enum: ["INGESTED", "DEFERRED", "DUPLICATE", "ERRORED"]
+					},
+					size: SIZE,
+					reason: { type: "string", maxLength: 2000 }
+				}
+			}
+		}
+	},
+	["results"]
+);
+
+/** Strike bodies are checked by lib/ingest/strikes, which names each field at fault. */
+const BODY = { type: "object" };
+
+type MonitorContext<P> = Context<MonitorCall & P>;
+
+interface Methods {
+	createStrike(body: unknown): Promise<number>;
+}
+
+const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
 	name: "ingest",
 	mixins: [DbMixin()],
 
+	methods: {
+		/** Saves a strike and queues its job; answers the strike's id. */
+		async createStrike(this: Service & Methods, body: unknown): Promise<number> {
+			const strike = parseNewStrike(body);
+			const { strikeId, jobId } = await createStrike(this.db, strike);
+			this.logger.info(
+				{ strikeId, jobId, name: strike.name },
+				"strike created; its job is queued"
+			);
+			this.broker.emit("queue.changed", { count: 1 });
+			return strikeId;
+		}
+	},
+
 	actions: {
+		// ---- ingests -------------------------------------------------------------------------
 		list: listAction(
 			INGEST_LIST,
 			(rows: Parameters<typeof serializeIngests>[0], ctx) =>
@@ -50,6 +163,124 @@ const IngestService: ServiceSchema = {
 			} as any,
 			handler(this: Service, ctx: Context<{ ref: string }, RequestMeta>) {
 				return getIngestDetails(this.db, parseFileRef(ctx.params.ref), ctx.meta.apiRoot);
+			}
+		},
+
+		// ---- strikes -------------------------------------------------------------------------
+		strikes: listAction(
+			STRIKE_LIST,
+			function (this: Service, rows: StrikeRow[]) {
+				return serializeStrikes(this.db, rows);
+			},
+			"/api/strikes/"
+		),
+
+		/** POST /strike/create/, as the spec says: 200 {strike_id}. */
+		createStrike: {
+			params: BODY as any,
+			async handler(this: Service & Methods, ctx: Context<Record<string, unknown>>) {
+				return { strike_id: await this.createStrike(ctx.params) };
+			}
+		},
+
+		/** POST /strikes/, as Scale 3.0 answered it: 201, Location and the strike's details. */
+		addStrike: {
+			params: BODY as any,
+			async handler(
+				this: Service & Methods,
+				ctx: Context<Record<string, unknown>, RequestMeta>
+			) {
+				const strikeId = await this.createStrike(ctx.params);
+				ctx.meta.$statusCode = 201;
+				ctx.meta.$location = `/strikes/${strikeId}/`;
+				return getStrikeDetails(this.db, strikeId);
+			}
+		},
+
+		validateStrike: {
+			params: BODY as any,
+			handler(this: Service, ctx: Context<Record<string, unknown>>) {
+				return validateStrike(this.db, ctx.params);
+			}
+		},
+
+		getStrike: {
+			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			handler(this: Service, ctx: Context<{ id: number }>) {
+				return getStrikeDetails(this.db, ctx.params.id);
+			}
+		},
+
+		/** Title, description, configuration; the running monitor is told of a new configuration. */
+		updateStrike: {
+			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			async handler(this: Service, ctx: Context<{ id: number } & Record<string, unknown>>) {
+				const { id, ...body } = ctx.params;
+				const changed = await updateStrike(this.db, id, parseStrikeEdit(body));
+				if (changed) this.broker.broadcast("strike.changed", { strikeId: id });
+				return getStrikeDetails(this.db, id);
+			}
+		},
+
+		// ---- the monitors' side (lib/ingest/protocol.ts), internal ---------------------------
+		monitorSetup: {
+			visibility: "public",
+			params: monitorParams() as any,
+			handler(this: Service, ctx: MonitorContext<unknown>) {
+				return monitorSetup(this.db, ctx.params, ctx.nodeID ?? this.broker.nodeID);
+			}
+		},
+
+		transferring: {
+			visibility: "public",
+			params: TRANSFERRING_PARAMS as any,
+			async handler(this: Service, ctx: MonitorContext<{ files: TransferringFile[] }>) {
+				await recordTransferring(
+					this.db,
+					ctx.params,
+					ctx.nodeID ?? this.broker.nodeID,
+					ctx.params.files
+				);
+				return { ok: true };
+			}
+		},
+
+		arrived: {
+			visibility: "public",
+			params: ARRIVED_PARAMS as any,
+			async handler(this: Service, ctx: MonitorContext<{ files: ArrivedFile[] }>) {
+				const decisions = await recordArrivals(
+					this.db,
+					ctx.params,
+					ctx.nodeID ?? this.broker.nodeID,
+					ctx.params.files
+				);
+				return { decisions };
+			}
+		},
+
+		settle: {
+			visibility: "public",
+			params: SETTLE_PARAMS as any,
+			async handler(this: Service, ctx: MonitorContext<{ results: Settled[] }>) {
+				const { answers, events } = await settleIngests(
+					this.db,
+					ctx.params,
+					ctx.nodeID ?? this.broker.nodeID,
+					ctx.params.results
+				);
+				const ingested = answers.filter(a => a.status === "INGESTED").length;
+				if (ingested > 0)
+					this.logger.info(
+						{ strikeId: ctx.params.strikeId, ingested, settled: answers.length },
+						"files ingested"
+					);
+				if (events > 0)
+					this.broker.broadcast("trigger-events.created", {
+						type: "INGEST",
+						count: events
+					});
+				return { answers };
 			}
 		}
 	}

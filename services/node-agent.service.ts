@@ -5,7 +5,12 @@ import type { AgentConfig } from "../lib/config";
 import { NotFoundError } from "../lib/errors";
 import { NodeAgent } from "../lib/agent/agent";
 import { measureResources, readSlaveId } from "../lib/agent/resources";
-import { EXECUTION_SPEC_SCHEMA, JOB_EXE_ID_SCHEMA } from "../lib/agent/spec-schema";
+import {
+	EXECUTION_SPEC_SCHEMA,
+	JOB_EXE_ID_SCHEMA,
+	STRIKE_ID_SCHEMA
+} from "../lib/agent/spec-schema";
+import { launchStrikeMonitor, StrikeMonitor } from "../lib/ingest/monitor";
 import type {
 	ExecutionFinished,
 	ExecutionSpec,
@@ -42,6 +47,8 @@ interface Settings {
 	finishRetryMs: number;
 	stepDelayMs: number;
 	killGraceMs: number;
+	/** how often a strike's monitor lists its directory again */
+	strikeRescanMs: number;
 	dockerCommand: string;
 	logCapBytes: number;
 	keepFailedMs: number;
@@ -81,6 +88,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		// step events are gathered this long: a short execution's ride with its report instead
 		stepDelayMs: 200,
 		killGraceMs: 5000,
+		strikeRescanMs: 5000,
 		dockerCommand: "docker",
 		// the tail of stdout and of stderr kept for reports and live logs; a report carries both,
 		// and NATS refuses messages above its max_payload (1 MB by default)
@@ -140,7 +148,44 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		}
 	},
 
+	events: {
+		/** A strike's configuration changed: its monitor, if it runs here, reads it again. */
+		"strike.changed": {
+			params: STRIKE_ID_SCHEMA as any,
+			handler(this: any, ctx: Context<{ strikeId: number }>) {
+				const monitor: StrikeMonitor | undefined = this.monitors.get(ctx.params.strikeId);
+				if (monitor) void monitor.reload();
+			}
+		}
+	},
+
 	methods: {
+		/**
+		 * Starts a strike's monitor for an execution of `scale-strike`; it calls the `ingest`
+		 * service as this agent, and is known by its strike until it ends.
+		 */
+		launchBuiltin(this: any, spec: ExecutionSpec) {
+			const strikeId = spec.task!.strikeId;
+			const monitor = new StrikeMonitor(
+				{ strikeId, jobExeId: spec.jobExeId },
+				{
+					call: (action, params) =>
+						this.broker.call(action, params, { timeout: this.settings.callTimeoutMs }),
+					info: message =>
+						this.logger.info({ strikeId, jobExeId: spec.jobExeId }, message),
+					warn: message =>
+						this.logger.warn({ strikeId, jobExeId: spec.jobExeId }, message)
+				},
+				{ rescanMs: this.settings.strikeRescanMs }
+			);
+			this.monitors.set(strikeId, monitor);
+			const launched = launchStrikeMonitor(monitor);
+			void launched.exited.finally(() => {
+				if (this.monitors.get(strikeId) === monitor) this.monitors.delete(strikeId);
+			});
+			return launched;
+		},
+
 		/** A warning, at most once a minute for the same kind of problem. */
 		warnOnce(this: any, key: string, message: string) {
 			const now = Date.now();
@@ -343,6 +388,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		this.registering = false;
 		this.beating = false;
 		this.nodeId = null;
+		this.monitors = new Map<number, StrikeMonitor>();
 	},
 
 	async started(this: any) {
@@ -361,7 +407,8 @@ const NodeAgentService: ServiceSchema<Settings> = {
 			sendSteps: (steps: ExecutionStep[]) => this.sendSteps(steps),
 			stepDelayMs: settings.stepDelayMs,
 			deliver: (report: ExecutionFinished) => this.deliver(report),
-			warn: (message: string) => this.logger.warn(message)
+			warn: (message: string) => this.logger.warn(message),
+			launchBuiltin: (spec: ExecutionSpec) => this.launchBuiltin(spec)
 		});
 		this.logger.info(
 			{ workDir: settings.agent.workDir, launcher: this.agent.launcherDescription },

@@ -14,7 +14,7 @@ import {
 	type JobDetails,
 	type JobListRow
 } from "../lib/models/job";
-import { getJobLoad, LOAD_FILTERS, msUntilNextMinute, recordJobLoad } from "../lib/queue/load";
+import { getJobLoad, LOAD_FILTERS, recordJobLoad } from "../lib/queue/load";
 import { queueEachNewJob, type NewJobRequest, type QueuedJob } from "../lib/queue/new-job";
 import { MicroBatcher } from "../lib/scheduling/batcher";
 import { requeueJobs, type RequeueFilters } from "../lib/queue/requeue";
@@ -57,8 +57,8 @@ const REQUEUE_SCHEMA = {
 
 /**
  * The queue: new jobs (POST /queue/new-job/), requeue (POST /queue/requeue-jobs/), the queue by
- * job type (GET /queue/status/) and the load history (GET /load/), with the clock that records
- * that history every minute. After every commit that adds to the queue it emits `queue.changed`
+ * job type (GET /queue/status/) and the load history (GET /load/), which the triggers service's
+ * clock records every minute (rule `scale-job-load`). After every commit that adds to the queue it emits `queue.changed`
  * ({count}), the scheduler's wake-up; the database stays the truth.
  */
 const QueueService: ServiceSchema = {
@@ -130,7 +130,10 @@ const QueueService: ServiceSchema = {
 			}
 		},
 
-		/** Records this minute's load now (the clock does it every minute); internal. */
+		/**
+		 * Records this minute's load now, once per minute across replicas; internal. The clock
+		 * (the `scale-job-load` rule of the triggers service) does it every minute.
+		 */
 		recordLoad: {
 			async handler(this: any) {
 				return { rows: await this.recordLoad() };
@@ -189,31 +192,6 @@ const QueueService: ServiceSchema = {
 			return this.db.transaction((t: Transaction) => recordJobLoad(this.db, t));
 		},
 
-		/** Schedules the load clock: a tick at the start of every minute. */
-		startLoadClock(this: any) {
-			this.stopLoadClock();
-			const tick = async () => {
-				try {
-					await this.recordLoad();
-				} catch (err) {
-					this.logger.warn({ err }, "recording the job load failed");
-				}
-				if (this.loadTimer) schedule();
-			};
-			const schedule = () => {
-				// A little past the minute, so that date_trunc lands on the minute just begun.
-				this.loadTimer = setTimeout(tick, msUntilNextMinute(Date.now()) + 100);
-				this.loadTimer.unref?.();
-			};
-			this.loadTimer = true;
-			schedule();
-		},
-
-		stopLoadClock(this: any) {
-			if (this.loadTimer && this.loadTimer !== true) clearTimeout(this.loadTimer);
-			this.loadTimer = null;
-		},
-
 		/**
 		 * A page of the given jobs as job records, in the order of the jobs list (last_modified,
 		 * then id), in the list envelope; paging from the request's query.
@@ -254,12 +232,7 @@ const QueueService: ServiceSchema = {
 		);
 	},
 
-	started(this: any) {
-		this.startLoadClock();
-	},
-
 	async stopped(this: any) {
-		this.stopLoadClock();
 		await this.newJobs.drain();
 	}
 };

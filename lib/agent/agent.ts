@@ -2,7 +2,7 @@ import fs from "fs";
 import path from "path";
 import { DockerCheck } from "./docker";
 import { DEFAULT_TASK_PATH, Execution, taskDirOf } from "./execution";
-import { createLauncher, type Launcher, type LauncherChoice } from "./launcher";
+import { createLauncher, type Launched, type Launcher, type LauncherChoice } from "./launcher";
 import { TaskDirs } from "./task-dirs";
 import type { ExecutionFinished, ExecutionLogs, ExecutionSpec, ExecutionStep } from "./protocol";
 
@@ -42,6 +42,8 @@ export interface AgentOptions {
 	deliver(finished: ExecutionFinished): Promise<void>;
 	/** told of problems worth a log line */
 	warn?(message: string): void;
+	/** starts what the agent runs itself for a spec with a `task` (a strike's monitor) */
+	launchBuiltin?: (spec: ExecutionSpec) => Launched;
 }
 
 /**
@@ -122,7 +124,8 @@ export class NodeAgent {
 			logCapBytes: this.options.logCapBytes ?? 1024 * 1024,
 			taskPath: this.options.taskPath ?? process.env.PATH ?? DEFAULT_TASK_PATH,
 			taskDirs: this.taskDirs,
-			onStep: step => this.step(step)
+			onStep: step => this.step(step),
+			launchBuiltin: this.options.launchBuiltin
 		});
 		this.executions.set(id, execution);
 		const work = this.complete(execution).catch(error =>

@@ -71,6 +71,8 @@ export interface ExecutionContext {
 	taskDirs?: TaskDirs;
 	/** told of each step's start and end, in order; must not throw */
 	onStep?: (step: ExecutionStep) => void;
+	/** starts what the agent runs itself for a spec with a `task` (a strike's monitor) */
+	launchBuiltin?: (spec: ExecutionSpec) => Launched;
 }
 
 export const DEFAULT_TASK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -466,16 +468,21 @@ export class Execution {
 		const env = docker
 			? { PATH: this.ctx.taskPath, HOME: this.taskDir, ...dockerClientEnv() }
 			: { PATH: this.ctx.taskPath, ...this.taskEnv() };
+		if (spec.task && !this.ctx.launchBuiltin)
+			throw new Failure("task-launch", `this agent cannot run a ${spec.task.kind} task`);
 		try {
-			this.launched = await this.ctx.launcher.launch({
-				command: launch.command,
-				args: launch.args,
-				cwd: this.taskDir,
-				env,
-				stdoutPath: this.stdoutPath,
-				stderrPath: this.stderrPath,
-				outputFilesEmpty: this.recycled
-			});
+			this.launched =
+				spec.task && this.ctx.launchBuiltin
+					? this.ctx.launchBuiltin(spec)
+					: await this.ctx.launcher.launch({
+							command: launch.command,
+							args: launch.args,
+							cwd: this.taskDir,
+							env,
+							stdoutPath: this.stdoutPath,
+							stderrPath: this.stderrPath,
+							outputFilesEmpty: this.recycled
+						});
 		} catch (error) {
 			const what = docker ? `the docker command (${launch.command})` : `"${launch.command}"`;
 			const detail =

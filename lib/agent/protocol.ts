@@ -100,6 +100,14 @@ export interface ExecutionSpec {
 	/** seconds; 0 or a long-running type = no timeout */
 	timeout: number;
 	resources: Resources;
+	/** what the agent runs itself instead of the interface's command (a system job type's work) */
+	task?: BuiltinTask;
+}
+
+/** A strike's monitor (lib/ingest/monitor.ts), for the system job type `scale-strike`. */
+export interface BuiltinTask {
+	kind: "strike";
+	strikeId: number;
 }
 
 export type Step = "pre" | "main" | "post";

@@ -117,8 +117,19 @@ export const EXECUTION_SPEC_SCHEMA = {
 			type: "object",
 			required: ["cpus", "mem", "disk"],
 			properties: { cpus: AMOUNT, mem: AMOUNT, disk: AMOUNT }
+		},
+		task: {
+			type: "object",
+			required: ["kind", "strikeId"],
+			properties: { kind: { type: "string", enum: ["strike"] }, strikeId: ID }
 		}
 	}
+};
+
+export const STRIKE_ID_SCHEMA = {
+	type: "object",
+	required: ["strikeId"],
+	properties: { strikeId: ID }
 };
 
 export const JOB_EXE_ID_SCHEMA = {

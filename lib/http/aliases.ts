@@ -62,6 +62,13 @@ export const ALIASES: Record<string, string | unknown[]> = {
 	// an id or, as Scale also answered, a file name (the ingest of that name created last)
 	"GET ingests/:ref": "ingest.get",
 
+	"POST strike/create": "ingest.createStrike",
+	"GET strikes": "ingest.strikes",
+	"POST strikes": "ingest.addStrike",
+	"POST strikes/validation": "ingest.validateStrike",
+	"GET strikes/:id": "ingest.getStrike",
+	"PATCH strikes/:id": "ingest.updateStrike",
+
 	"GET files/:id/download": "files.download",
 
 	"GET nodes": "nodes.list",

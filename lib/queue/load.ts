@@ -11,11 +11,6 @@ import type { ListSpec } from "../list/params";
  * recorded in `job_load`; the view sums them by measurement time.
  */
 
-/** Milliseconds from `now` to the start of the next minute. */
-export function msUntilNextMinute(now: number): number {
-	return 60_000 - (now % 60_000);
-}
-
 /**
  * Records the load of the current minute inside the caller's transaction, once per minute
  * however many replicas try: under a transaction-level advisory lock, the rows are written only

@@ -437,6 +437,46 @@ export async function queueEachNewJob(
 	return answers;
 }
 
+/**
+ * Queues the requests that are valid inside the caller's transaction and answers, per request
+ * in order, what was queued or the error that refused it: trigger rules fire for files one by
+ * one, and a file that does not fit one rule's job type must not hold back the others.
+ */
+export async function queueValidNewJobs(
+	db: Sequelize,
+	t: Transaction,
+	requests: NewJobRequest[]
+): Promise<(QueuedJob | Error)[]> {
+	const attempt = async (cached: boolean) => {
+		const prepared = await prepareEachNewJob(db, t, requests, cached);
+		const valid = prepared.flatMap((p, i) => (p instanceof Error ? [] : [i]));
+		const answers: (QueuedJob | Error)[] = prepared.map(p =>
+			p instanceof Error ? p : new Error("not written")
+		);
+		if (valid.length === 0) return answers;
+		// one statement: a stale job type found then leaves nothing written to retry over
+		const queued = await writeNewJobs(
+			db,
+			t,
+			valid.map(i => prepared[i] as PreparedJob),
+			valid.map(i => requests[i]),
+			!cached
+		);
+		valid.forEach((i, k) => (answers[i] = queued[k]));
+		return answers;
+	};
+	try {
+		return await attempt(true);
+	} catch (error) {
+		if (!(error instanceof StaleJobTypes)) throw error;
+		forgetJobTypes(
+			db,
+			requests.map(r => r.jobTypeId)
+		);
+		return attempt(false);
+	}
+}
+
 /** Writes one slice, from cached job types first and from fresh ones when a cached one is stale. */
 async function queueSlice(
 	db: Sequelize,

@@ -52,6 +52,7 @@ export interface PlacedExe {
 	docker_image: string | null;
 	docker_privileged: boolean;
 	is_long_running: boolean;
+	is_system: boolean;
 }
 
 /**
@@ -179,7 +180,7 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				AND j.id = e.job_id AND r.id = j.job_type_rev_id AND t.id = j.job_type_id
 			RETURNING e.id, e.job_id, e.timeout, u.node_id, u.agent_id, u.cpus, u.mem,
 				u.disk_total, j.data, r.interface, j.job_type_id, t.name, t.version,
-				t.uses_docker, t.docker_image, t.docker_privileged, t.is_long_running
+				t.uses_docker, t.docker_image, t.docker_privileged, t.is_long_running, t.is_system
 		),
 		jr AS (
 			UPDATE job SET status = 'RUNNING', started = now(), last_status_change = now(),

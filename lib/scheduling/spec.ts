@@ -1,6 +1,7 @@
 import path from "path";
 import type { ExecutionSpec, OutputWorkspace, StagedFile } from "../agent/protocol";
 import type { JobInterface } from "../documents/types";
+import { STRIKE_JOB_TYPE } from "../ingest/strikes";
 import type { PlacedExe } from "./claim";
 import type { Sql } from "./sql";
 
@@ -79,6 +80,19 @@ function staged(file: FileRow): StagedFile {
 	};
 }
 
+/**
+ * What the agent runs itself instead of a command: a strike's monitor for the system job type
+ * `scale-strike` (lib/ingest/monitor.ts), the strike named by its "Strike ID" input.
+ */
+function builtinTask(exe: PlacedExe): Pick<ExecutionSpec, "task"> {
+	if (!exe.is_system || exe.name !== STRIKE_JOB_TYPE) return {};
+	const input = (exe.data?.input_data ?? []).find(
+		(i: { name: string }) => i.name === "Strike ID"
+	);
+	const strikeId = Number(input?.value);
+	return Number.isInteger(strikeId) && strikeId > 0 ? { task: { kind: "strike", strikeId } } : {};
+}
+
 export function specFor(
 	exe: PlacedExe,
 	files: ReadonlyMap<number, FileRow>,
@@ -123,6 +137,7 @@ export function specFor(
 		interface: iface,
 		inputs,
 		outputWorkspaces,
+		...builtinTask(exe),
 		timeout: exe.is_long_running ? 0 : exe.timeout,
 		resources: { cpus: exe.cpus, mem: exe.mem, disk: exe.disk_total }
 	};

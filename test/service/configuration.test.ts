@@ -687,19 +687,20 @@ describe("round trip into an empty database", () => {
 		for (const qs of ["?recipe_type_name=rt-main", "?job_type_category=other&include=errors"])
 			expect(await exported(qs, apiB)).toEqual(await exported(qs));
 
-		// Everything was created: revision 1 of each, one rule per owner.
+		// Everything was created: revision 1 of each, one rule per owner (beside what migrations
+		// make: the system job type scale-strike and the two clock rules).
 		expect(await counts(tdbB)).toMatchObject({
-			job_type: 3,
-			job_type_rev: 3,
+			job_type: 3 + 1,
+			job_type_rev: 3 + 1,
 			recipe_type: 2,
 			recipe_type_rev: 2,
-			trigger_rule: 2
+			trigger_rule: 2 + 2
 		});
 		const revs = await query(
 			tdbB,
 			"SELECT revision_num FROM job_type UNION ALL SELECT revision_num FROM recipe_type"
 		);
-		expect(revs.map(r => r.revision_num)).toEqual([1, 1, 1, 1, 1]);
+		expect(revs.map(r => r.revision_num)).toEqual([1, 1, 1, 1, 1, 1]);
 		const details = await ok(
 			"GET",
 			`${apiB}/job-types/${(await query(tdbB, "SELECT id FROM job_type WHERE name = 'jt-ingest'"))[0].id}/`,

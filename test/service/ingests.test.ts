@@ -71,12 +71,10 @@ beforeAll(async () => {
 	);
 	[ids.a, ids.b, ids.c] = files.map(f => f.id);
 
-	ids.strikeType = await addFileJobType(tdb.db, "scale-strike", {
-		title: "Scale Strike",
-		category: "system",
-		is_system: true,
-		is_long_running: true
-	});
+	// the system job type migration 0007 made
+	[{ id: ids.strikeType }] = await query<{ id: number }>(
+		`SELECT id FROM job_type WHERE name = 'scale-strike'`
+	);
 	const [rev] = await query<{ id: number }>(
 		`SELECT id FROM job_type_rev WHERE job_type_id = $1`,
 		[ids.strikeType]
@@ -394,7 +392,7 @@ describe("GET /ingests/{id}/", () => {
 					name: "scale-strike",
 					version: "1.0",
 					title: "Scale Strike",
-					description: null,
+					description: "Monitors a directory for incoming source files to ingest",
 					category: "system",
 					author_name: null,
 					author_url: null,
@@ -403,7 +401,7 @@ describe("GET /ingests/{id}/", () => {
 					is_active: true,
 					is_operational: true,
 					is_paused: false,
-					icon_code: null
+					icon_code: "f0e7"
 				},
 				job_type_rev: { id: rev.id },
 				event: { id: event.id },

@@ -233,7 +233,6 @@ beforeAll(async () => {
 	app = await startServices(tdb.url, ["api", "queue", "jobs"]);
 	api = app.api;
 	broker = app.broker;
-	(broker.getLocalService("queue") as any).stopLoadClock();
 	broker.createService({
 		name: "node-agent",
 		actions: {

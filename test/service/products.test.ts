@@ -160,7 +160,6 @@ beforeAll(async () => {
 
 	app = await startServices(tdb.url, ["api", "queue", "products", "files"]);
 	api = app.api;
-	(app.broker.getLocalService("queue") as any).stopLoadClock();
 
 	const j1 = await run(ids.kml, ids.s1, [["result", "kml/1/scene-1.kml", "text/xml"]]);
 	const j2 = await run(ids.png, ids.s2, [["result", "png/2/scene-2.png", "image/png"]]);

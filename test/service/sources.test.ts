@@ -160,7 +160,6 @@ beforeAll(async () => {
 
 	app = await startServices(tdb.url, ["api", "queue", "sources", "products"]);
 	api = app.api;
-	(app.broker.getLocalService("queue") as any).stopLoadClock();
 	ids.p1 = await product(s.a, "kml/1/a.kml");
 	ids.p2 = await product(ids.p1, "kml/2/a2.kml");
 

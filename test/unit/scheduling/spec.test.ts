@@ -32,7 +32,8 @@ const placed: PlacedExe = {
 	uses_docker: true,
 	docker_image: "img:1",
 	docker_privileged: false,
-	is_long_running: false
+	is_long_running: false,
+	is_system: false
 };
 
 const file = (id: number) => ({

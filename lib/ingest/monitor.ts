@@ -1,0 +1,469 @@
+import { promises as fs, watch, type FSWatcher } from "fs";
+import path from "path";
+import type { Launched } from "../agent/launcher";
+import { exists, moveAside, moveNoClobber, TargetExists } from "./move";
+import {
+	ASIDE_FOLDERS,
+	type ArrivedFile,
+	type AsideStatus,
+	type Decision,
+	type MonitorCall,
+	type MonitorSetup,
+	type OpenIngest,
+	type SettleAnswer,
+	type Settled,
+	type TransferringFile
+} from "./protocol";
+
+/**
+ * A strike's monitor, run by the node agent that runs the strike's job, in the agent's own
+ * process (docs/decisions.md, "Strike"): it watches the strike's directory by file-system events
+ * and by a rescan every rescanMs (events are lost on some file systems and while nothing
+ * watches), tells the `ingest` service what it sees, and moves each file where the service
+ * decides: into its workspace, or aside into `deferred/`, `duplicate/` or `errored/` of the
+ * directory. Files are handled in batches: one call records a batch's arrivals, one its outcomes.
+ */
+
+export interface MonitorLink {
+	/** a Moleculer call to the control plane */
+	call<T>(action: string, params: Record<string, unknown>): Promise<T>;
+	info(message: string): void;
+	warn(message: string): void;
+}
+
+export interface MonitorOptions {
+	/** how often the directory is listed again and the configuration read again; default 5 s */
+	rescanMs?: number;
+	/** files per call; default 500 */
+	batchMax?: number;
+	/** how often a growing file's size is reported; default 1 s */
+	progressMs?: number;
+	/** file moves at once; default 16 */
+	moveConcurrency?: number;
+}
+
+/** The control plane says this monitor's execution is not the strike's live one: stop. */
+function isRefusal(error: any): boolean {
+	return error?.type === "CONFLICT" || error?.code === 409;
+}
+
+interface Transfer {
+	started: string;
+	reportedBytes: number;
+	reportedAt: number;
+}
+
+export class StrikeMonitor {
+	private directory = "";
+	private suffix = "";
+	private watcher: FSWatcher | null = null;
+	private readonly dirty = new Set<string>();
+	private readonly transfers = new Map<string, Transfer>();
+	private running: Promise<void> | null = null;
+	private again = false;
+	private refusal: Error | null = null;
+	private stopped = false;
+	private wake: () => void = () => undefined;
+	private readonly rescanMs: number;
+	private readonly batchMax: number;
+	private readonly progressMs: number;
+	private readonly moveConcurrency: number;
+
+	constructor(
+		private readonly task: MonitorCall,
+		private readonly link: MonitorLink,
+		options: MonitorOptions = {}
+	) {
+		this.rescanMs = options.rescanMs ?? 5000;
+		this.batchMax = options.batchMax ?? 500;
+		this.progressMs = options.progressMs ?? 1000;
+		this.moveConcurrency = options.moveConcurrency ?? 16;
+	}
+
+	/** Runs until `signal` aborts (answers 0) or the control plane refuses it (answers 1). */
+	async run(signal: AbortSignal): Promise<number> {
+		const stopped = new Promise<void>(resolve => {
+			this.wake = resolve;
+			signal.addEventListener("abort", () => resolve(), { once: true });
+		});
+		if (signal.aborted) return 0;
+		let timer: NodeJS.Timeout | null = null;
+		try {
+			let setup: MonitorSetup | null = null;
+			while (!setup && !signal.aborted && !this.refusal) {
+				setup = await this.setup();
+				if (!setup) await Promise.race([stopped, delay(this.rescanMs)]);
+			}
+			if (!setup) return this.refusal ? 1 : 0;
+			this.link.info(
+				`strike ${this.task.strikeId}: watching ${this.directory} (${setup.open.length} ingests left open)`
+			);
+			await this.scan();
+			await this.recover(setup.open);
+			const tick = async () => {
+				if (this.stopped) return;
+				await this.setup();
+				await this.scan();
+				if (!this.stopped) timer = setTimeout(tick, this.rescanMs);
+			};
+			timer = setTimeout(tick, this.rescanMs);
+			await stopped;
+		} finally {
+			this.stopped = true;
+			if (timer) clearTimeout(timer);
+			this.watcher?.close();
+			await this.running;
+		}
+		this.link.info(`strike ${this.task.strikeId}: monitor stopped`);
+		return this.refusal ? 1 : 0;
+	}
+
+	/** Tells the monitor that its configuration changed: read it again now. */
+	async reload(): Promise<void> {
+		if (this.stopped) return;
+		await this.setup();
+		await this.scan();
+	}
+
+	private async call<T>(action: string, params: Record<string, unknown>): Promise<T | null> {
+		try {
+			return await this.link.call<T>(action, { ...this.task, ...params });
+		} catch (error: any) {
+			if (isRefusal(error)) {
+				this.refusal = error;
+				this.link.warn(
+					`strike ${this.task.strikeId}: the control plane refused this monitor (${error.message}); stopping`
+				);
+				this.stopped = true;
+				this.wake();
+			} else
+				this.link.warn(
+					`strike ${this.task.strikeId}: ${action} failed (retried at the next rescan): ${error?.message ?? error}`
+				);
+			return null;
+		}
+	}
+
+	/** Reads the configuration; (re)watches the directory when it changed. */
+	private async setup(): Promise<MonitorSetup | null> {
+		const setup = await this.call<MonitorSetup>("ingest.monitorSetup", {});
+		if (!setup || this.stopped) return setup;
+		this.suffix = setup.transferSuffix;
+		if (setup.directory !== this.directory || !this.watcher) {
+			this.directory = setup.directory;
+			this.watcher?.close();
+			this.watcher = null;
+			try {
+				await fs.mkdir(this.directory, { recursive: true });
+				for (const folder of Object.values(ASIDE_FOLDERS))
+					await fs.mkdir(path.join(this.directory, folder), { recursive: true });
+				this.watcher = watch(this.directory, (_event, name) => {
+					if (typeof name === "string" && name !== "") this.mark(name);
+				});
+				this.watcher.on("error", error => {
+					this.link.warn(
+						`strike ${this.task.strikeId}: watching ${this.directory} failed (${error.message}); the rescan goes on`
+					);
+					this.watcher?.close();
+					this.watcher = null;
+				});
+			} catch (error) {
+				this.link.warn(
+					`strike ${this.task.strikeId}: cannot watch ${this.directory}: ${(error as Error).message}; tried again every ${this.rescanMs / 1000} s`
+				);
+			}
+		}
+		return setup;
+	}
+
+	private mark(name: string): void {
+		// hidden names are other tools' temporary files (rsync's, editors'), never ingested
+		if (name.startsWith(".") || name.includes("/")) return;
+		this.dirty.add(name);
+		this.kick();
+	}
+
+	/** Lists the directory and handles every file in it. */
+	private async scan(): Promise<void> {
+		if (this.stopped || !this.directory) return;
+		let names: string[];
+		try {
+			names = await fs.readdir(this.directory);
+		} catch (error) {
+			this.link.warn(
+				`strike ${this.task.strikeId}: cannot list ${this.directory}: ${(error as Error).message}`
+			);
+			return;
+		}
+		for (const name of names) if (!name.startsWith(".")) this.dirty.add(name);
+		this.kick();
+		await this.idle();
+	}
+
+	/** Resolves once every marked file has been handled. */
+	private async idle(): Promise<void> {
+		while (this.running) await this.running;
+	}
+
+	private kick(): void {
+		if (this.running) {
+			this.again = true;
+			return;
+		}
+		this.running = (async () => {
+			try {
+				do {
+					this.again = false;
+					// a moment for the rest of a burst of events to arrive
+					await new Promise(resolve => setImmediate(resolve));
+					const names = [...this.dirty];
+					this.dirty.clear();
+					for (let i = 0; i < names.length && !this.stopped; i += this.batchMax)
+						await this.handle(names.slice(i, i + this.batchMax));
+				} while ((this.again || this.dirty.size > 0) && !this.stopped);
+			} catch (error) {
+				this.link.warn(
+					`strike ${this.task.strikeId}: handling files failed: ${(error as Error)?.stack ?? error}`
+				);
+			} finally {
+				this.running = null;
+			}
+		})();
+	}
+
+	/** One batch: sizes read, transfers reported, arrivals recorded, moved and settled. */
+	private async handle(names: string[]): Promise<void> {
+		const now = Date.now();
+		const stats = await Promise.all(
+			names.map(name =>
+				fs.lstat(path.join(this.directory, name)).then(
+					stat => ({ name, stat }),
+					() => null
+				)
+			)
+		);
+		const growing: TransferringFile[] = [];
+		const arrived: ArrivedFile[] = [];
+		const at = new Date(now).toISOString();
+		for (const entry of stats) {
+			if (!entry || !entry.stat.isFile()) continue;
+			const { name, stat } = entry;
+			if (this.suffix && name.endsWith(this.suffix) && name.length > this.suffix.length) {
+				const final = name.slice(0, -this.suffix.length);
+				let transfer = this.transfers.get(final);
+				const fresh = !transfer;
+				transfer ??= { started: at, reportedBytes: -1, reportedAt: 0 };
+				this.transfers.set(final, transfer);
+				if (
+					fresh ||
+					(stat.size !== transfer.reportedBytes &&
+						now - transfer.reportedAt >= this.progressMs)
+				) {
+					growing.push({ name: final, bytes: stat.size, started: transfer.started });
+					transfer.reportedBytes = stat.size;
+					transfer.reportedAt = now;
+				} else if (stat.size !== transfer.reportedBytes) {
+					// reported at the next rescan, or sooner when the file changes again
+					setTimeout(() => this.mark(name), this.progressMs).unref();
+				}
+				continue;
+			}
+			arrived.push({
+				name,
+				size: stat.size,
+				transferStarted: this.transfers.get(name)?.started ?? at,
+				transferEnded: at
+			});
+		}
+		if (growing.length > 0) await this.call("ingest.transferring", { files: growing });
+		if (arrived.length === 0 || this.stopped) return;
+		const answer = await this.call<{ decisions: Decision[] }>("ingest.arrived", {
+			files: arrived
+		});
+		if (!answer) return;
+		for (const file of arrived) this.transfers.delete(file.name);
+		const results = await mapLimited(answer.decisions, this.moveConcurrency, decision =>
+			this.carryOut(decision)
+		);
+		await this.settle(results.flatMap(r => (r ? [r] : [])));
+	}
+
+	/** Moves one file where the service decided; answers what happened, or null to retry later. */
+	private async carryOut(decision: Decision): Promise<Settled | null> {
+		const from = path.join(this.directory, decision.name);
+		if (decision.action === "ingest") {
+			try {
+				await moveNoClobber(from, decision.target);
+				return {
+					ingestId: decision.ingestId,
+					status: "INGESTED",
+					size: await sizeOf(decision.target)
+				};
+			} catch (error) {
+				const stored = await this.alreadyStored(from, decision.target, error);
+				if (stored !== null)
+					return { ingestId: decision.ingestId, status: "INGESTED", size: stored };
+				if (!(await exists(from)))
+					return {
+						ingestId: decision.ingestId,
+						status: "ERRORED",
+						reason: "the file is lost"
+					};
+				return this.putAside(
+					decision.ingestId,
+					from,
+					"ERRORED",
+					describe(error, decision.target)
+				);
+			}
+		}
+		if (!(await exists(from)))
+			return { ingestId: decision.ingestId, status: "ERRORED", reason: "the file is lost" };
+		return this.putAside(decision.ingestId, from, decision.status, decision.reason);
+	}
+
+	/**
+	 * The size of the stored file when `to` already holds this very file (a move done by an
+	 * earlier monitor whose report was lost: same size), removing the leftover at `from`.
+	 */
+	private async alreadyStored(from: string, to: string, error: unknown): Promise<number | null> {
+		if (!(error instanceof TargetExists)) return null;
+		const [a, b] = await Promise.all([
+			fs.stat(from).catch(() => null),
+			fs.stat(to).catch(() => null)
+		]);
+		if (!b || (a && a.size !== b.size)) return null;
+		if (a) await fs.unlink(from).catch(() => undefined);
+		return b.size;
+	}
+
+	private async putAside(
+		ingestId: number,
+		from: string,
+		status: AsideStatus,
+		reason?: string
+	): Promise<Settled | null> {
+		try {
+			await moveAside(
+				from,
+				path.join(this.directory, ASIDE_FOLDERS[status]),
+				String(ingestId)
+			);
+		} catch (error) {
+			this.link.warn(
+				`strike ${this.task.strikeId}: cannot move ${from} aside: ${(error as Error).message}; left in place`
+			);
+			return null;
+		}
+		return { ingestId, status, ...(reason ? { reason } : {}) };
+	}
+
+	private async settle(results: Settled[]): Promise<void> {
+		if (results.length === 0) return;
+		const answer = await this.call<{ answers: SettleAnswer[] }>("ingest.settle", { results });
+		for (const late of answer?.answers ?? []) {
+			if (!late.moveAside) continue;
+			await moveAside(
+				late.moveAside,
+				path.join(this.directory, ASIDE_FOLDERS.DUPLICATE),
+				String(late.ingestId)
+			).catch(error =>
+				this.link.warn(
+					`strike ${this.task.strikeId}: cannot move the duplicate ${late.moveAside} aside: ${error.message}`
+				)
+			);
+		}
+	}
+
+	/**
+	 * Settles what an earlier monitor left open and the scan did not take up again: a file found
+	 * stored or moved aside is recorded so, one that is nowhere is ERRORED, as Scale marks a file
+	 * it has lost.
+	 */
+	private async recover(open: OpenIngest[]): Promise<void> {
+		const results: Settled[] = [];
+		for (const ingest of open) {
+			const inDirectory =
+				(await exists(path.join(this.directory, ingest.fileName))) ||
+				(await exists(path.join(this.directory, ingest.fileName + this.suffix)));
+			if (inDirectory) continue;
+			if (ingest.status === "INGESTING" && ingest.target) {
+				const size = await sizeOf(ingest.target).catch(() => null);
+				if (size !== null) {
+					results.push({ ingestId: ingest.ingestId, status: "INGESTED", size });
+					continue;
+				}
+			}
+			if (ingest.status === "TRANSFERRED") {
+				const aside = await this.findAside(ingest);
+				if (aside) {
+					results.push({ ingestId: ingest.ingestId, status: aside });
+					continue;
+				}
+			}
+			results.push({
+				ingestId: ingest.ingestId,
+				status: "ERRORED",
+				reason: "the file is lost"
+			});
+		}
+		await this.settle(results);
+	}
+
+	private async findAside(ingest: OpenIngest): Promise<AsideStatus | null> {
+		for (const [status, folder] of Object.entries(ASIDE_FOLDERS) as [AsideStatus, string][]) {
+			const dir = path.join(this.directory, folder);
+			if (
+				(await exists(path.join(dir, ingest.fileName))) ||
+				(await exists(path.join(dir, `${ingest.fileName}.${ingest.ingestId}`)))
+			)
+				return status;
+		}
+		return null;
+	}
+}
+
+async function sizeOf(file: string): Promise<number> {
+	return (await fs.stat(file)).size;
+}
+
+function describe(error: unknown, target: string): string {
+	if (error instanceof TargetExists)
+		return `the workspace already holds another file at ${target}`;
+	return `cannot store it at ${target}: ${(error as Error)?.message ?? error}`;
+}
+
+function delay(ms: number): Promise<void> {
+	return new Promise(resolve => setTimeout(resolve, ms).unref());
+}
+
+/** fn over items, at most `limit` at once, answers in order. */
+async function mapLimited<T, R>(
+	items: T[],
+	limit: number,
+	fn: (item: T) => Promise<R>
+): Promise<R[]> {
+	const out: R[] = new Array(items.length);
+	let next = 0;
+	const worker = async () => {
+		while (next < items.length) {
+			const i = next++;
+			out[i] = await fn(items[i]);
+		}
+	};
+	await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+	return out;
+}
+
+/**
+ * The monitor as a launched task, for the agent's execution: it runs until the execution is
+ * canceled or the agent stops (kill), exit code 0, or until the control plane refuses it, 1.
+ */
+export function launchStrikeMonitor(monitor: StrikeMonitor): Launched {
+	const abort = new AbortController();
+	const exited = monitor.run(abort.signal).then(
+		code => ({ code, signal: null, groupKilled: true }),
+		(error: Error) => ({ code: null, signal: null, groupKilled: true, lost: error.message })
+	);
+	return { pid: 0, exited, kill: () => abort.abort() };
+}

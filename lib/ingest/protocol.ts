@@ -1,0 +1,91 @@
+/**
+ * What a strike's monitor (on the node agent that runs the strike's job) and the `ingest`
+ * service say to each other. The monitor holds no database credentials: it reports what it sees
+ * in the strike's directory and moves files where the service tells it; the service decides and
+ * writes. Every call names the strike and the execution the monitor serves; the service answers
+ * only the strike job's live (RUNNING) execution on the agent that asks, so a strike has one
+ * monitor however many agents once ran it.
+ *
+ *   ingest.monitorSetup    MonitorCall                → MonitorSetup
+ *   ingest.transferring    MonitorCall & {files: TransferringFile[]} → {ok}
+ *   ingest.arrived         MonitorCall & {files: ArrivedFile[]}      → {decisions: Decision[]}
+ *   ingest.settle          MonitorCall & {results: Settled[]}        → {answers: SettleAnswer[]}
+ *
+ * A file's life: seen with the transfer suffix, TRANSFERRING (`transferring`, its size as it
+ * grows); seen without it, `arrived`: the service records TRANSFERRED and decides. To ingest, the
+ * ingest is INGESTING with its place in the workspace recorded before the monitor moves the file
+ * there, so a monitor that dies mid-move finds it again (`open` in MonitorSetup); a file not to
+ * ingest stays TRANSFERRED until the monitor has moved it aside, then `settle` records DEFERRED,
+ * DUPLICATE or ERRORED. `settle` of an ingested file writes the source file, INGESTED and the
+ * INGEST trigger event in one transaction.
+ */
+
+export interface MonitorCall {
+	strikeId: number;
+	jobExeId: number;
+}
+
+/** Folders of the strike's directory that files not ingested are moved into, by outcome. */
+export const ASIDE_FOLDERS = {
+	DEFERRED: "deferred",
+	DUPLICATE: "duplicate",
+	ERRORED: "errored"
+} as const;
+export type AsideStatus = keyof typeof ASIDE_FOLDERS;
+
+export interface MonitorSetup {
+	/** the directory to watch: the configuration's mount_on, else its mount */
+	directory: string;
+	transferSuffix: string;
+	/** ingests of this strike not finished (a previous monitor's), for the monitor to settle */
+	open: OpenIngest[];
+}
+
+export interface OpenIngest {
+	ingestId: number;
+	fileName: string;
+	status: "TRANSFERRING" | "TRANSFERRED" | "INGESTING";
+	/** INGESTING: the absolute path the file is (being) moved to */
+	target: string | null;
+}
+
+export interface TransferringFile {
+	/** the name without the transfer suffix */
+	name: string;
+	bytes: number;
+	/** ISO-8601: when the monitor first saw it */
+	started: string;
+}
+
+export interface ArrivedFile {
+	name: string;
+	size: number;
+	/** ISO-8601: when the monitor first saw it (with the suffix, or whole) */
+	transferStarted: string;
+	/** ISO-8601: when the monitor saw it whole */
+	transferEnded: string;
+}
+
+export type Decision =
+	| { name: string; ingestId: number; action: "ingest"; target: string }
+	| { name: string; ingestId: number; action: "aside"; status: AsideStatus; reason?: string };
+
+export interface Settled {
+	ingestId: number;
+	status: "INGESTED" | AsideStatus;
+	/** INGESTED: the stored file's size */
+	size?: number;
+	/** ERRORED: what went wrong */
+	reason?: string;
+}
+
+export interface SettleAnswer {
+	ingestId: number;
+	/** what the ingest is now */
+	status: string;
+	/**
+	 * INGESTED reported, but a source file of that name was stored meanwhile (by another strike,
+	 * say): the ingest is DUPLICATE and the file just stored is to be moved aside from `target`.
+	 */
+	moveAside?: string;
+}

@@ -1,0 +1,479 @@
+import path from "path";
+import type { Sequelize } from "sequelize";
+import { pooledTransaction, type TransactionQuery } from "../db/connection";
+import {
+	matchFileName,
+	workspaceNamesIn,
+	type StrikeConfiguration
+} from "../documents/strike-configuration";
+import { mediaTypeOf } from "../agent/media-types";
+import { ConflictError } from "../errors";
+import type {
+	ArrivedFile,
+	AsideStatus,
+	Decision,
+	MonitorCall,
+	MonitorSetup,
+	OpenIngest,
+	SettleAnswer,
+	Settled,
+	TransferringFile
+} from "./protocol";
+
+/**
+ * The `ingest` service's side of a strike's monitor (lib/ingest/protocol.ts): each call is one
+ * transaction on the pg client (pooledTransaction), set-based over the batch the monitor sends,
+ * and guarded by the caller being the strike job's live execution.
+ */
+
+const OPEN = `('TRANSFERRING', 'TRANSFERRED', 'INGESTING')`;
+
+/**
+ * The strike's configuration, when `call` comes from the strike job's RUNNING execution on the
+ * agent `agentId`; a ConflictError (409) otherwise: a monitor whose execution has ended (its
+ * agent was found lost and the job placed elsewhere, or the strike's job was canceled) stops.
+ */
+async function guard(
+	q: TransactionQuery,
+	call: MonitorCall,
+	agentId: string
+): Promise<StrikeConfiguration> {
+	const [row] = await q(
+		`SELECT s.configuration FROM strike s
+		 JOIN job_exe e ON e.job_id = s.job_id AND e.id = $2 AND e.status = 'RUNNING'
+			AND e.agent_id = $3
+		 WHERE s.id = $1`,
+		[call.strikeId, call.jobExeId, agentId]
+	);
+	if (!row)
+		throw new ConflictError(
+			`execution ${call.jobExeId} on ${agentId} is not the running process of strike ${call.strikeId}`
+		);
+	return row.configuration as StrikeConfiguration;
+}
+
+/** The directory a strike's monitor watches: `mount_on`, else `mount`. */
+export function watchedDirectory(config: StrikeConfiguration): string {
+	return config.mount_on ?? config.mount;
+}
+
+/** What a monitor needs to start: its directory and suffix, and the ingests left open. */
+export async function monitorSetup(
+	db: Sequelize,
+	call: MonitorCall,
+	agentId: string
+): Promise<MonitorSetup> {
+	return pooledTransaction(db, async q => {
+		const config = await guard(q, call, agentId);
+		const open = await q(
+			`SELECT i.id, i.file_name, i.status,
+				CASE WHEN i.status = 'INGESTING' THEN
+					(w.json_config->'broker'->>'host_path') || '/' || i.file_path END AS target
+			 FROM ingest i LEFT JOIN workspace w ON w.id = i.workspace_id
+			 WHERE i.strike_id = $1 AND i.status IN ${OPEN} ORDER BY i.id`,
+			[call.strikeId]
+		);
+		return {
+			directory: watchedDirectory(config),
+			transferSuffix: config.transfer_suffix,
+			open: open.map((row): OpenIngest => ({
+				ingestId: row.id,
+				fileName: row.file_name,
+				status: row.status,
+				target: row.target ?? null
+			}))
+		};
+	});
+}
+
+/**
+ * Files seen with the transfer suffix: a TRANSFERRING ingest each (created the first time),
+ * its bytes_transferred brought up to date.
+ */
+export async function recordTransferring(
+	db: Sequelize,
+	call: MonitorCall,
+	agentId: string,
+	files: TransferringFile[]
+): Promise<void> {
+	if (files.length === 0) return;
+	await pooledTransaction(db, async q => {
+		const config = await guard(q, call, agentId);
+		await q(
+			`WITH r AS (
+				SELECT DISTINCT ON (name) * FROM jsonb_to_recordset($3::jsonb)
+					AS r(name text, bytes bigint, started timestamptz)
+			 ), u AS (
+				UPDATE ingest i SET bytes_transferred = r.bytes, last_modified = now()
+				FROM r WHERE i.strike_id = $1 AND i.file_name = r.name AND i.status = 'TRANSFERRING'
+				RETURNING i.id
+			 )
+			 INSERT INTO ingest (file_name, strike_id, status, transfer_path, bytes_transferred,
+				transfer_started)
+			 SELECT r.name, $1, 'TRANSFERRING', $2 || '/' || r.name, r.bytes, r.started FROM r
+			 WHERE NOT EXISTS (SELECT 1 FROM ingest i
+				WHERE i.strike_id = $1 AND i.file_name = r.name AND i.status IN ${OPEN})`,
+			[call.strikeId, watchedDirectory(config), JSON.stringify(files)]
+		);
+	});
+}
+
+interface OpenRow {
+	id: number;
+	file_name: string;
+	status: string;
+	file_path: string | null;
+	workspace_id: number | null;
+}
+
+interface WorkspaceFacts {
+	id: number;
+	name: string;
+	is_active: boolean;
+	host_path: string | null;
+}
+
+/** A file name the monitor may move: one entry of its directory, nothing that climbs out. */
+function plainName(name: string): boolean {
+	return (
+		name !== "" && name !== "." && name !== ".." && !name.includes("/") && !name.includes("\0")
+	);
+}
+
+/** `workspace_path/YYYY/MM/DD/name` for a file ingested at `when` (UTC), as Scale. */
+export function datedPath(workspacePath: string, when: Date, name: string): string {
+	const yyyy = String(when.getUTCFullYear());
+	const mm = String(when.getUTCMonth() + 1).padStart(2, "0");
+	const dd = String(when.getUTCDate()).padStart(2, "0");
+	return path.posix.join(workspacePath, yyyy, mm, dd, name);
+}
+
+/**
+ * Files seen whole: each is TRANSFERRED and decided, in one transaction. A name a source file
+ * already has (or another strike is ingesting) is a DUPLICATE, a name no rule matches is
+ * DEFERRED, a rule whose workspace is gone, inactive or not on the host is ERRORED: those stay
+ * TRANSFERRED until the monitor has moved the file aside (settle). The rest are INGESTING, with
+ * their workspace and path recorded before the monitor moves them. An ingest left open by an
+ * earlier monitor is taken up again, an INGESTING one with the place it already has.
+ */
+export async function recordArrivals(
+	db: Sequelize,
+	call: MonitorCall,
+	agentId: string,
+	files: ArrivedFile[],
+	now: Date = new Date()
+): Promise<Decision[]> {
+	const unique = [...new Map(files.map(f => [f.name, f])).values()];
+	if (unique.length === 0) return [];
+	return pooledTransaction(db, async q => {
+		const config = await guard(q, call, agentId);
+		const names = unique.map(f => f.name);
+		// The open ingests are locked: a monitor's calls come one at a time, but a settle of an
+		// earlier monitor's call may still be on its way.
+		const [open, taken, workspaces] = await Promise.all([
+			q(
+				`SELECT id, file_name, status, file_path, workspace_id FROM ingest
+				 WHERE strike_id = $1 AND file_name = ANY($2::text[]) AND status IN ${OPEN}
+				 ORDER BY id FOR UPDATE`,
+				[call.strikeId, names]
+			) as Promise<OpenRow[]>,
+			q(
+				`SELECT file_name FROM scale_file
+				 WHERE file_type = 'SOURCE' AND file_name = ANY($1::text[])
+				 UNION
+				 SELECT file_name FROM ingest
+				 WHERE file_name = ANY($1::text[]) AND status = 'INGESTING' AND strike_id <> $2`,
+				[names, call.strikeId]
+			) as Promise<{ file_name: string }[]>,
+			q(
+				`SELECT id, name, is_active, json_config->'broker'->>'host_path' AS host_path
+				 FROM workspace WHERE name = ANY($1::text[])`,
+				[workspaceNamesIn(config)]
+			) as Promise<WorkspaceFacts[]>
+		]);
+		const openByName = new Map<string, OpenRow>();
+		for (const row of open)
+			if (!openByName.has(row.file_name)) openByName.set(row.file_name, row);
+		const takenNames = new Set(taken.map(row => row.file_name));
+		const byName = new Map(workspaces.map(w => [w.name, w]));
+		// an INGESTING ingest keeps the workspace it was given, which the configuration may no
+		// longer name
+		const keptIds = [
+			...new Set(
+				open.flatMap(row =>
+					row.status === "INGESTING" && row.workspace_id !== null
+						? [row.workspace_id]
+						: []
+				)
+			)
+		].filter(id => !workspaces.some(w => w.id === id));
+		const byId = new Map(workspaces.map(w => [w.id, w]));
+		if (keptIds.length > 0) {
+			const kept = (await q(
+				`SELECT id, name, is_active, json_config->'broker'->>'host_path' AS host_path
+				 FROM workspace WHERE id = ANY($1::int[])`,
+				[keptIds]
+			)) as WorkspaceFacts[];
+			for (const w of kept) byId.set(w.id, w);
+		}
+
+		const directory = watchedDirectory(config);
+		const rows = unique.map(file => {
+			const existing = openByName.get(file.name);
+			const row = {
+				id: existing?.id ?? null,
+				name: file.name,
+				status: "TRANSFERRED",
+				transfer_path: path.posix.join(directory, file.name),
+				size: file.size,
+				transfer_started: file.transferStarted,
+				transfer_ended: file.transferEnded,
+				media_type: mediaTypeOf(file.name),
+				data_type: [] as string[],
+				file_path: null as string | null,
+				workspace_id: null as number | null,
+				ingest_path: path.posix.join(directory, file.name),
+				error: null as string | null,
+				target: null as string | null,
+				aside: null as AsideStatus | null
+			};
+			const asideFor = (status: AsideStatus, error: string | null = null) => {
+				row.aside = status;
+				row.error = error;
+				return row;
+			};
+			if (!plainName(file.name))
+				return asideFor("ERRORED", `"${file.name}" is not a plain file name`);
+			if (existing?.status === "INGESTING" && existing.file_path && existing.workspace_id) {
+				const ws = byId.get(existing.workspace_id);
+				if (!ws?.host_path)
+					return asideFor(
+						"ERRORED",
+						`its workspace ${existing.workspace_id} is not on this host any more`
+					);
+				row.status = "INGESTING";
+				row.file_path = existing.file_path;
+				row.workspace_id = existing.workspace_id;
+				row.target = path.posix.join(ws.host_path, existing.file_path);
+				return row;
+			}
+			if (takenNames.has(file.name)) return asideFor("DUPLICATE");
+			const rule = matchFileName(config, file.name);
+			if (!rule) return asideFor("DEFERRED");
+			row.data_type = rule.data_types;
+			const ws = byName.get(rule.workspace_name);
+			if (!ws)
+				return asideFor("ERRORED", `the workspace "${rule.workspace_name}" does not exist`);
+			if (!ws.is_active)
+				return asideFor("ERRORED", `the workspace "${rule.workspace_name}" is not active`);
+			if (!ws.host_path)
+				return asideFor(
+					"ERRORED",
+					`the workspace "${rule.workspace_name}" is not a host workspace`
+				);
+			row.status = "INGESTING";
+			row.workspace_id = ws.id;
+			row.file_path = datedPath(rule.workspace_path, now, file.name);
+			row.target = path.posix.join(ws.host_path, row.file_path);
+			return row;
+		});
+
+		const fresh = rows.filter(r => r.id === null);
+		const known = rows.filter(r => r.id !== null);
+		const recordset = (list: typeof rows) =>
+			JSON.stringify(
+				list.map(r => ({
+					id: r.id,
+					name: r.name,
+					status: r.status,
+					transfer_path: r.transfer_path,
+					size: r.size,
+					transfer_started: r.transfer_started,
+					transfer_ended: r.transfer_ended,
+					media_type: r.media_type,
+					data_type: r.data_type,
+					file_path: r.file_path,
+					workspace_id: r.workspace_id,
+					ingest_path: r.ingest_path,
+					error: r.error
+				}))
+			);
+		const COLUMNS = `id int, name text, status text, transfer_path text, size bigint,
+			transfer_started timestamptz, transfer_ended timestamptz, media_type text,
+			data_type text[], file_path text, workspace_id int, ingest_path text, error text`;
+		const [inserted, updated] = await Promise.all([
+			fresh.length === 0
+				? []
+				: q(
+						`INSERT INTO ingest (file_name, strike_id, status, transfer_path,
+							bytes_transferred, transfer_started, transfer_ended, media_type, file_size,
+							data_type, file_path, workspace_id, ingest_path, ingest_started, error)
+						 SELECT r.name, $1, r.status, r.transfer_path, r.size, r.transfer_started,
+							r.transfer_ended, r.media_type, r.size, r.data_type, r.file_path,
+							r.workspace_id, r.ingest_path,
+							CASE WHEN r.status = 'INGESTING' THEN now() END, r.error
+						 FROM jsonb_to_recordset($2::jsonb) AS r(${COLUMNS})
+						 RETURNING id, file_name`,
+						[call.strikeId, recordset(fresh)]
+					),
+			known.length === 0
+				? []
+				: q(
+						`UPDATE ingest i SET status = r.status, transfer_path = r.transfer_path,
+							bytes_transferred = r.size,
+							transfer_started = coalesce(i.transfer_started, r.transfer_started),
+							transfer_ended = coalesce(i.transfer_ended, r.transfer_ended),
+							media_type = r.media_type, file_size = r.size, data_type = r.data_type,
+							file_path = r.file_path, workspace_id = r.workspace_id,
+							ingest_path = r.ingest_path,
+							ingest_started = CASE WHEN r.status = 'INGESTING'
+								THEN coalesce(i.ingest_started, now()) END,
+							error = r.error, last_modified = now()
+						 FROM jsonb_to_recordset($2::jsonb) AS r(${COLUMNS})
+						 WHERE i.id = r.id AND i.strike_id = $1
+						 RETURNING i.id, i.file_name`,
+						[call.strikeId, recordset(known)]
+					)
+		]);
+		const ids = new Map<string, number>();
+		for (const row of [...inserted, ...updated]) ids.set(row.file_name, row.id);
+		return rows.map((r): Decision => {
+			const ingestId = ids.get(r.name) as number;
+			if (r.aside)
+				return {
+					name: r.name,
+					ingestId,
+					action: "aside",
+					status: r.aside,
+					...(r.error ? { reason: r.error } : {})
+				};
+			return { name: r.name, ingestId, action: "ingest", target: r.target as string };
+		});
+	});
+}
+
+/**
+ * What the monitor did with the files: stored (INGESTED: the source file, the ingest and its
+ * INGEST trigger event for the triggers service, in this one transaction) or moved aside
+ * (DEFERRED, DUPLICATE, ERRORED with its reason). Guarded on the ingest being open, so a repeat
+ * changes nothing and answers the status it has. A file stored while a source file of its name
+ * appeared meanwhile is a DUPLICATE, to be moved aside from the workspace. Answers, per result,
+ * the ingest's status, and the number of trigger events recorded.
+ */
+export async function settleIngests(
+	db: Sequelize,
+	call: MonitorCall,
+	agentId: string,
+	results: Settled[]
+): Promise<{ answers: SettleAnswer[]; events: number }> {
+	if (results.length === 0) return { answers: [], events: 0 };
+	return pooledTransaction(db, async q => {
+		await guard(q, call, agentId);
+		const ids = results.map(r => r.ingestId);
+		const rows = (await q(
+			`SELECT i.id, i.status, i.file_name, i.file_path, i.workspace_id, i.media_type,
+				i.data_type, (w.json_config->'broker'->>'host_path') || '/' || i.file_path AS target
+			 FROM ingest i LEFT JOIN workspace w ON w.id = i.workspace_id
+			 WHERE i.id = ANY($1::int[]) AND i.strike_id = $2 ORDER BY i.id FOR UPDATE OF i`,
+			[ids, call.strikeId]
+		)) as {
+			id: number;
+			status: string;
+			file_name: string;
+			file_path: string | null;
+			workspace_id: number | null;
+			media_type: string | null;
+			data_type: string[];
+			target: string | null;
+		}[];
+		const byId = new Map(rows.map(r => [r.id, r]));
+		const isOpen = (status: string) => OPEN.includes(`'${status}'`);
+		const toStore = results.filter(r => {
+			const row = byId.get(r.ingestId);
+			return r.status === "INGESTED" && row?.status === "INGESTING";
+		});
+		const asides = results.filter(r => {
+			const row = byId.get(r.ingestId);
+			return r.status !== "INGESTED" && row !== undefined && isOpen(row.status);
+		});
+		const stored = new Set<number>();
+		if (toStore.length > 0) {
+			const recordset = toStore.map(r => {
+				const row = byId.get(r.ingestId)!;
+				return {
+					ingest_id: row.id,
+					workspace_id: row.workspace_id,
+					file_name: row.file_name,
+					file_path: row.file_path,
+					media_type: row.media_type,
+					file_size: r.size ?? 0,
+					data_type: row.data_type
+				};
+			});
+			const done = await q(
+				`WITH r AS (
+					SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(ingest_id int, workspace_id int,
+						file_name text, file_path text, media_type text, file_size bigint,
+						data_type text[])
+				 ), f AS (
+					INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
+						file_size, data_type, uuid)
+					SELECT 'SOURCE', r.workspace_id, r.file_name, r.file_path, r.media_type,
+						r.file_size, r.data_type, md5(r.file_name) FROM r
+					ON CONFLICT (file_name) WHERE file_type = 'SOURCE' DO NOTHING
+					RETURNING id, file_name, file_size
+				 ), i AS (
+					UPDATE ingest SET status = 'INGESTED', file_size = f.file_size,
+						bytes_transferred = f.file_size, ingest_ended = now(), source_file_id = f.id,
+						last_modified = now()
+					FROM r JOIN f ON f.file_name = r.file_name
+					WHERE ingest.id = r.ingest_id
+					RETURNING ingest.id, ingest.file_name, ingest.source_file_id, ingest.ingest_ended
+				 ), e AS (
+					INSERT INTO trigger_event (type, description, occurred)
+					SELECT 'INGEST', jsonb_build_object('version', '1.0', 'file_id', i.source_file_id,
+						'file_name', i.file_name, 'ingest_id', i.id, 'strike_id', $2::int),
+						i.ingest_ended
+					FROM i ORDER BY i.id RETURNING id
+				 )
+				 SELECT i.id FROM i`,
+				[JSON.stringify(recordset), call.strikeId]
+			);
+			for (const row of done) stored.add(row.id);
+		}
+		const lateDuplicates = toStore.filter(r => !stored.has(r.ingestId));
+		const finals = [
+			...asides.map(r => ({
+				id: r.ingestId,
+				status: r.status,
+				error: r.status === "ERRORED" ? (r.reason ?? "unknown") : null
+			})),
+			...lateDuplicates.map(r => ({ id: r.ingestId, status: "DUPLICATE", error: null }))
+		];
+		if (finals.length > 0)
+			await q(
+				`UPDATE ingest i SET status = r.status, error = r.error, last_modified = now(),
+					ingest_ended = CASE WHEN i.status = 'INGESTING' THEN now() END
+				 FROM jsonb_to_recordset($1::jsonb) AS r(id int, status text, error text)
+				 WHERE i.id = r.id`,
+				[JSON.stringify(finals)]
+			);
+		const late = new Set(lateDuplicates.map(r => r.ingestId));
+		const finalById = new Map(finals.map(f => [f.id, f.status]));
+		const answers = results.map((r): SettleAnswer => {
+			const row = byId.get(r.ingestId);
+			if (stored.has(r.ingestId)) return { ingestId: r.ingestId, status: "INGESTED" };
+			if (late.has(r.ingestId))
+				return {
+					ingestId: r.ingestId,
+					status: "DUPLICATE",
+					...(row?.target ? { moveAside: row.target } : {})
+				};
+			return {
+				ingestId: r.ingestId,
+				status: finalById.get(r.ingestId) ?? row?.status ?? "UNKNOWN"
+			};
+		});
+		return { answers, events: stored.size };
+	});
+}

@@ -1,0 +1,258 @@
+import type { Sequelize, Transaction } from "sequelize";
+import { select, write } from "../db/connection";
+import {
+	parseStrikeConfiguration,
+	workspaceNamesIn,
+	type StrikeConfiguration
+} from "../documents/strike-configuration";
+import type { Warning } from "../documents/types";
+import { BadRequestError, FieldError, NotFoundError } from "../errors";
+import type { ListSource } from "../list/run";
+import { loadStrikeJobs, serializeStrike, type StrikeRow } from "../models/ingest";
+import { queueNewJobs } from "../queue/new-job";
+import { assertSchema, compileChecker } from "../validation/schema";
+import { checkStorableText } from "../validation/text";
+
+/**
+ * Strikes (Scale's ingest/views.py and models.py StrikeManager): a strike is saved together with
+ * its process, a job of the system job type `scale-strike` (migration 0007) whose one input is
+ * the strike's id, in one transaction. The scheduler places that job like any other; the agent
+ * that runs it runs the strike's monitor (lib/ingest/monitor.ts).
+ */
+export const STRIKE_JOB_TYPE = "scale-strike";
+
+const NAME_MAX = 50;
+const TITLE_MAX = 50;
+const DESCRIPTION_MAX = 500;
+
+const CREATE_SCHEMA = {
+	type: "object",
+	required: ["name", "configuration"],
+	properties: {
+		name: { type: "string", minLength: 1, maxLength: NAME_MAX },
+		title: { type: ["string", "null"], maxLength: TITLE_MAX },
+		description: { type: ["string", "null"], maxLength: DESCRIPTION_MAX },
+		configuration: { type: "object" }
+	}
+};
+
+const EDIT_SCHEMA = {
+	type: "object",
+	properties: {
+		title: { type: ["string", "null"], maxLength: TITLE_MAX },
+		description: { type: ["string", "null"], maxLength: DESCRIPTION_MAX },
+		configuration: { type: "object" }
+	}
+};
+
+const checkCreate = compileChecker(CREATE_SCHEMA);
+const checkEdit = compileChecker(EDIT_SCHEMA);
+
+export interface NewStrike {
+	name: string;
+	title: string | null;
+	description: string | null;
+	configuration: StrikeConfiguration;
+}
+
+export interface StrikeEdit {
+	title?: string | null;
+	description?: string | null;
+	configuration?: StrikeConfiguration;
+}
+
+/** A create body, parsed (unknown fields ignored, as everywhere); throws FieldError. */
+export function parseNewStrike(body: unknown): NewStrike {
+	assertSchema(checkCreate, body, "");
+	const given = body as Record<string, unknown>;
+	checkStorableText({ name: given.name, title: given.title, description: given.description }, "");
+	return {
+		name: given.name as string,
+		title: (given.title as string | null | undefined) ?? null,
+		description: (given.description as string | null | undefined) ?? null,
+		configuration: parseStrikeConfiguration(given.configuration)
+	};
+}
+
+/** An edit body, parsed: only the fields given change. */
+export function parseStrikeEdit(body: unknown): StrikeEdit {
+	assertSchema(checkEdit, body, "");
+	const given = body as Record<string, unknown>;
+	checkStorableText({ title: given.title, description: given.description }, "");
+	const edit: StrikeEdit = {};
+	if (given.title !== undefined) edit.title = given.title as string | null;
+	if (given.description !== undefined) edit.description = given.description as string | null;
+	if (given.configuration !== undefined)
+		edit.configuration = parseStrikeConfiguration(given.configuration);
+	return edit;
+}
+
+/**
+ * Checks that every workspace the configuration stores files in exists, is active and is a host
+ * workspace (the monitor moves files into its directory). Answers warnings: none so far, the
+ * place Scale's validation view gives them.
+ */
+export async function checkStrikeWorkspaces(
+	db: Sequelize,
+	config: StrikeConfiguration,
+	t?: Transaction
+): Promise<Warning[]> {
+	const names = workspaceNamesIn(config);
+	const rows = await select<{ name: string; is_active: boolean; host_path: string | null }>(
+		db,
+		`SELECT name, is_active, json_config->'broker'->>'host_path' AS host_path
+		 FROM workspace WHERE name = ANY($1::text[])`,
+		[names],
+		t
+	);
+	const byName = new Map(rows.map(row => [row.name, row]));
+	config.files_to_ingest.forEach((rule, i) => {
+		const at = `configuration.files_to_ingest[${i}].workspace_name`;
+		const found = byName.get(rule.workspace_name);
+		if (!found)
+			throw new FieldError(at, `"${rule.workspace_name}" is not the name of a workspace`);
+		if (!found.is_active)
+			throw new FieldError(at, `the workspace "${rule.workspace_name}" is not active`);
+		if (!found.host_path)
+			throw new FieldError(
+				at,
+				`the workspace "${rule.workspace_name}" is not a host workspace: the monitor moves files into a directory`
+			);
+	});
+	return [];
+}
+
+/** POST /strikes/validation/: the whole create body checked, nothing saved. */
+export async function validateStrike(
+	db: Sequelize,
+	body: unknown
+): Promise<{ warnings: Warning[] }> {
+	const strike = parseNewStrike(body);
+	return { warnings: await checkStrikeWorkspaces(db, strike.configuration) };
+}
+
+/**
+ * Saves a strike and queues its process: a STRIKE_CREATED trigger event (processed: nothing
+ * else reacts to it), the `scale-strike` job with the strike's id as its input, and the strike's
+ * `job_id`, all in one transaction. A name taken is a 400 on `name`. Answers the ids and the job's
+ * execution (for the caller's `queue.changed`).
+ */
+export async function createStrike(
+	db: Sequelize,
+	strike: NewStrike
+): Promise<{ strikeId: number; jobId: number }> {
+	return db.transaction(async t => {
+		await checkStrikeWorkspaces(db, strike.configuration, t);
+		const [row] = await write<{ id: number }>(
+			db,
+			`INSERT INTO strike (name, title, description, configuration)
+			 VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT (name) DO NOTHING RETURNING id`,
+			[strike.name, strike.title, strike.description, JSON.stringify(strike.configuration)],
+			t
+		);
+		if (!row) throw new FieldError("name", `a strike named "${strike.name}" already exists`);
+		const jobId = await queueStrikeJob(db, t, row.id);
+		return { strikeId: row.id, jobId };
+	});
+}
+
+/** Queues a strike's process and links it to the strike; answers the job's id. */
+async function queueStrikeJob(db: Sequelize, t: Transaction, strikeId: number): Promise<number> {
+	const [type] = await select<{ id: number }>(
+		db,
+		`SELECT id FROM job_type WHERE name = $1 AND is_system AND is_active
+		 ORDER BY id DESC LIMIT 1`,
+		[STRIKE_JOB_TYPE],
+		t
+	);
+	if (!type)
+		throw new BadRequestError(
+			`the system job type "${STRIKE_JOB_TYPE}" is missing or archived: strikes cannot run`
+		);
+	const [event] = await write<{ id: number }>(
+		db,
+		`INSERT INTO trigger_event (type, description, processed)
+		 VALUES ('STRIKE_CREATED', jsonb_build_object('version', '1.0', 'strike_id', $1::int), now())
+		 RETURNING id`,
+		[strikeId],
+		t
+	);
+	const [queued] = await queueNewJobs(db, t, [
+		{
+			jobTypeId: type.id,
+			eventId: event.id,
+			jobData: {
+				version: "1.0",
+				input_data: [{ name: "Strike ID", value: String(strikeId) }],
+				output_data: []
+			}
+		}
+	]);
+	await write(
+		db,
+		`UPDATE strike SET job_id = $2 WHERE id = $1 RETURNING id`,
+		[strikeId, queued.jobId],
+		t
+	);
+	return queued.jobId;
+}
+
+/**
+ * Edits a strike's title, description or configuration; answers whether the configuration
+ * changed (the running monitor is then told). 404 for an unknown strike.
+ */
+export async function updateStrike(db: Sequelize, id: number, edit: StrikeEdit): Promise<boolean> {
+	return db.transaction(async t => {
+		if (edit.configuration) await checkStrikeWorkspaces(db, edit.configuration, t);
+		const sets: string[] = [];
+		const binds: unknown[] = [id];
+		const set = (column: string, value: unknown, cast = "") => {
+			binds.push(value);
+			sets.push(`${column} = $${binds.length}${cast}`);
+		};
+		if (edit.title !== undefined) set("title", edit.title);
+		if (edit.description !== undefined) set("description", edit.description);
+		if (edit.configuration) set("configuration", JSON.stringify(edit.configuration), "::jsonb");
+		sets.push("last_modified = now()");
+		const [row] = await write(
+			db,
+			`UPDATE strike SET ${sets.join(", ")} WHERE id = $1 RETURNING id`,
+			binds,
+			t
+		);
+		if (!row) throw new NotFoundError(`No strike with id ${id}`);
+		return edit.configuration !== undefined;
+	});
+}
+
+interface StrikeDetailsRow extends StrikeRow {
+	configuration: Record<string, unknown>;
+}
+
+/** GET /strikes/{id}/: the strike with its job's summary and its configuration. */
+export async function getStrikeDetails(db: Sequelize, id: number) {
+	const [row] = await select<StrikeDetailsRow>(db, `SELECT * FROM strike WHERE id = $1`, [id]);
+	if (!row) throw new NotFoundError(`No strike with id ${id}`);
+	return {
+		...serializeStrike(row, await loadStrikeJobs(db, [row])),
+		configuration: row.configuration
+	};
+}
+
+const STRIKE_FIELDS = ["id", "name", "title", "description", "job_id", "created", "last_modified"];
+
+/** GET /strikes/ (Scale's StrikesView): name repeatable, ordered by name unless told otherwise. */
+export const STRIKE_LIST: ListSource = {
+	from: "strike",
+	columns: STRIKE_FIELDS.join(", "),
+	orderable: Object.fromEntries(STRIKE_FIELDS.filter(f => f !== "job_id").map(f => [f, f])),
+	defaultOrder: ["name"],
+	timeColumn: "last_modified",
+	filters: { name: { column: "name", type: "string" } }
+};
+
+/** Strike list rows with their jobs' summaries. */
+export async function serializeStrikes(db: Sequelize, rows: StrikeRow[]) {
+	const jobs = await loadStrikeJobs(db, rows);
+	return rows.map(row => serializeStrike(row, jobs));
+}

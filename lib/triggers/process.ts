@@ -1,0 +1,172 @@
+import type { Sequelize } from "sequelize";
+import { select, write } from "../db/connection";
+import type { FileTriggerConfiguration } from "../documents/trigger-configuration";
+import { queueValidNewJobs, type NewJobRequest } from "../queue/new-job";
+
+/**
+ * The trigger events of ingests and parses turned into jobs (Scale's IngestTriggerHandler and
+ * ParseTriggerHandler): each unprocessed INGEST or PARSE event is matched against every active
+ * rule of its type, and for each rule that matches, the rule's job is created with the file bound
+ * to the rule's `input_data_name` and every output stored in its `workspace_name`. The jobs and
+ * the event's `processed` are written in one transaction, so an event is processed exactly once
+ * whatever dies when; events are claimed with FOR UPDATE SKIP LOCKED, so replicas share them.
+ */
+
+export const FILE_EVENT_TYPES = ["INGEST", "PARSE"] as const;
+
+/** Events claimed per transaction. */
+const BATCH = 500;
+
+interface EventRow {
+	id: number;
+	type: string;
+	description: { file_id?: number; file_name?: string };
+}
+
+interface RuleRow {
+	id: number;
+	type: string;
+	configuration: FileTriggerConfiguration;
+	job_type_id: number;
+	outputs: string[];
+	workspace_id: number | null;
+}
+
+interface FileRow {
+	id: number;
+	media_type: string;
+	data_type: string[];
+}
+
+export interface Processed {
+	events: number;
+	jobs: number;
+	/** matches whose job could not be created: the rule's job type refused the file */
+	refused: { eventId: number; ruleId: number; reason: string }[];
+}
+
+/** Whether a file meets a rule's condition: its media type exactly, every data type listed. */
+export function matchesCondition(
+	condition: FileTriggerConfiguration["condition"],
+	file: Pick<FileRow, "media_type" | "data_type">
+): boolean {
+	if (condition.media_type && condition.media_type !== file.media_type) return false;
+	return condition.data_types.every(t => file.data_type.includes(t));
+}
+
+/**
+ * Processes one batch of unprocessed INGEST and PARSE events in one transaction; answers what it
+ * did (events 0: nothing was waiting, or other replicas hold what is). Recipe types' rules are
+ * for recipes, which come with "[6 of 8]"; only job types' rules create jobs here.
+ */
+export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<Processed> {
+	return db.transaction(async t => {
+		// SKIP LOCKED: a replica takes the events no other holds; each is processed once
+		const events = await select<EventRow>(
+			db,
+			`SELECT id, type, description FROM trigger_event
+			 WHERE processed IS NULL AND type = ANY($1::text[])
+			 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`,
+			[FILE_EVENT_TYPES, batch],
+			t
+		);
+		if (events.length === 0) return { events: 0, jobs: 0, refused: [] };
+		const fileIds = [
+			...new Set(
+				events.flatMap(e =>
+					Number.isInteger(e.description?.file_id) ? [e.description.file_id!] : []
+				)
+			)
+		];
+		const [rules, files] = await Promise.all([
+			select<RuleRow>(
+				db,
+				`SELECT r.id, r.type, r.configuration, jt.id AS job_type_id,
+					ARRAY(SELECT o->>'name' FROM jsonb_array_elements(jt.interface->'output_data') o)
+						AS outputs,
+					w.id AS workspace_id
+				 FROM trigger_rule r
+				 JOIN job_type jt ON jt.trigger_rule_id = r.id AND jt.is_active
+				 LEFT JOIN workspace w ON w.name = r.configuration->'data'->>'workspace_name'
+				 WHERE r.type = ANY($1::text[]) AND r.is_active AND r.archived IS NULL
+				 ORDER BY r.id`,
+				[[...new Set(events.map(e => e.type))]],
+				t
+			),
+			select<FileRow>(
+				db,
+				`SELECT id, media_type, data_type FROM scale_file WHERE id = ANY($1::int[])`,
+				[fileIds],
+				t
+			)
+		]);
+		const fileById = new Map(files.map(f => [f.id, f]));
+		const matches: { event: EventRow; rule: RuleRow }[] = [];
+		for (const event of events) {
+			const file = fileById.get(event.description?.file_id as number);
+			if (!file) continue;
+			for (const rule of rules)
+				if (
+					rule.type === event.type &&
+					matchesCondition(rule.configuration.condition, file)
+				)
+					matches.push({ event, rule });
+		}
+		// A job's event names the rule that fired: the event itself for its first match, a copy
+		// of it (processed at once) for each further one, as Scale made one event per rule.
+		const firstRule = new Map<number, number>();
+		const extra: { event: EventRow; rule: RuleRow }[] = [];
+		for (const m of matches) {
+			if (!firstRule.has(m.event.id)) firstRule.set(m.event.id, m.rule.id);
+			else extra.push(m);
+		}
+		const extraIds =
+			extra.length === 0
+				? []
+				: (
+						await write<{ id: number }>(
+							db,
+							`INSERT INTO trigger_event (type, rule_id, description, occurred, processed)
+							 SELECT e.type, x.rule_id, e.description, e.occurred, now()
+							 FROM unnest($1::int[], $2::int[]) WITH ORDINALITY AS x(event_id, rule_id, n)
+							 JOIN trigger_event e ON e.id = x.event_id ORDER BY x.n RETURNING id`,
+							[extra.map(m => m.event.id), extra.map(m => m.rule.id)],
+							t
+						)
+					).map(row => row.id);
+		const extraEvent = new Map(extra.map((m, i) => [m, extraIds[i]]));
+		const requests: NewJobRequest[] = matches.map(m => ({
+			jobTypeId: m.rule.job_type_id,
+			eventId: extraEvent.get(m) ?? m.event.id,
+			jobData: {
+				version: "1.0",
+				input_data: [
+					{
+						name: m.rule.configuration.data.input_data_name,
+						file_id: m.event.description.file_id
+					}
+				],
+				output_data: m.rule.outputs.map(name => ({
+					name,
+					workspace_id: m.rule.workspace_id
+				}))
+			},
+			dataField: `trigger_rule ${m.rule.id}`
+		}));
+		const queued = await queueValidNewJobs(db, t, requests);
+		await write(
+			db,
+			`UPDATE trigger_event e SET processed = now(), rule_id = coalesce(e.rule_id, x.rule_id)
+			 FROM unnest($1::int[], $2::int[]) AS x(id, rule_id)
+			 WHERE e.id = x.id RETURNING e.id`,
+			[events.map(e => e.id), events.map(e => firstRule.get(e.id) ?? null)],
+			t
+		);
+		const refused = queued.flatMap((q, i) =>
+			q instanceof Error
+				? [{ eventId: matches[i].event.id, ruleId: matches[i].rule.id, reason: q.message }]
+				: []
+		);
+		return { events: events.length, jobs: queued.length - refused.length, refused };
+	});
+}
