@@ -15,10 +15,12 @@ import type { QueryInterface } from "sequelize";
  * - an index for the monitor's question "the open ingest of this file in this strike", and
  *   `ingest.error`: why an ERRORED ingest failed.
  */
+// Scale's command is "" with `scale_strike` as the first argument; here the agent runs the monitor
+// itself and never this command, which only names what runs (an execution shows it)
 const STRIKE_INTERFACE = {
 	version: "1.0",
-	command: "",
-	command_arguments: "scale_strike ${-i :Strike ID}",
+	command: "scale_strike",
+	command_arguments: "${-i :Strike ID}",
 	input_data: [{ name: "Strike ID", type: "property", required: true }],
 	output_data: [],
 	shared_resources: []

@@ -274,6 +274,7 @@ interface IngestDetailsRow extends IngestRow {
 	transfer_path: string | null;
 	file_path: string | null;
 	ingest_path: string | null;
+	error: string | null;
 }
 
 /**
@@ -288,7 +289,7 @@ export async function getIngestDetails(db: Sequelize, ref: FileRef | null, apiRo
 			? []
 			: await selectPrepared<IngestDetailsRow>(
 					db,
-					`SELECT ${INGEST_BASE_COLUMNS}, transfer_path, file_path, ingest_path FROM ingest
+					`SELECT ${INGEST_BASE_COLUMNS}, transfer_path, file_path, ingest_path, error FROM ingest
 					 WHERE ${"id" in ref ? "id = $1::int" : "file_name = $1::text"}
 					 ORDER BY created DESC, id DESC LIMIT 1`,
 					["id" in ref ? ref.id : ref.fileName]
@@ -310,6 +311,8 @@ export async function getIngestDetails(db: Sequelize, ref: FileRef | null, apiRo
 		source_file: source === undefined ? null : serializeSourceFile(source, apiRoot),
 		transfer_path: ingest.transfer_path,
 		file_path: ingest.file_path,
-		ingest_path: ingest.ingest_path
+		ingest_path: ingest.ingest_path,
+		// why an ERRORED ingest failed (this service's addition)
+		error: ingest.error
 	};
 }

@@ -1,6 +1,5 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
-import { addFileJobType } from "../helpers/completion";
 
 /**
  * Ingests over real HTTP and PostgreSQL: the list with every filter and order, the details by id

@@ -1,0 +1,525 @@
+import fs from "fs";
+import os from "os";
+import path from "path";
+import { ServiceBroker } from "moleculer";
+import { brokerOptions } from "../../moleculer.config";
+import { loadConfig } from "../../lib/config";
+import { loadServiceSchemas } from "../../lib/services";
+import { request, type Reply } from "../helpers/broker";
+import { createTestDatabase, type TestDatabase } from "../helpers/db";
+import { job as script, makeJobsExecutable } from "../fixtures/agent";
+
+/**
+ * Strike ingest and triggers end to end, through the REST API of the process layout `npm start`
+ * runs (the whole control plane and one node agent in one broker, real PostgreSQL, real files,
+ * real job processes): a strike's job runs its monitor on the agent, files written into its
+ * directory are ingested into a workspace, an ingest rule starts a job on each, that job's parse
+ * results fire a parse rule.
+ */
+
+const SERVICES = [
+	"api",
+	"errors",
+	"workspaces",
+	"status",
+	"job-types",
+	"queue",
+	"jobs",
+	"job-executions",
+	"sources",
+	"ingest",
+	"triggers",
+	"nodes",
+	"scheduler",
+	"node-agent"
+];
+
+const SETTINGS: Record<string, Record<string, unknown>> = {
+	scheduler: { tickMs: 100, leaderRetryMs: 200, registryGraceMs: 0, flushMs: 1 },
+	"node-agent": {
+		heartbeatMs: 250,
+		registerRetryMs: 200,
+		finishRetryMs: 200,
+		killGraceMs: 500,
+		strikeRescanMs: 300
+	},
+	triggers: { pollMs: 200 }
+};
+
+let tdb: TestDatabase;
+let broker: ServiceBroker;
+let api: string;
+let root: string;
+let strikeDir: string;
+let rawDir: string;
+let doomedDir: string;
+let strikeId: number;
+
+const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
+
+function call(method: string, url: string, body?: unknown): Promise<Reply> {
+	return request(method, `${api}${url}`, body);
+}
+
+async function ok(method: string, url: string, body?: unknown, status = 200): Promise<any> {
+	const res = await call(method, url, body);
+	if (res.status !== status)
+		throw new Error(`${method} ${url}: expected ${status}, got ${res.status}: ${res.text}`);
+	return res.body;
+}
+
+async function until<T>(
+	what: string,
+	probe: () => Promise<T>,
+	done: (value: T) => boolean,
+	timeoutMs = 20000
+): Promise<T> {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const value = await probe();
+		if (done(value)) return value;
+		if (Date.now() > deadline)
+			throw new Error(
+				`timed out waiting for ${what}; last value: ${JSON.stringify(value)?.slice(0, 3000)}`
+			);
+		await sleep(50);
+	}
+}
+
+/** The ingests of a file name, newest first. */
+async function ingestsOf(fileName: string): Promise<any[]> {
+	return (await ok("GET", `/ingests/?file_name=${encodeURIComponent(fileName)}&order=-id`))
+		.results;
+}
+
+function ingestStatus(fileName: string, status: string): Promise<any[]> {
+	return until(
+		`${fileName} to be ${status}`,
+		() => ingestsOf(fileName),
+		list => list.length > 0 && list[0].status === status
+	);
+}
+
+/** Writes a file as a transfer would: under the suffix, then renamed. */
+function deliver(name: string, content: string): void {
+	const temp = path.join(strikeDir, `${name}_tmp`);
+	fs.writeFileSync(temp, content);
+	fs.renameSync(temp, path.join(strikeDir, name));
+}
+
+function today(): string {
+	const d = new Date();
+	return [
+		String(d.getUTCFullYear()),
+		String(d.getUTCMonth() + 1).padStart(2, "0"),
+		String(d.getUTCDate()).padStart(2, "0")
+	].join("/");
+}
+
+function strikeConfiguration(extraRules: Record<string, unknown>[] = []) {
+	return {
+		version: "1.0",
+		mount: strikeDir,
+		transfer_suffix: "_tmp",
+		files_to_ingest: [
+			{ filename_regex: "^doomed", workspace_path: "in", workspace_name: "doomed" },
+			{
+				filename_regex: ".*\\.txt$",
+				data_types: ["tagged"],
+				workspace_path: "in",
+				workspace_name: "raw"
+			},
+			...extraRules
+		]
+	};
+}
+
+async function workspace(name: string, dir: string): Promise<void> {
+	fs.mkdirSync(dir, { recursive: true });
+	await ok(
+		"POST",
+		"/workspaces/",
+		{
+			name,
+			title: name,
+			json_config: { version: "1.0", broker: { type: "host", host_path: dir } }
+		},
+		201
+	);
+}
+
+async function jobType(
+	name: string,
+	command: string,
+	args: string,
+	outputs: Record<string, unknown>[],
+	rule: Record<string, unknown>
+): Promise<any> {
+	return ok(
+		"POST",
+		"/job-types/",
+		{
+			name,
+			version: "1.0",
+			title: name,
+			cpus_required: 0.25,
+			mem_required: 16,
+			disk_out_const_required: 0,
+			timeout: 60,
+			interface: {
+				version: "1.0",
+				command,
+				command_arguments: args,
+				input_data: [{ name: "input", type: "file" }],
+				output_data: outputs
+			},
+			trigger_rule: rule
+		},
+		201
+	);
+}
+
+/** The jobs of a job type, oldest first. */
+async function jobsOf(typeName: string): Promise<any[]> {
+	return (await ok("GET", `/jobs/?job_type_name=${typeName}&order=id`)).results;
+}
+
+beforeAll(async () => {
+	makeJobsExecutable();
+	root = fs.mkdtempSync(path.join(os.tmpdir(), "scale-strike-"));
+	fs.chmodSync(root, 0o755);
+	strikeDir = path.join(root, "incoming");
+	rawDir = path.join(root, "raw");
+	doomedDir = path.join(root, "doomed");
+	// the operator's mount
+	fs.mkdirSync(strikeDir);
+	tdb = await createTestDatabase();
+	const config = loadConfig({
+		LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "error",
+		SERVICES: SERVICES.join(","),
+		AGENT_WORK_DIR: path.join(root, "agent"),
+		AGENT_CPUS: "2",
+		AGENT_MEM_MIB: "2048",
+		AGENT_DISK_MIB: "1024"
+	});
+	broker = new ServiceBroker({
+		...brokerOptions(config, tdb.url),
+		nodeID: `strike-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
+	});
+	for (const schema of loadServiceSchemas({ ...config, port: 0 }))
+		broker.createService({
+			...schema,
+			settings: { ...schema.settings, ...(SETTINGS[schema.name as string] ?? {}) }
+		});
+	await broker.start();
+	const gateway = broker.getLocalService("api") as any;
+	api = `http://127.0.0.1:${gateway.server.address().port}/api`;
+	await until(
+		"the agent's node to register",
+		() => ok("GET", "/nodes/"),
+		list => list.count === 1
+	);
+	await workspace("raw", rawDir);
+	await workspace("products", path.join(root, "products"));
+	await workspace("doomed", doomedDir);
+}, 60000);
+
+afterAll(async () => {
+	await broker?.stop().catch(() => undefined);
+	await tdb?.drop().catch(() => undefined);
+	if (root) fs.rmSync(root, { recursive: true, force: true });
+}, 30000);
+
+describe("creating a strike", () => {
+	it("refuses an unknown workspace, a bad configuration or a taken name, saving nothing", async () => {
+		const unknown = strikeConfiguration([
+			{ filename_regex: ".*", workspace_path: "x", workspace_name: "nowhere" }
+		]);
+		const res = await call("POST", "/strike/create/", { name: "s", configuration: unknown });
+		expect(res.status).toBe(400);
+		expect(res.body.detail).toMatch(
+			/^configuration\.files_to_ingest\[2\]\.workspace_name: "nowhere" is not the name of a workspace/
+		);
+		const badRegex = await call("POST", "/strikes/validation/", {
+			name: "s",
+			configuration: {
+				...strikeConfiguration(),
+				files_to_ingest: [
+					{ filename_regex: "(", workspace_path: "a", workspace_name: "raw" }
+				]
+			}
+		});
+		expect(badRegex.status).toBe(400);
+		expect(badRegex.body.detail).toMatch(
+			/^configuration\.files_to_ingest\[0\]\.filename_regex: /
+		);
+		const noName = await call("POST", "/strike/create/", {
+			configuration: strikeConfiguration()
+		});
+		expect(noName.status).toBe(400);
+		expect(noName.body.detail).toMatch(/name/);
+		expect(
+			await ok("POST", "/strikes/validation/", {
+				name: "s",
+				configuration: strikeConfiguration()
+			})
+		).toEqual({
+			warnings: []
+		});
+		expect((await ok("GET", "/strikes/")).count).toBe(0);
+		expect((await ok("GET", "/jobs/?job_type_name=scale-strike")).count).toBe(0);
+	});
+
+	it("saves the strike and queues its process, which runs on the agent", async () => {
+		// the rules first: the events of the first files must find them
+		await jobType(
+			"upper",
+			script("write-output.sh"),
+			"${input} ${job_output_dir}",
+			[{ name: "result", type: "file", media_type: "text/plain" }],
+			{
+				type: "INGEST",
+				configuration: {
+					condition: { media_type: "text/plain", data_types: ["tagged"] },
+					data: { input_data_name: "input", workspace_name: "products" }
+				}
+			}
+		);
+		await jobType(
+			"after-parse",
+			script("print-args.sh"),
+			"${job_output_dir} ${input}",
+			[{ name: "args", type: "file" }],
+			{
+				type: "PARSE",
+				configuration: {
+					condition: { data_types: ["parsed"] },
+					data: { input_data_name: "input", workspace_name: "products" }
+				}
+			}
+		);
+		const created = await ok("POST", "/strike/create/", {
+			name: "incoming",
+			title: "Incoming",
+			description: "the test's feed",
+			configuration: strikeConfiguration()
+		});
+		expect(created).toEqual({ strike_id: expect.any(Number) });
+		strikeId = created.strike_id;
+		const again = await call("POST", "/strike/create/", {
+			name: "incoming",
+			configuration: strikeConfiguration()
+		});
+		expect(again.status).toBe(400);
+		expect(again.body.detail).toMatch(/^name: a strike named "incoming" already exists/);
+
+		const strike = await until(
+			"the strike's job to run",
+			() => ok("GET", `/strikes/${strikeId}/`),
+			s => s.job?.status === "RUNNING"
+		);
+		expect(strike).toMatchObject({
+			id: strikeId,
+			name: "incoming",
+			title: "Incoming",
+			description: "the test's feed",
+			job: { job_type: { name: "scale-strike", is_system: true, is_long_running: true } },
+			configuration: { mount: strikeDir, transfer_suffix: "_tmp" }
+		});
+		const list = await ok("GET", "/strikes/");
+		expect(list.count).toBe(1);
+		expect(list.results[0]).toMatchObject({ id: strikeId, job: { id: strike.job.id } });
+		expect(list.results[0].configuration).toBeUndefined();
+		expect((await call("GET", "/strikes/999999/")).status).toBe(404);
+	});
+});
+
+describe("a file through the strike", () => {
+	it("is TRANSFERRING while it has the suffix, then INGESTED into the workspace under YYYY/MM/DD", async () => {
+		const temp = path.join(strikeDir, "a.txt_tmp");
+		fs.writeFileSync(temp, "hello ");
+		const [transferring] = await ingestStatus("a.txt", "TRANSFERRING");
+		expect(transferring.bytes_transferred).toBe(6);
+		expect(transferring.transfer_started).not.toBeNull();
+		fs.appendFileSync(temp, "world\n");
+		await until(
+			"the transfer's progress",
+			() => ingestsOf("a.txt"),
+			list => list[0].bytes_transferred === 12
+		);
+		fs.renameSync(temp, path.join(strikeDir, "a.txt"));
+		const [ingest] = await ingestStatus("a.txt", "INGESTED");
+		expect(ingest).toMatchObject({
+			file_name: "a.txt",
+			strike: { id: strikeId, name: "incoming" },
+			bytes_transferred: 12,
+			file_size: 12,
+			media_type: "text/plain",
+			data_type: ["tagged"],
+			source_file: { file_name: "a.txt", media_type: "text/plain", file_size: 12 }
+		});
+		for (const field of [
+			"transfer_started",
+			"transfer_ended",
+			"ingest_started",
+			"ingest_ended"
+		])
+			expect(ingest[field]).not.toBeNull();
+		const stored = path.join(rawDir, "in", today(), "a.txt");
+		expect(fs.readFileSync(stored, "utf8")).toBe("hello world\n");
+		expect(fs.existsSync(path.join(strikeDir, "a.txt"))).toBe(false);
+
+		const details = await ok("GET", `/ingests/${ingest.id}/`);
+		expect(details).toMatchObject({
+			file_path: `in/${today()}/a.txt`,
+			transfer_path: path.join(strikeDir, "a.txt"),
+			strike: {
+				id: strikeId,
+				job: { status: "RUNNING" },
+				configuration: { mount: strikeDir }
+			}
+		});
+		expect((await ok("GET", "/ingests/a.txt/")).id).toBe(ingest.id);
+	});
+
+	it("starts the ingest rule's job, whose parse results start the parse rule's job", async () => {
+		const [upper] = await until(
+			"the ingest rule's job to complete",
+			() => jobsOf("upper"),
+			list => list.length > 0 && list[0].status === "COMPLETED"
+		);
+		const job = await ok("GET", `/jobs/${upper.id}/`);
+		expect(job.event).toMatchObject({ type: "INGEST", rule: { type: "INGEST" } });
+		expect(job.inputs[0].value).toMatchObject({ file_name: "a.txt" });
+		const source = await until(
+			"the source file to be parsed",
+			() => ok("GET", "/sources/a.txt/"),
+			s => s.is_parsed === true
+		);
+		expect(source.data_type).toEqual(["tagged", "parsed"]);
+		const [after] = await until(
+			"the parse rule's job to complete",
+			() => jobsOf("after-parse"),
+			list => list.length > 0 && list[0].status === "COMPLETED"
+		);
+		expect((await ok("GET", `/jobs/${after.id}/`)).event).toMatchObject({
+			type: "PARSE",
+			rule: { type: "PARSE" }
+		});
+		// one job per rule and file: no event was processed twice
+		await sleep(500);
+		expect(await jobsOf("upper")).toHaveLength(1);
+		expect(await jobsOf("after-parse")).toHaveLength(1);
+	});
+
+	it("defers a file no rule matches, moving it aside", async () => {
+		deliver("b.dat", "bee");
+		await ingestStatus("b.dat", "DEFERRED");
+		expect(fs.readFileSync(path.join(strikeDir, "deferred", "b.dat"), "utf8")).toBe("bee");
+		expect(fs.existsSync(path.join(strikeDir, "b.dat"))).toBe(false);
+	});
+
+	it("marks a file whose name a source file has a DUPLICATE, moving it aside", async () => {
+		deliver("a.txt", "again");
+		const list = await until(
+			"the second a.txt to be DUPLICATE",
+			() => ingestsOf("a.txt"),
+			l => l.length === 2 && l[0].status === "DUPLICATE"
+		);
+		expect(list[1].status).toBe("INGESTED");
+		expect(fs.readFileSync(path.join(strikeDir, "duplicate", "a.txt"), "utf8")).toBe("again");
+		// the stored one is untouched
+		expect(fs.readFileSync(path.join(rawDir, "in", today(), "a.txt"), "utf8")).toBe(
+			"hello world\n"
+		);
+	});
+
+	it("marks a file ERRORED with the reason when its workspace has vanished, moving it aside", async () => {
+		fs.rmSync(doomedDir, { recursive: true, force: true });
+		fs.writeFileSync(doomedDir, "not a directory any more");
+		deliver("doomed.txt", "d");
+		const [ingest] = await ingestStatus("doomed.txt", "ERRORED");
+		const details = await ok("GET", `/ingests/${ingest.id}/`);
+		expect(details.error).toMatch(/cannot store it at /);
+		expect(fs.readFileSync(path.join(strikeDir, "errored", "doomed.txt"), "utf8")).toBe("d");
+	});
+
+	it("takes up a new configuration without losing a file", async () => {
+		const res = await ok("PATCH", `/strikes/${strikeId}/`, {
+			title: "Incoming, all of it",
+			configuration: strikeConfiguration([
+				{ filename_regex: ".*\\.csv$", workspace_path: "tables", workspace_name: "raw" }
+			])
+		});
+		expect(res).toMatchObject({ title: "Incoming, all of it" });
+		deliver("c.csv", "1,2\n");
+		await ingestStatus("c.csv", "INGESTED");
+		expect(fs.existsSync(path.join(rawDir, "tables", today(), "c.csv"))).toBe(true);
+		const bad = await call("PATCH", `/strikes/${strikeId}/`, {
+			configuration: { ...strikeConfiguration(), transfer_suffix: "" }
+		});
+		expect(bad.status).toBe(400);
+		expect(bad.body.detail).toMatch(/^configuration\.transfer_suffix/);
+	});
+
+	it("answers the web UI's ingest calls", async () => {
+		const ended = new Date(Date.now() + 60_000).toISOString();
+		const started = new Date(Date.now() - 3600_000).toISOString();
+		const list = await ok(
+			"GET",
+			`/ingests/?started=${started}&ended=${ended}&order=-ingest_started&page=1&page_size=25`
+		);
+		expect(list.count).toBeGreaterThanOrEqual(5);
+		const status = await ok(
+			"GET",
+			`/ingests/status/?started=${started}&ended=${ended}&page_size=1000&use_ingest_time=true`
+		);
+		const mine = status.results.find((r: any) => r.strike.id === strikeId);
+		expect(mine.files).toBe(2);
+		expect(mine.values.reduce((n: number, v: any) => n + v.files, 0)).toBe(2);
+	});
+});
+
+describe("the triggers service", () => {
+	it("processes events recorded while it was down when it comes back, once each", async () => {
+		const triggers = broker.getLocalService("triggers")!;
+		const schema = (triggers as any).originalSchema;
+		await broker.destroyService(triggers);
+		for (let i = 0; i < 5; i++) deliver(`late-${i}.txt`, `late ${i}`);
+		for (let i = 0; i < 5; i++) await ingestStatus(`late-${i}.txt`, "INGESTED");
+		const waiting = await ok("GET", "/jobs/?job_type_name=upper");
+		expect(waiting.count).toBe(1);
+		broker.createService(schema);
+		await broker.waitForServices(["triggers"]);
+		await until(
+			"the waiting events' jobs",
+			() => jobsOf("upper"),
+			list => list.length === 6
+		);
+		await sleep(500);
+		const jobs = await jobsOf("upper");
+		expect(jobs).toHaveLength(6);
+		const inputs = await Promise.all(
+			jobs
+				.slice(1)
+				.map(async j => (await ok("GET", `/jobs/${j.id}/`)).inputs[0].value.file_name)
+		);
+		expect(inputs.sort()).toEqual([0, 1, 2, 3, 4].map(i => `late-${i}.txt`));
+	});
+
+	it("runs the clock's processors once per slice however many ticks", async () => {
+		const before = await ok("GET", "/load/?started=PT5M");
+		const ticks = await Promise.all([1, 2, 3].map(() => broker.call("triggers.tick")));
+		const fired = (ticks as any[]).flat();
+		// the job load rule fires at most once this minute (once if no tick before did)
+		expect(fired.filter(f => f.rule === "scale-job-load").length).toBeLessThanOrEqual(1);
+		const after = await ok("GET", "/load/?started=PT5M");
+		expect(after.count).toBeGreaterThanOrEqual(Math.max(1, before.count));
+		const metrics = fired.filter(f => f.rule === "scale-daily-metrics");
+		expect(metrics.length).toBeLessThanOrEqual(1);
+		const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
+		const next = (await broker.call("triggers.tick", { now: tomorrow })) as any[];
+		const daily = next.find(f => f.rule === "scale-daily-metrics");
+		expect(daily.result.days).toEqual([new Date().toISOString().slice(0, 10)]);
+	});
+});
