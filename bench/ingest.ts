@@ -1,0 +1,233 @@
+/**
+ * P5, Strike ingest ("[5 of 8]"), on the process layout of `npm start` (control plane and one
+ * node agent in one process, the strike's monitor on that agent) against a throwaway embedded
+ * PostgreSQL:
+ *   A  10,000 small files renamed into the strike's directory as fast as this client can: files/s
+ *      from the first rename to the last INGESTED, and each file's latency from its rename to
+ *      its `ingest_ended`, p50/p99;
+ *   B  the same with an ingest rule that creates a job per file: latency from rename to the
+ *      job's `queued`, p50/p99 (the job type is paused, so that the jobs wait QUEUED and the
+ *      measure is the path file → ingest → trigger → queue, not the running of 10,000 jobs);
+ *   P1 beside it, in the same run: trivial jobs through REST, jobs/s, and the bare spawn rate.
+ *
+ *   npm run bench:ingest                P5_FILES=2000 npm run bench:ingest
+ */
+import fs from "fs";
+import os from "os";
+import path from "path";
+import { bestBareSpawnRate } from "./lib/spawn-rate";
+import {
+	benchDatabase,
+	patchJson,
+	percentile,
+	postJson,
+	postJsonExpecting,
+	startService,
+	waitForCount
+} from "./lib/cluster";
+
+const FILES = Number(process.env.P5_FILES) || 10_000;
+const P1_JOBS = Number(process.env.P1_JOBS) || 3000;
+
+/** Renames the staged files into the directory as fast as it can; answers each rename's time. */
+function renameAll(staging: string, target: string, names: string[]): Map<string, number> {
+	const at = new Map<string, number>();
+	for (const name of names) {
+		fs.renameSync(path.join(staging, name), path.join(target, name));
+		at.set(name, Date.now());
+	}
+	return at;
+}
+
+function stage(staging: string, prefix: string, n: number): string[] {
+	const names: string[] = [];
+	for (let i = 0; i < n; i++) {
+		const name = `${prefix}-${String(i).padStart(5, "0")}.dat`;
+		fs.writeFileSync(path.join(staging, name), `file ${i}\n`);
+		names.push(name);
+	}
+	return names;
+}
+
+function summary(latencies: number[]): string {
+	const sorted = [...latencies].sort((a, b) => a - b);
+	return `p50 ${percentile(sorted, 50)} ms, p99 ${percentile(sorted, 99)} ms, max ${sorted.at(-1)} ms`;
+}
+
+async function main() {
+	const root = fs.mkdtempSync(path.join(os.tmpdir(), "scale-bench-ingest-"));
+	fs.chmodSync(root, 0o755);
+	const strikeDir = path.join(root, "incoming");
+	const staging = path.join(root, "staging");
+	const rawDir = path.join(root, "raw");
+	for (const dir of [strikeDir, staging, rawDir]) fs.mkdirSync(dir);
+	const { url, db, stop } = await benchDatabase();
+	const service = await startService(url);
+	const q = async <T>(sql: string, bind: unknown[] = []) =>
+		(await db.query(sql, { bind }))[0] as T[];
+	try {
+		await waitForCount(db, "SELECT count(*) AS n FROM node WHERE is_active", 1, 20000);
+		await postJson(`${service.api}/workspaces/`, {
+			name: "raw",
+			title: "Raw",
+			json_config: { version: "1.0", broker: { type: "host", host_path: rawDir } }
+		});
+		const typeB = await postJson(`${service.api}/job-types/`, {
+			name: "per-file",
+			version: "1.0",
+			is_paused: true,
+			cpus_required: 0.01,
+			mem_required: 1,
+			disk_out_const_required: 0,
+			interface: {
+				command: "/bin/true",
+				command_arguments: "${input}",
+				input_data: [{ name: "input", type: "file" }]
+			},
+			trigger_rule: {
+				type: "INGEST",
+				configuration: {
+					condition: { data_types: ["per-file"] },
+					data: { input_data_name: "input", workspace_name: "raw" }
+				}
+			}
+		});
+		const strike = await postJson(`${service.api}/strike/create/`, {
+			name: "bench",
+			configuration: {
+				mount: strikeDir,
+				transfer_suffix: "_tmp",
+				files_to_ingest: [
+					{ filename_regex: "^a-", workspace_path: "a", workspace_name: "raw" },
+					{
+						filename_regex: "^b-",
+						data_types: ["per-file"],
+						workspace_path: "b",
+						workspace_name: "raw"
+					},
+					{ filename_regex: "^probe", workspace_path: "p", workspace_name: "raw" }
+				]
+			}
+		});
+		// the monitor is up once a file is ingested
+		fs.writeFileSync(path.join(strikeDir, "probe"), "probe\n");
+		await waitForCount(
+			db,
+			"SELECT count(*) AS n FROM ingest WHERE status = 'INGESTED' AND file_name = 'probe'",
+			1,
+			60000
+		);
+		console.log(`strike ${strike.strike_id} is running its monitor; ${FILES} files per phase`);
+
+		const measure = async (prefix: string) => {
+			const names = stage(staging, prefix, FILES);
+			const started = Date.now();
+			const renamed = renameAll(staging, strikeDir, names);
+			const writeSeconds = (Date.now() - started) / 1000;
+			await waitForCount(
+				db,
+				`SELECT count(*) AS n FROM ingest WHERE status = 'INGESTED' AND file_name LIKE '${prefix}-%'`,
+				FILES,
+				600000
+			);
+			const rows = await q<{ file_name: string; ended: Date }>(
+				`SELECT file_name, ingest_ended AS ended FROM ingest
+				 WHERE status = 'INGESTED' AND file_name LIKE $1`,
+				[`${prefix}-%`]
+			);
+			const last = Math.max(...rows.map(r => new Date(r.ended).getTime()));
+			const latencies = rows.map(
+				r => new Date(r.ended).getTime() - renamed.get(r.file_name)!
+			);
+			const [{ n: other }] = await q<{ n: number }>(
+				`SELECT count(*)::int AS n FROM ingest WHERE status <> 'INGESTED' AND file_name LIKE $1`,
+				[`${prefix}-%`]
+			);
+			return {
+				renamed,
+				writeRate: FILES / writeSeconds,
+				rate: FILES / ((last - started) / 1000),
+				latencies,
+				other
+			};
+		};
+
+		const a = await measure("a");
+		console.log(
+			`P5 A: ${FILES} files renamed in at ${a.writeRate.toFixed(0)} files/s; ingested at ${a.rate.toFixed(0)} files/s (first rename to last INGESTED; target >= 1,000); rename → INGESTED ${summary(a.latencies)} (target p99 <= 1,000 ms); ${a.other} not INGESTED`
+		);
+
+		const b = await measure("b");
+		await waitForCount(
+			db,
+			`SELECT count(*) AS n FROM job WHERE job_type_id = ${Number(typeB.id)}`,
+			FILES,
+			600000
+		);
+		const jobs = await q<{ file_name: string; queued: Date }>(
+			`SELECT f.file_name, j.queued FROM job j
+			 JOIN scale_file f ON f.id = (j.data->'input_data'->0->>'file_id')::int
+			 WHERE j.job_type_id = $1`,
+			[typeB.id]
+		);
+		const toJob = jobs.map(j => new Date(j.queued).getTime() - b.renamed.get(j.file_name)!);
+		const lastQueued = Math.max(...jobs.map(j => new Date(j.queued).getTime()));
+		const firstRename = Math.min(...b.renamed.values());
+		console.log(
+			`P5 B: with an ingest rule making a job per file: ingested at ${b.rate.toFixed(0)} files/s, rename → INGESTED ${summary(b.latencies)}; ${jobs.length} jobs QUEUED at ${(FILES / ((lastQueued - firstRename) / 1000)).toFixed(0)} jobs/s; rename → job QUEUED ${summary(toJob)} (target p99 <= 1,000 ms)`
+		);
+
+		// P1 beside it, on the same service: trivial jobs through REST to COMPLETED
+		const jt = await postJson(`${service.api}/job-types/`, {
+			name: "true",
+			version: "1.0",
+			cpus_required: 0.01,
+			mem_required: 1,
+			disk_out_const_required: 0,
+			max_tries: 1,
+			interface: { command: "/bin/true", command_arguments: "" }
+		});
+		const round = async (count: number) => {
+			const [{ n: before }] = await q<{ n: number }>(
+				"SELECT count(*)::int AS n FROM job WHERE status = 'COMPLETED'"
+			);
+			const t0 = Date.now();
+			let next = 0;
+			const submit = async () => {
+				while (next < count) {
+					next++;
+					await postJsonExpecting(
+						`${service.api}/queue/new-job/`,
+						{ job_type_id: jt.id, job_data: { input_data: [], output_data: [] } },
+						201
+					);
+				}
+			};
+			await Promise.all(Array.from({ length: 16 }, submit));
+			await waitForCount(
+				db,
+				"SELECT count(*) AS n FROM job WHERE status = 'COMPLETED'",
+				before + count,
+				600000
+			);
+			return count / ((Date.now() - t0) / 1000);
+		};
+		await round(Math.min(1000, P1_JOBS));
+		const p1 = await round(P1_JOBS);
+		await patchJson(`${service.api}/job-types/${typeB.id}/`, { is_paused: true });
+		await service.stop();
+		const bare = await bestBareSpawnRate(3, 3000, 4);
+		console.log(
+			`P1 in the same run: ${p1.toFixed(0)} jobs/s (${P1_JOBS} /bin/true jobs after a warm-up of ${Math.min(1000, P1_JOBS)}), bare spawn ${bare.toFixed(0)} /s, ratio ${(p1 / bare).toFixed(2)}`
+		);
+	} finally {
+		if (service.proc.exitCode === null) await service.stop();
+		await stop();
+		fs.rmSync(root, { recursive: true, force: true });
+	}
+}
+
+main().catch(error => {
+	console.error(error);
+	process.exit(1);
+});
