@@ -4,7 +4,8 @@
  * PostgreSQL:
  *   A  10,000 small files renamed into the strike's directory as fast as this client can: files/s
  *      from the first rename to the last INGESTED, and each file's latency from its rename to
- *      its `ingest_ended`, p50/p99;
+ *      its `ingest_ended`, p50/p99; then 10,000 more renamed at a steady 1,000/s
+ *      (P5_PACED_RATE): the latency of a stream the service keeps up with, without a backlog;
  *   B  the same with an ingest rule that creates a job per file: latency from rename to the
  *      job's `queued`, p50/p99 (the job type is paused, so that the jobs wait QUEUED and the
  *      measure is the path file → ingest → trigger → queue, not the running of 10,000 jobs);
@@ -28,13 +29,26 @@ import {
 
 const FILES = Number(process.env.P5_FILES) || 10_000;
 const P1_JOBS = Number(process.env.P1_JOBS) || 3000;
+/** files/s offered in the paced run of A */
+const PACED = Number(process.env.P5_PACED_RATE) || 1000;
 
-/** Renames the staged files into the directory as fast as it can; answers each rename's time. */
-function renameAll(staging: string, target: string, names: string[]): Map<string, number> {
+/**
+ * Renames the staged files into the directory, as fast as it can or `perSecond` at most (in
+ * slices of 10 ms); answers each rename's time.
+ */
+async function renameAll(
+	staging: string,
+	target: string,
+	names: string[],
+	perSecond = Infinity
+): Promise<Map<string, number>> {
 	const at = new Map<string, number>();
-	for (const name of names) {
-		fs.renameSync(path.join(staging, name), path.join(target, name));
-		at.set(name, Date.now());
+	const started = Date.now();
+	for (let i = 0; i < names.length; i++) {
+		const due = started + (i / perSecond) * 1000;
+		if (due > Date.now() + 10) await new Promise(r => setTimeout(r, due - Date.now()));
+		fs.renameSync(path.join(staging, names[i]), path.join(target, names[i]));
+		at.set(names[i], Date.now());
 	}
 	return at;
 }
@@ -98,7 +112,7 @@ async function main() {
 				mount: strikeDir,
 				transfer_suffix: "_tmp",
 				files_to_ingest: [
-					{ filename_regex: "^a-", workspace_path: "a", workspace_name: "raw" },
+					{ filename_regex: "^[ac]-", workspace_path: "a", workspace_name: "raw" },
 					{
 						filename_regex: "^b-",
 						data_types: ["per-file"],
@@ -119,10 +133,10 @@ async function main() {
 		);
 		console.log(`strike ${strike.strike_id} is running its monitor; ${FILES} files per phase`);
 
-		const measure = async (prefix: string) => {
+		const measure = async (prefix: string, perSecond = Infinity) => {
 			const names = stage(staging, prefix, FILES);
 			const started = Date.now();
-			const renamed = renameAll(staging, strikeDir, names);
+			const renamed = await renameAll(staging, strikeDir, names, perSecond);
 			const writeSeconds = (Date.now() - started) / 1000;
 			await waitForCount(
 				db,
@@ -155,6 +169,11 @@ async function main() {
 		const a = await measure("a");
 		console.log(
 			`P5 A: ${FILES} files renamed in at ${a.writeRate.toFixed(0)} files/s; ingested at ${a.rate.toFixed(0)} files/s (first rename to last INGESTED; target >= 1,000); rename → INGESTED ${summary(a.latencies)} (target p99 <= 1,000 ms); ${a.other} not INGESTED`
+		);
+
+		const paced = await measure("c", PACED);
+		console.log(
+			`P5 A at a steady ${PACED} files/s (renames paced): ingested at ${paced.rate.toFixed(0)} files/s; rename → INGESTED ${summary(paced.latencies)}; ${paced.other} not INGESTED`
 		);
 
 		const b = await measure("b");
