@@ -47,6 +47,9 @@ function isRefusal(error: any): boolean {
 	return error?.type === "CONFLICT" || error?.code === 409;
 }
 
+/** Batches of one burst handled at once. */
+const BATCHES_AT_ONCE = 3;
+
 interface Transfer {
 	started: string;
 	reportedBytes: number;
@@ -218,8 +221,14 @@ export class StrikeMonitor {
 					await new Promise(resolve => setImmediate(resolve));
 					const names = [...this.dirty];
 					this.dirty.clear();
-					for (let i = 0; i < names.length && !this.stopped; i += this.batchMax)
-						await this.handle(names.slice(i, i + this.batchMax));
+					const batches: string[][] = [];
+					for (let i = 0; i < names.length; i += this.batchMax)
+						batches.push(names.slice(i, i + this.batchMax));
+					// a burst's batches overlap: one's files move while the next is recorded (each
+					// name is in one batch only; the service locks the ingests it changes)
+					await mapLimited(batches, BATCHES_AT_ONCE, batch =>
+						this.stopped ? Promise.resolve() : this.handle(batch)
+					);
 				} while ((this.again || this.dirty.size > 0) && !this.stopped);
 			} catch (error) {
 				this.link.warn(
