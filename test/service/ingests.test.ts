@@ -361,7 +361,8 @@ describe("GET /ingests/{id}/", () => {
 			"last_modified",
 			"transfer_path",
 			"file_path",
-			"ingest_path"
+			"ingest_path",
+			"error"
 		]);
 		expect(body).toMatchObject({
 			id: i[1],
@@ -369,7 +370,8 @@ describe("GET /ingests/{id}/", () => {
 			status: "INGESTED",
 			transfer_path: "/mounts/transfer/a.tif",
 			file_path: "in/a.tif",
-			ingest_path: "/mounts/transfer/ingesting/a.tif"
+			ingest_path: "/mounts/transfer/ingesting/a.tif",
+			error: null
 		});
 		const [rev] = await query<{ id: number }>(
 			`SELECT job_type_rev_id AS id FROM job WHERE id = $1`,
