@@ -50,17 +50,23 @@ export async function startService(
 ): Promise<{ api: string; proc: ChildProcess; workDir: string; stop(): Promise<void> }> {
 	const port = await freePort();
 	const workDir = fs.mkdtempSync(path.join(os.tmpdir(), "scale-bench-agent-"));
-	const proc = spawn(process.execPath, [path.join(PROJECT_ROOT, "dist", "bin", "start.js")], {
-		env: {
-			...process.env,
-			DATABASE_URL: databaseUrl,
-			PORT: String(port),
-			LOG_LEVEL: "warn",
-			AGENT_WORK_DIR: workDir,
-			...env
-		},
-		stdio: ["ignore", "ignore", "inherit"]
-	});
+	// BENCH_SERVICE_NODE_ARGS: options for the service's node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"
+	const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(" ").filter(Boolean);
+	const proc = spawn(
+		process.execPath,
+		[...nodeArgs, path.join(PROJECT_ROOT, "dist", "bin", "start.js")],
+		{
+			env: {
+				...process.env,
+				DATABASE_URL: databaseUrl,
+				PORT: String(port),
+				LOG_LEVEL: "warn",
+				AGENT_WORK_DIR: workDir,
+				...env
+			},
+			stdio: ["ignore", "ignore", "inherit"]
+		}
+	);
 	const api = `http://127.0.0.1:${port}/api`;
 	const deadline = Date.now() + 30000;
 	for (;;) {
