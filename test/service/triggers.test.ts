@@ -1,0 +1,196 @@
+import { createTestDatabase, type TestDatabase } from "../helpers/db";
+import { request, startServices, type TestApi } from "../helpers/broker";
+import { processFileEvents } from "../../lib/triggers/process";
+
+/**
+ * The triggers' matching over real PostgreSQL (processFileEvents): rules made through the REST
+ * API as users make them, files and their events written as ingests and parses write them.
+ */
+
+let tdb: TestDatabase;
+let app: TestApi;
+let workspaceId: number;
+
+async function query<T = any>(sql: string, bind: unknown[] = []): Promise<T[]> {
+	const [rows] = await tdb.db.query(sql, { bind });
+	return rows as T[];
+}
+
+async function jobType(
+	name: string,
+	rule: Record<string, unknown>,
+	input: Record<string, unknown> = { name: "in", type: "file" }
+): Promise<number> {
+	const res = await request("POST", `${app.api}/job-types/`, {
+		name,
+		version: "1.0",
+		interface: {
+			command: "/bin/true",
+			command_arguments: "${in}",
+			input_data: [input],
+			output_data: [{ name: "out", type: "file" }]
+		},
+		trigger_rule: rule
+	});
+	if (res.status !== 201) throw new Error(`${name}: ${res.status} ${res.text}`);
+	return res.body.id;
+}
+
+const fileRule = (type: string, condition: Record<string, unknown>, isActive = true) => ({
+	type,
+	is_active: isActive,
+	configuration: { condition, data: { input_data_name: "in", workspace_name: "w" } }
+});
+
+/** A source file and its (unprocessed) event of `type`; answers the event's id and the file's. */
+async function fileEvent(
+	name: string,
+	mediaType: string,
+	dataTypes: string[],
+	type = "INGEST"
+): Promise<{ fileId: number; eventId: number }> {
+	const [file] = await query<{ id: number }>(
+		`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
+			data_type, uuid)
+		 VALUES ('SOURCE', $1, $2::text, $2::text, $3, $4::text[], md5($2::text)) RETURNING id`,
+		[workspaceId, name, mediaType, `{${dataTypes.join(",")}}`]
+	);
+	const [event] = await query<{ id: number }>(
+		`INSERT INTO trigger_event (type, description)
+		 VALUES ($1, jsonb_build_object('version', '1.0', 'file_id', $2::int, 'file_name', $3::text))
+		 RETURNING id`,
+		[type, file.id, name]
+	);
+	return { fileId: file.id, eventId: event.id };
+}
+
+/** Each job of the events' files: its job type, its event's rule, its input and output data. */
+async function jobsFor(fileIds: number[]) {
+	return query<{
+		job_type_id: number;
+		status: string;
+		event_type: string;
+		rule_id: number | null;
+		file_id: number;
+		output_workspace: number;
+	}>(
+		`SELECT j.job_type_id, j.status, e.type AS event_type, e.rule_id,
+			(j.data->'input_data'->0->>'file_id')::int AS file_id,
+			(j.data->'output_data'->0->>'workspace_id')::int AS output_workspace
+		 FROM job j JOIN trigger_event e ON e.id = j.event_id
+		 WHERE (j.data->'input_data'->0->>'file_id')::int = ANY($1::int[])
+		 ORDER BY j.id`,
+		[fileIds]
+	);
+}
+
+const ruleOf = async (jobTypeId: number) =>
+	(
+		await query<{ trigger_rule_id: number }>(
+			`SELECT trigger_rule_id FROM job_type WHERE id = $1`,
+			[jobTypeId]
+		)
+	)[0].trigger_rule_id;
+
+beforeAll(async () => {
+	tdb = await createTestDatabase();
+	app = await startServices(tdb.url, ["api", "workspaces", "job-types"]);
+	const ws = await request("POST", `${app.api}/workspaces/`, {
+		name: "w",
+		json_config: { version: "1.0", broker: { type: "host", host_path: "/tmp" } }
+	});
+	workspaceId = ws.body.id;
+}, 30000);
+
+afterAll(async () => {
+	await app?.stop();
+	await tdb?.drop();
+});
+
+describe("processFileEvents", () => {
+	let pngOnly: number;
+	let tagged: number;
+	let anyIngest: number;
+	let paused: number;
+	let parse: number;
+	let textInput: number;
+
+	beforeAll(async () => {
+		pngOnly = await jobType("png-only", fileRule("INGEST", { media_type: "image/png" }));
+		tagged = await jobType("tagged", fileRule("INGEST", { data_types: ["a", "b"] }));
+		anyIngest = await jobType("any-ingest", fileRule("INGEST", {}));
+		paused = await jobType("paused-rule", fileRule("INGEST", {}, false));
+		parse = await jobType("on-parse", fileRule("PARSE", { data_types: ["parsed"] }));
+		// an input that takes only text: a PNG given to it is refused, alone
+		textInput = await jobType("text-input", fileRule("INGEST", { media_type: "image/png" }), {
+			name: "in",
+			type: "file",
+			media_types: ["text/plain"]
+		});
+	});
+
+	it("creates a job per matching rule, each with its event naming the rule, and processes each event once", async () => {
+		const png = await fileEvent("a.png", "image/png", ["a"]);
+		const tiff = await fileEvent("b.tif", "image/tiff", ["a", "b", "c"]);
+		const parsed = await fileEvent("c.txt", "text/plain", ["parsed"], "PARSE");
+		const done = await processFileEvents(tdb.db);
+		expect(done.events).toBe(3);
+		expect(done.refused).toEqual([
+			expect.objectContaining({ eventId: png.eventId, ruleId: await ruleOf(textInput) })
+		]);
+		expect(done.refused[0].reason).toMatch(/media type/i);
+
+		const jobs = await jobsFor([png.fileId, tiff.fileId, parsed.fileId]);
+		const summary = jobs.map(j => [j.file_id, j.job_type_id]);
+		expect(summary).toEqual(
+			expect.arrayContaining([
+				[png.fileId, pngOnly],
+				[png.fileId, anyIngest],
+				[tiff.fileId, tagged],
+				[tiff.fileId, anyIngest],
+				[parsed.fileId, parse]
+			])
+		);
+		expect(jobs).toHaveLength(5);
+		// the paused rule matched nothing; every job is QUEUED, its outputs in the rule's workspace
+		expect(jobs.some(j => j.job_type_id === paused)).toBe(false);
+		for (const job of jobs) {
+			expect(job.status).toBe("QUEUED");
+			expect(job.output_workspace).toBe(workspaceId);
+			expect(job.rule_id).toBe(await ruleOf(job.job_type_id));
+		}
+		expect(jobs.find(j => j.file_id === parsed.fileId)!.event_type).toBe("PARSE");
+
+		const waiting = await query(`SELECT id FROM trigger_event WHERE processed IS NULL`);
+		expect(waiting).toEqual([]);
+		expect(await processFileEvents(tdb.db)).toEqual({ events: 0, jobs: 0, refused: [] });
+		expect(await jobsFor([png.fileId, tiff.fileId, parsed.fileId])).toHaveLength(5);
+	});
+
+	it("shares the waiting events between concurrent consumers, none twice", async () => {
+		const files = [];
+		for (let i = 0; i < 60; i++) files.push(await fileEvent(`many-${i}.tif`, "image/tiff", []));
+		const runs = await Promise.all([1, 2, 3].map(() => processFileEvents(tdb.db, 7)));
+		let total = runs.reduce((n, r) => n + r.events, 0);
+		while (total < 60) {
+			const more = await processFileEvents(tdb.db, 7);
+			expect(more.events).toBeGreaterThan(0);
+			total += more.events;
+		}
+		expect(total).toBe(60);
+		const jobs = await jobsFor(files.map(f => f.fileId));
+		// one rule (any-ingest) matches a TIFF without data types: one job per file
+		expect(jobs.map(j => j.file_id).sort()).toEqual(files.map(f => f.fileId).sort());
+	});
+
+	it("leaves events of other types alone", async () => {
+		await query(
+			`INSERT INTO trigger_event (type, description) VALUES ('SOMETHING_ELSE', '{}')`
+		);
+		expect((await processFileEvents(tdb.db)).events).toBe(0);
+		const [left] = await query<{ n: number }>(
+			`SELECT count(*)::int AS n FROM trigger_event WHERE processed IS NULL`
+		);
+		expect(left.n).toBe(1);
+	});
+});
