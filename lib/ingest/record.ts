@@ -124,6 +124,7 @@ interface OpenRow {
 	status: string;
 	file_path: string | null;
 	workspace_id: number | null;
+	data_type: string[];
 }
 
 interface WorkspaceFacts {
@@ -172,7 +173,7 @@ export async function recordArrivals(
 		// earlier monitor's call may still be on its way.
 		const [open, taken, workspaces] = await Promise.all([
 			q(
-				`SELECT id, file_name, status, file_path, workspace_id FROM ingest
+				`SELECT id, file_name, status, file_path, workspace_id, data_type FROM ingest
 				 WHERE strike_id = $1 AND file_name = ANY($2::text[]) AND status IN ${OPEN}
 				 ORDER BY id FOR UPDATE`,
 				[call.strikeId, names]
@@ -252,6 +253,8 @@ export async function recordArrivals(
 						`its workspace ${existing.workspace_id} is not on this host any more`
 					);
 				row.status = "INGESTING";
+				// what it was given when it was decided: its rule may have changed since
+				row.data_type = existing.data_type;
 				row.file_path = existing.file_path;
 				row.workspace_id = existing.workspace_id;
 				row.target = path.posix.join(ws.host_path, existing.file_path);
