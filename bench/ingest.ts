@@ -133,15 +133,38 @@ async function main() {
 		);
 		console.log(`strike ${strike.strike_id} is running its monitor; ${FILES} files per phase`);
 
+		let ingestedSoFar = 1;
+		let queuedSoFar = 0;
+		// P5_DIAG: what PostgreSQL is busy with, sampled from pg_stat_activity
+		const busy = new Map<string, number>();
+		let sampling = !!process.env.P5_DIAG;
+		const sample = async () => {
+			while (sampling) {
+				const rows = await q<{ query: string }>(
+					`SELECT query FROM pg_stat_activity
+					 WHERE state = 'active' AND pid <> pg_backend_pid() AND backend_type = 'client backend'`
+				);
+				for (const { query } of rows) {
+					const key = query.replace(/\s+/g, " ").slice(0, 160);
+					busy.set(key, (busy.get(key) ?? 0) + 1);
+				}
+				await new Promise(r => setTimeout(r, 5));
+			}
+		};
+		const sampler = sample();
+
 		const measure = async (prefix: string, perSecond = Infinity) => {
 			const names = stage(staging, prefix, FILES);
 			const started = Date.now();
 			const renamed = await renameAll(staging, strikeDir, names, perSecond);
 			const writeSeconds = (Date.now() - started) / 1000;
+			// polled by index (the (status, last_modified, id) list index), never by a scan that
+			// would load PostgreSQL beside what is measured: every phase's files, and the probe
+			ingestedSoFar += FILES;
 			await waitForCount(
 				db,
-				`SELECT count(*) AS n FROM ingest WHERE status = 'INGESTED' AND file_name LIKE '${prefix}-%'`,
-				FILES,
+				"SELECT count(*) AS n FROM ingest WHERE status = 'INGESTED'",
+				ingestedSoFar,
 				600000
 			);
 			const rows = await q<{ file_name: string; ended: Date }>(
@@ -179,12 +202,11 @@ async function main() {
 		/** Measures a run whose files the rule turns into jobs: ingest, then rename → job QUEUED. */
 		const measureJobs = async (prefix: string, perSecond = Infinity) => {
 			const run = await measure(prefix, perSecond);
+			queuedSoFar += FILES;
 			await waitForCount(
 				db,
-				`SELECT count(*) AS n FROM job j JOIN scale_file f
-				 ON f.id = (j.data->'input_data'->0->>'file_id')::int
-				 WHERE j.job_type_id = ${Number(typeB.id)} AND f.file_name LIKE '${prefix}-%'`,
-				FILES,
+				`SELECT count(*) AS n FROM job WHERE job_type_id = ${Number(typeB.id)} AND status = 'QUEUED'`,
+				queuedSoFar,
 				600000
 			);
 			const jobs = await q<{ file_name: string; queued: Date }>(
@@ -198,6 +220,16 @@ async function main() {
 			);
 			const lastQueued = Math.max(...jobs.map(j => new Date(j.queued).getTime()));
 			const firstRename = Math.min(...run.renamed.values());
+			// how the triggers service took the events: transactions (one processed time each)
+			const [batches] = await q<{ n: number; lag_ms: number }>(
+				`SELECT count(DISTINCT processed)::int AS n,
+					(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM processed - occurred)) * 1000)::int AS lag_ms
+				 FROM trigger_event WHERE type = 'INGEST' AND description->>'file_name' LIKE $1`,
+				[`${prefix}-%`]
+			);
+			console.log(
+				`   (the triggers service took these ${FILES} events in ${batches.n} transactions, ${(FILES / batches.n).toFixed(0)} per transaction; INGEST event → processed p99 ${batches.lag_ms} ms)`
+			);
 			return {
 				...run,
 				jobs: jobs.length,
@@ -213,6 +245,18 @@ async function main() {
 		console.log(
 			`P5 B at a steady ${PACED} files/s: ingested at ${pacedB.rate.toFixed(0)} files/s, rename → INGESTED ${summary(pacedB.latencies)}; ${pacedB.jobs} jobs QUEUED at ${pacedB.jobRate.toFixed(0)} jobs/s; rename → job QUEUED ${summary(pacedB.toJob)}`
 		);
+
+		sampling = false;
+		await sampler;
+		if (process.env.P5_DIAG) {
+			for (const [query, n] of [...busy].sort((x, y) => y[1] - x[1]).slice(0, 12))
+				console.log(String(n).padStart(6), query);
+			const scans = await q<Record<string, unknown>>(
+				`SELECT relname, seq_scan, seq_tup_read, idx_scan, idx_tup_fetch, n_live_tup
+				 FROM pg_stat_user_tables ORDER BY seq_tup_read DESC LIMIT 8`
+			);
+			console.table(scans);
+		}
 
 		// P1 beside it, on the same service: trivial jobs through REST to COMPLETED
 		const jt = await postJson(`${service.api}/job-types/`, {
