@@ -20,6 +20,8 @@ import { MicroBatcher } from "../lib/scheduling/batcher";
 import { requeueJobs, type RequeueFilters } from "../lib/queue/requeue";
 import { getQueueStatus } from "../lib/queue/status";
 import type { RequestMeta } from "../types/meta";
+import { createRecipe, type CreatedRecipe } from "../lib/recipes/create";
+import { getRecipeDetails } from "../lib/models/recipe";
 
 /** A new job posted through REST, with the API root its request used. */
 interface PostedJob {
@@ -100,13 +102,50 @@ const QueueService: ServiceSchema = {
 			}
 		},
 
+		/**
+		 * POST /queue/new-recipe/: the recipe and its jobs written, those without dependencies
+		 * queued, in one transaction (lib/recipes/create.ts); 201 with the recipe's details.
+		 */
+		newRecipe: {
+			params: {
+				type: "object",
+				required: ["recipe_type_id"],
+				properties: { recipe_type_id: ID, recipe_data: { type: "object" } }
+			} as any,
+			async handler(
+				this: any,
+				ctx: Context<{ recipe_type_id: number; recipe_data?: unknown }, RequestMeta>
+			) {
+				const created: CreatedRecipe = await this.db.transaction((t: Transaction) =>
+					createRecipe(this.db, t, {
+						recipeTypeId: ctx.params.recipe_type_id,
+						data: ctx.params.recipe_data ?? {}
+					})
+				);
+				this.logger.info(
+					{
+						recipeId: created.recipeId,
+						recipeTypeId: ctx.params.recipe_type_id,
+						jobIds: created.jobIds,
+						queued: created.queued
+					},
+					"recipe created"
+				);
+				if (created.queued.length > 0) this.queueChanged(created.queued.length);
+				ctx.meta.$statusCode = 201;
+				ctx.meta.$location = `/recipes/${created.recipeId}/`;
+				return getRecipeDetails(this.db, created.recipeId, ctx.meta.apiRoot);
+			}
+		},
+
 		requeueJobs: {
 			params: REQUEUE_SCHEMA as any,
 			async handler(this: any, ctx: Context<RequeueFilters, RequestMeta>) {
 				const result = await this.db.transaction((t: Transaction) =>
 					requeueJobs(this.db, t, ctx.params)
 				);
-				if (result.queued.length > 0) this.queueChanged(result.queued.length);
+				const queued = result.queued.length + result.recipeQueued.length;
+				if (queued > 0) this.queueChanged(queued);
 				return this.jobPage(ctx, result.matchedIds);
 			}
 		},

@@ -125,6 +125,7 @@ function emptyResult(): FinishResult {
 		canceledJobs: [],
 		pausedNodes: [],
 		parseEvents: [],
+		recipeQueued: [],
 		notes: []
 	};
 }
@@ -138,6 +139,7 @@ function merge(into: FinishResult, from: FinishResult): FinishResult {
 	into.canceledJobs.push(...from.canceledJobs);
 	into.pausedNodes.push(...from.pausedNodes);
 	into.parseEvents.push(...from.parseEvents);
+	into.recipeQueued.push(...from.recipeQueued);
 	into.notes.push(...from.notes);
 	return into;
 }
@@ -513,6 +515,11 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 			if (jobs.length > 0) this.broker.broadcast("jobs.finished", { jobs });
 			if (result.requeuedJobs.length > 0)
 				this.broker.broadcast("jobs.requeued", { jobIds: result.requeuedJobs });
+			if (result.recipeQueued.length > 0) {
+				for (const jobId of result.recipeQueued)
+					this.logger.info({ jobId }, "recipe job queued (its dependencies completed)");
+				this.broker.emit("queue.changed", { count: result.recipeQueued.length });
+			}
 			if (result.parseEvents.length > 0)
 				this.broker.broadcast("trigger-events.created", {
 					type: "PARSE",

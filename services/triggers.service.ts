@@ -92,12 +92,14 @@ const TriggersService: ServiceSchema<Settings, Methods & Locals> = {
 									{ eventId: r.eventId, ruleId: r.ruleId },
 									`trigger rule's job not created: ${r.reason}`
 								);
-							if (done.jobs > 0) {
+							if (done.jobs > 0 || done.recipes > 0) {
 								this.logger.info(
-									{ events: done.events, jobs: done.jobs },
-									"trigger events processed: jobs queued"
+									{ events: done.events, jobs: done.jobs, recipes: done.recipes },
+									"trigger events processed: jobs and recipes created"
 								);
-								this.broker.emit("queue.changed", { count: done.jobs });
+								this.broker.emit("queue.changed", {
+									count: done.jobs + done.recipes
+								});
 							}
 						}
 					} while (this.drainAgain);

@@ -28,6 +28,9 @@ export const ALIASES: Record<string, string | unknown[]> = {
 	"GET recipe-types/:id": "recipe-types.get",
 	"PATCH recipe-types/:id": "recipe-types.update",
 
+	"GET recipes": "recipes.list",
+	"GET recipes/:id": "recipes.get",
+
 	"GET configuration": "configuration.export",
 	"POST configuration": "configuration.import",
 	"POST configuration/validation": "configuration.validate",
@@ -35,6 +38,7 @@ export const ALIASES: Record<string, string | unknown[]> = {
 	"POST configuration/upload": [uploadAsImport, "configuration.import"],
 
 	"POST queue/new-job": "queue.newJob",
+	"POST queue/new-recipe": "queue.newRecipe",
 	"POST queue/requeue-jobs": "queue.requeueJobs",
 	"GET queue/status": "queue.status",
 	"GET load": "queue.load",

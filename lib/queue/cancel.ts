@@ -2,6 +2,8 @@ import type { Sequelize, Transaction } from "sequelize";
 import { select, write } from "../db/connection";
 import { BadRequestError, NotFoundError } from "../errors";
 import type { JobStatus } from "../models/job";
+import { blockRecipeJobs } from "../recipes/run";
+import { transactionSql } from "../scheduling/sql";
 
 /**
  * Canceling a job (Scale 3.0's Queue.handle_job_cancellation). A job can be canceled unless it
@@ -121,6 +123,8 @@ export async function cancelJob(
 		t
 	);
 	if (left?.left) throw new JobRequeuedDuringCancelError(jobId);
+	// its recipe's jobs that wait for it will not run: BLOCKED (lib/recipes/run.ts)
+	await blockRecipeJobs(transactionSql(db, t), [jobId]);
 	return {
 		jobId,
 		canceledExe: exe ? { id: exe.id, previous: exe.previous, agentId: exe.agent_id } : null

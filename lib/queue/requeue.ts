@@ -3,6 +3,8 @@ import { select, write } from "../db/connection";
 import { NotFoundError } from "../errors";
 import { parseListQuery, type ListSpec } from "../list/params";
 import { JOB_FROM, type JobStatus } from "../models/job";
+import { advanceRecipes, unblockRecipeJobs } from "../recipes/run";
+import { transactionSql } from "../scheduling/sql";
 
 /**
  * Putting existing jobs (back) on the queue (Scale 3.0's Queue.requeue_jobs, _queue_jobs and
@@ -114,6 +116,8 @@ export interface RequeueResult {
 	queued: { jobId: number; jobExeId: number }[];
 	/** FAILED or CANCELED jobs never queued (recipe jobs): now BLOCKED, for their recipe to advance */
 	blockedIds: number[];
+	/** recipe jobs queued because a requeue let them run (their dependencies had completed) */
+	recipeQueued: number[];
 }
 
 /**
@@ -180,5 +184,11 @@ export async function requeueJobs(
 			[toBlock, REQUEUE_STATUSES],
 			t
 		);
-	return { matchedIds: matched.map(m => m.id), queued, blockedIds: toBlock };
+	// Their recipes: dependents blocked by these jobs wait again, and a never-queued job whose
+	// dependencies have completed is queued now (lib/recipes/run.ts)
+	const requeued = [...queued.map(q => q.jobId), ...toBlock];
+	const sql = transactionSql(db, t);
+	await unblockRecipeJobs(sql, requeued);
+	const { queued: recipeQueued } = await advanceRecipes(sql, requeued);
+	return { matchedIds: matched.map(m => m.id), queued, blockedIds: toBlock, recipeQueued };
 }

@@ -19,6 +19,7 @@ import {
 	type RawParseResult
 } from "./parse";
 import type { Sql } from "./sql";
+import { advanceRecipes, blockRecipeJobs } from "../recipes/run";
 
 /**
  * The end of executions, many at once, inside the caller's transaction: step times, completions
@@ -58,6 +59,8 @@ export interface FinishResult {
 	pausedNodes: number[];
 	/** PARSE trigger events recorded */
 	parseEvents: number[];
+	/** recipe jobs these completions freed, queued */
+	recipeQueued: number[];
 	/** why some completions were turned into failures, and other notes for the log */
 	notes: string[];
 }
@@ -262,6 +265,7 @@ export async function finishExecutions(
 		canceledJobs: [],
 		pausedNodes: [],
 		parseEvents: [],
+		recipeQueued: [],
 		notes: []
 	};
 	const endingSet = new Set([...finished.map(f => f.jobExeId), ...failures.map(f => f.jobExeId)]);
@@ -329,6 +333,12 @@ export async function finishExecutions(
 	if (completions.length > 0) await complete(sql, completions, stepCols, result, opts);
 	if (failing.length > 0) await fail(sql, failing, stepCols, result);
 	if (canceling.length > 0) await cancel(sql, canceling, stepCols, result);
+	// Recipes, in the same transaction: the jobs these completions free are queued, and the
+	// never-queued dependents of jobs ended for good are blocked (lib/recipes/run.ts).
+	if (result.completedJobs.length > 0)
+		result.recipeQueued = (await advanceRecipes(sql, result.completedJobs)).queued;
+	const stopped = [...result.failedJobs, ...result.canceledJobs];
+	if (stopped.length > 0) await blockRecipeJobs(sql, stopped);
 	for (const s of steps) if (result.ended.has(s.jobExeId)) result.stepped.add(s.jobExeId);
 
 	// Logs of every execution that ended here (from its first report, as above).

@@ -1,5 +1,5 @@
 import type { Client } from "pg";
-import type { Sequelize } from "sequelize";
+import type { Sequelize, Transaction } from "sequelize";
 import { plannedQuery, pooledTransaction, select } from "../db/connection";
 
 /**
@@ -44,6 +44,11 @@ export function clientTransaction(client: Pick<Client, "query">): TxRunner {
 /** An Sql on the pool, each statement on its own connection (no transaction). */
 export function poolSql(db: Sequelize): Sql {
 	return { query: (text, values = []) => select(db, text, values) as Promise<any[]> };
+}
+
+/** An Sql inside a Sequelize transaction (its statements on the transaction's connection). */
+export function transactionSql(db: Sequelize, t: Transaction): Sql {
+	return { query: (text, values = []) => select(db, text, values, t) as Promise<any[]> };
 }
 
 /** A transaction on a pooled connection, run through the `pg` client (see pooledTransaction). */

@@ -2,6 +2,7 @@ import type { Sequelize } from "sequelize";
 import { select, write } from "../db/connection";
 import type { FileTriggerConfiguration } from "../documents/trigger-configuration";
 import { queueValidNewJobs, type NewJobRequest } from "../queue/new-job";
+import { createRecipe } from "../recipes/create";
 
 /**
  * The trigger events of ingests and parses turned into jobs (Scale's IngestTriggerHandler and
@@ -27,7 +28,9 @@ interface RuleRow {
 	id: number;
 	type: string;
 	configuration: FileTriggerConfiguration;
-	job_type_id: number;
+	/** the rule's job type, or null for a recipe type's rule */
+	job_type_id: number | null;
+	recipe_type_id: number | null;
 	outputs: string[];
 	workspace_id: number | null;
 }
@@ -41,6 +44,7 @@ interface FileRow {
 export interface Processed {
 	events: number;
 	jobs: number;
+	recipes: number;
 	/** matches whose job could not be created: the rule's job type refused the file */
 	refused: { eventId: number; ruleId: number; reason: string }[];
 }
@@ -56,8 +60,9 @@ export function matchesCondition(
 
 /**
  * Processes one batch of unprocessed INGEST and PARSE events in one transaction; answers what it
- * did (events 0: nothing was waiting, or other replicas hold what is). Recipe types' rules are
- * for recipes, which come with "[6 of 8]"; only job types' rules create jobs here.
+ * did (events 0: nothing was waiting, or other replicas hold what is). A job type's rule creates
+ * a job, a recipe type's rule a recipe (lib/recipes/create.ts) with the file bound to the recipe
+ * input `input_data_name` and the workspace `workspace_name`.
  */
 export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<Processed> {
 	return db.transaction(async t => {
@@ -70,7 +75,7 @@ export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<P
 			[FILE_EVENT_TYPES, batch],
 			t
 		);
-		if (events.length === 0) return { events: 0, jobs: 0, refused: [] };
+		if (events.length === 0) return { events: 0, jobs: 0, recipes: 0, refused: [] };
 		const fileIds = [
 			...new Set(
 				events.flatMap(e =>
@@ -81,14 +86,16 @@ export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<P
 		const [rules, files] = await Promise.all([
 			select<RuleRow>(
 				db,
-				`SELECT r.id, r.type, r.configuration, jt.id AS job_type_id,
-					ARRAY(SELECT o->>'name' FROM jsonb_array_elements(jt.interface->'output_data') o)
-						AS outputs,
+				`SELECT r.id, r.type, r.configuration, jt.id AS job_type_id, rt.id AS recipe_type_id,
+					coalesce(ARRAY(SELECT o->>'name'
+						FROM jsonb_array_elements(jt.interface->'output_data') o), '{}') AS outputs,
 					w.id AS workspace_id
 				 FROM trigger_rule r
-				 JOIN job_type jt ON jt.trigger_rule_id = r.id AND jt.is_active
+				 LEFT JOIN job_type jt ON jt.trigger_rule_id = r.id AND jt.is_active
+				 LEFT JOIN recipe_type rt ON rt.trigger_rule_id = r.id AND rt.is_active
 				 LEFT JOIN workspace w ON w.name = r.configuration->'data'->>'workspace_name'
 				 WHERE r.type = ANY($1::text[]) AND r.is_active AND r.archived IS NULL
+					AND (jt.id IS NOT NULL OR rt.id IS NOT NULL)
 				 ORDER BY r.id`,
 				[[...new Set(events.map(e => e.type))]],
 				t
@@ -135,8 +142,9 @@ export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<P
 						)
 					).map(row => row.id);
 		const extraEvent = new Map(extra.map((m, i) => [m, extraIds[i]]));
-		const requests: NewJobRequest[] = matches.map(m => ({
-			jobTypeId: m.rule.job_type_id,
+		const jobMatches = matches.filter(m => m.rule.job_type_id !== null);
+		const requests: NewJobRequest[] = jobMatches.map(m => ({
+			jobTypeId: m.rule.job_type_id as number,
 			eventId: extraEvent.get(m) ?? m.event.id,
 			jobData: {
 				version: "1.0",
@@ -154,6 +162,38 @@ export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<P
 			dataField: `trigger_rule ${m.rule.id}`
 		}));
 		const queued = await queueValidNewJobs(db, t, requests);
+		// a recipe per matching recipe type's rule, each in a savepoint: one refused stands alone
+		const refused: Processed["refused"] = [];
+		let recipes = 0;
+		for (const m of matches) {
+			if (m.rule.recipe_type_id === null) continue;
+			const data: Record<string, unknown> = {
+				version: "1.0",
+				input_data: [
+					{
+						name: m.rule.configuration.data.input_data_name,
+						file_id: m.event.description.file_id
+					}
+				]
+			};
+			if (m.rule.workspace_id !== null) data.workspace_id = m.rule.workspace_id;
+			try {
+				await db.transaction({ transaction: t }, savepoint =>
+					createRecipe(db, savepoint, {
+						recipeTypeId: m.rule.recipe_type_id as number,
+						data,
+						eventId: extraEvent.get(m) ?? m.event.id
+					})
+				);
+				recipes++;
+			} catch (error) {
+				refused.push({
+					eventId: m.event.id,
+					ruleId: m.rule.id,
+					reason: (error as Error).message
+				});
+			}
+		}
 		await write(
 			db,
 			`UPDATE trigger_event e SET processed = now(), rule_id = coalesce(e.rule_id, x.rule_id)
@@ -162,11 +202,22 @@ export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<P
 			[events.map(e => e.id), events.map(e => firstRule.get(e.id) ?? null)],
 			t
 		);
-		const refused = queued.flatMap((q, i) =>
+		const jobsRefused = queued.flatMap((q, i) =>
 			q instanceof Error
-				? [{ eventId: matches[i].event.id, ruleId: matches[i].rule.id, reason: q.message }]
+				? [
+						{
+							eventId: jobMatches[i].event.id,
+							ruleId: jobMatches[i].rule.id,
+							reason: q.message
+						}
+					]
 				: []
 		);
-		return { events: events.length, jobs: queued.length - refused.length, refused };
+		return {
+			events: events.length,
+			jobs: queued.length - jobsRefused.length,
+			recipes,
+			refused: [...jobsRefused, ...refused]
+		};
 	});
 }

@@ -163,7 +163,12 @@ describe("processFileEvents", () => {
 
 		const waiting = await query(`SELECT id FROM trigger_event WHERE processed IS NULL`);
 		expect(waiting).toEqual([]);
-		expect(await processFileEvents(tdb.db)).toEqual({ events: 0, jobs: 0, refused: [] });
+		expect(await processFileEvents(tdb.db)).toEqual({
+			events: 0,
+			jobs: 0,
+			recipes: 0,
+			refused: []
+		});
 		expect(await jobsFor([png.fileId, tiff.fileId, parsed.fileId])).toHaveLength(5);
 	});
 

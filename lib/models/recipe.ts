@@ -1,0 +1,273 @@
+import type { Sequelize } from "sequelize";
+import { selectPrepared } from "../db/connection";
+import { fileIdsIn, type RecipeData } from "../documents/recipe-data";
+import type { RecipeDefinition } from "../documents/recipe-definition";
+import type { JobInterface } from "../documents/types";
+import { NotFoundError } from "../errors";
+import { formatDatetime } from "../list/iso8601";
+import type { ListSource } from "../list/run";
+import { JOB_COLUMNS, JOB_JOINS, serializeJob, type JobListRow } from "./job";
+import { serializeRecipeType, type RecipeTypeRow } from "./recipe-type";
+import { loadFiles, serializeScaleFile, type ScaleFileRow } from "./scale-file";
+
+/**
+ * Recipes, the read side (Scale 3.0's recipe/models.py Recipe and RecipeManager.get_recipes and
+ * get_details, recipe/serializers.py RecipeSerializer and RecipeDetailsSerializer): the recipe
+ * record as lists show it, the list source and the details.
+ */
+
+/** A recipe list row: the recipe, its type (`rt_`), revision (`rr_`) and event (`ev_`). */
+export interface RecipeListRow {
+	id: number;
+	recipe_type_id: number;
+	recipe_type_rev_id: number;
+	event_id: number;
+	created: Date;
+	completed: Date | null;
+	last_modified: Date;
+	rt_name: string;
+	rt_version: string;
+	rt_title: string | null;
+	rt_description: string | null;
+	rr_revision_num: number;
+	ev_type: string;
+	ev_rule_id: number | null;
+	ev_occurred: Date;
+}
+
+/** The SELECT list of RecipeListRow over the recipe (`r`) and RECIPE_JOINS. */
+const RECIPE_LIST_COLUMNS = [
+	"r.id",
+	"r.recipe_type_id",
+	"r.recipe_type_rev_id",
+	"r.event_id",
+	"r.created",
+	"r.completed",
+	"r.last_modified",
+	"rt.name AS rt_name",
+	"rt.version AS rt_version",
+	"rt.title AS rt_title",
+	"rt.description AS rt_description",
+	"rr.revision_num AS rr_revision_num",
+	"ev.type AS ev_type",
+	"ev.rule_id AS ev_rule_id",
+	"ev.occurred AS ev_occurred"
+].join(", ");
+
+/** What a recipe record shows of the records it references: its type, revision and event. */
+const RECIPE_JOINS = `LEFT JOIN recipe_type rt ON rt.id = r.recipe_type_id
+	LEFT JOIN recipe_type_rev rr ON rr.id = r.recipe_type_rev_id
+	LEFT JOIN trigger_event ev ON ev.id = r.event_id`;
+
+function date(d: Date | null): string | null {
+	return d ? formatDatetime(d) : null;
+}
+
+/**
+ * A recipe record as lists show it (Scale's RecipeSerializer): its type as it is now (id, name,
+ * version, title, description: the type's latest version), the revision it was scheduled with
+ * and its event, each as a summary.
+ */
+export function serializeRecipe(row: RecipeListRow) {
+	return {
+		id: row.id,
+		recipe_type: {
+			id: row.recipe_type_id,
+			name: row.rt_name,
+			version: row.rt_version,
+			title: row.rt_title,
+			description: row.rt_description
+		},
+		recipe_type_rev: {
+			id: row.recipe_type_rev_id,
+			recipe_type: { id: row.recipe_type_id },
+			revision_num: row.rr_revision_num
+		},
+		event: {
+			id: row.event_id,
+			type: row.ev_type,
+			rule: row.ev_rule_id === null ? null : { id: row.ev_rule_id },
+			occurred: formatDatetime(row.ev_occurred)
+		},
+		created: formatDatetime(row.created),
+		completed: date(row.completed),
+		last_modified: formatDatetime(row.last_modified)
+	};
+}
+
+/**
+ * GET /recipes/: as Scale's get_recipes, `started`/`ended` filter on last_modified and the list
+ * is ordered by it, oldest first, unless told otherwise; `type_id` and `type_name` (repeatable)
+ * test the recipe's own recipe_type_id (names looked up first). Each filter with the default
+ * order, and each order Scale's web UI offers (recipe type, created, last modified, completed),
+ * has an index ending in id (migration 0009).
+ */
+export const RECIPE_LIST: ListSource = {
+	from: "recipe r",
+	joins: RECIPE_JOINS,
+	key: "r.id",
+	columns: RECIPE_LIST_COLUMNS,
+	orderable: {
+		id: "r.id",
+		created: "r.created",
+		completed: "r.completed",
+		last_modified: "r.last_modified",
+		recipe_type: "r.recipe_type_id",
+		recipe_type_rev: "r.recipe_type_rev_id",
+		event: "r.event_id",
+		recipe_type__id: "r.recipe_type_id",
+		recipe_type__name: "rt.name",
+		recipe_type__version: "rt.version",
+		recipe_type__title: "rt.title",
+		recipe_type_rev__id: "r.recipe_type_rev_id",
+		recipe_type_rev__revision_num: "rr.revision_num",
+		event__id: "r.event_id",
+		event__occurred: "ev.occurred"
+	},
+	// Scale's RecipeManager.get_recipes orders by last_modified unless told otherwise.
+	defaultOrder: ["last_modified"],
+	timeColumn: "r.last_modified",
+	filters: {
+		type_id: { column: "r.recipe_type_id", type: "integer" },
+		type_name: {
+			column: "r.recipe_type_id",
+			type: "string",
+			lookup: "SELECT id FROM recipe_type WHERE name = ANY($1::text[])"
+		}
+	}
+};
+
+// ---- details ------------------------------------------------------------------------------
+
+/** A `recipe` row read whole. */
+interface RecipeRow {
+	id: number;
+	recipe_type_id: number;
+	recipe_type_rev_id: number;
+	event_id: number;
+	data: RecipeData;
+	completed: Date | null;
+	created: Date;
+	last_modified: Date;
+}
+
+interface RecipeTypeRevRow {
+	id: number;
+	recipe_type_id: number;
+	revision_num: number;
+	definition: RecipeDefinition;
+	created: Date;
+}
+
+/** A trigger event with its rule's columns (`rule_`, null without a rule). */
+interface EventDetailsRow {
+	id: number;
+	type: string;
+	rule_id: number | null;
+	occurred: Date;
+	description: unknown;
+	rule_type: string | null;
+	rule_name: string | null;
+	rule_is_active: boolean | null;
+	rule_configuration: unknown;
+}
+
+/** A job of the recipe: its name in the recipe, the job record's columns, its revision's. */
+interface RecipeJobRow extends JobListRow {
+	job_name: string;
+	rev_interface: JobInterface;
+	rev_created: Date;
+}
+
+const EVENT_DETAILS_SQL = `SELECT ev.id, ev.type, ev.rule_id, ev.occurred, ev.description,
+	ru.type AS rule_type, ru.name AS rule_name, ru.is_active AS rule_is_active,
+	ru.configuration AS rule_configuration
+ FROM trigger_event ev LEFT JOIN trigger_rule ru ON ru.id = ev.rule_id WHERE ev.id = $1`;
+
+const RECIPE_JOBS_SQL = `SELECT rj.job_name, ${JOB_COLUMNS}, r.interface AS rev_interface,
+	r.created AS rev_created
+ FROM recipe_job rj JOIN job j ON j.id = rj.job_id ${JOB_JOINS}
+ WHERE rj.recipe_id = $1 ORDER BY rj.job_name`;
+
+/** An event as details show it (Scale's TriggerEventDetailsSerializer), as job details do. */
+function serializeEventDetails(event: EventDetailsRow) {
+	return {
+		id: event.id,
+		type: event.type,
+		rule:
+			event.rule_id === null
+				? null
+				: {
+						id: event.rule_id,
+						type: event.rule_type,
+						name: event.rule_name,
+						is_active: event.rule_is_active,
+						configuration: event.rule_configuration
+					},
+		occurred: formatDatetime(event.occurred),
+		description: event.description
+	};
+}
+
+/** A recipe's job as its details show it (Scale's JobRevisionSerializer): revision with interface. */
+function serializeRecipeJob(row: RecipeJobRow) {
+	const { job_name, rev_interface, rev_created, ...job } = row;
+	const record = serializeJob(job);
+	return {
+		job_name,
+		job: {
+			...record,
+			job_type_rev: {
+				...record.job_type_rev,
+				interface: rev_interface,
+				created: formatDatetime(rev_created)
+			}
+		}
+	};
+}
+
+/**
+ * GET /recipes/{id}/ (Scale's RecipeDetailsSerializer): the record with its type whole (as the
+ * recipe type list shows it, definition included), the revision it was scheduled with (with its
+ * definition), its event with its rule and description, its data, the files its data gives
+ * (oldest id first, as Scale; each as its kind shows it, download URLs under `apiRoot` where the
+ * workspace has none) and its jobs by name, each the job record with its revision's interface.
+ * NotFoundError (404) for an unknown id.
+ */
+export async function getRecipeDetails(db: Sequelize, id: number, apiRoot?: string) {
+	const [recipe] = await selectPrepared<RecipeRow>(db, "SELECT * FROM recipe WHERE id = $1", [
+		id
+	]);
+	if (!recipe) throw new NotFoundError(`No recipe with id ${id}`);
+	const [[type], [rev], [event], files, jobs] = await Promise.all([
+		selectPrepared<RecipeTypeRow>(db, "SELECT * FROM recipe_type WHERE id = $1", [
+			recipe.recipe_type_id
+		]),
+		selectPrepared<RecipeTypeRevRow>(db, "SELECT * FROM recipe_type_rev WHERE id = $1", [
+			recipe.recipe_type_rev_id
+		]),
+		selectPrepared<EventDetailsRow>(db, EVENT_DETAILS_SQL, [recipe.event_id]),
+		loadFiles(db, fileIdsIn({ input_data: recipe.data?.input_data ?? [] })),
+		selectPrepared<RecipeJobRow>(db, RECIPE_JOBS_SQL, [id])
+	]);
+	return {
+		id: recipe.id,
+		recipe_type: serializeRecipeType(type),
+		recipe_type_rev: {
+			id: rev.id,
+			recipe_type: { id: rev.recipe_type_id },
+			revision_num: rev.revision_num,
+			definition: rev.definition,
+			created: formatDatetime(rev.created)
+		},
+		event: serializeEventDetails(event),
+		created: formatDatetime(recipe.created),
+		completed: date(recipe.completed),
+		last_modified: formatDatetime(recipe.last_modified),
+		data: recipe.data,
+		input_files: [...files.values()]
+			.sort((a, b) => a.id - b.id)
+			.map((file: ScaleFileRow) => serializeScaleFile(file, apiRoot)),
+		jobs: jobs.map(serializeRecipeJob)
+	};
+}

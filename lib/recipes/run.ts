@@ -1,0 +1,239 @@
+import { parseJobData } from "../documents/job-data";
+import type { RecipeDefinition } from "../documents/recipe-definition";
+import type { RecipeData } from "../documents/recipe-data";
+import type { JobInterface } from "../documents/types";
+import { diskRequired } from "../queue/new-job";
+import type { Sql } from "../scheduling/sql";
+import { dependentsOf, readyJobs, recipeJobData, type ResultOutput } from "./job-data";
+
+/**
+ * A recipe's jobs as they run (Scale's RecipeHandler): a job whose dependencies have all
+ * COMPLETED is given its data (recipe inputs, its dependencies' outputs) and queued, in the
+ * transaction of the completion that freed it; a job that FAILED for good or was CANCELED blocks
+ * the jobs that depend on it (never queued, they become BLOCKED), and a requeue of it lets them
+ * wait again (PENDING). Each runs inside its caller's transaction, on its Sql. The recipes
+ * concerned are locked (FOR UPDATE, in id order) first: two of a recipe's jobs completing at
+ * once are then seen in turn, so the second sees the first COMPLETED and their common dependent
+ * is queued once, by it.
+ */
+
+interface RecipeRow {
+	id: number;
+	data: RecipeData;
+	definition: RecipeDefinition;
+	completed: Date | null;
+}
+
+interface RecipeJobRow {
+	recipe_id: number;
+	job_name: string;
+	id: number;
+	status: string;
+	results: { output_data?: ResultOutput[] } | null;
+	interface: JobInterface;
+	disk_out_const_required: number;
+	disk_out_mult_required: number;
+}
+
+/** The recipes of these jobs, locked, with their jobs. */
+async function loadRecipes(
+	sql: Sql,
+	jobIds: number[]
+): Promise<{ recipes: RecipeRow[]; jobs: RecipeJobRow[] }> {
+	if (jobIds.length === 0) return { recipes: [], jobs: [] };
+	const recipes = await sql.query<RecipeRow>(
+		`SELECT r.id, r.data, rev.definition, r.completed FROM recipe r
+		 JOIN recipe_type_rev rev ON rev.id = r.recipe_type_rev_id
+		 WHERE r.id IN (SELECT recipe_id FROM recipe_job WHERE job_id = ANY($1::int[]))
+		 ORDER BY r.id FOR UPDATE OF r`,
+		[jobIds]
+	);
+	if (recipes.length === 0) return { recipes, jobs: [] };
+	const jobs = await sql.query<RecipeJobRow>(
+		`SELECT rj.recipe_id, rj.job_name, j.id, j.status, j.results, rev.interface,
+			t.disk_out_const_required, t.disk_out_mult_required
+		 FROM recipe_job rj JOIN job j ON j.id = rj.job_id
+		 JOIN job_type_rev rev ON rev.id = j.job_type_rev_id JOIN job_type t ON t.id = j.job_type_id
+		 WHERE rj.recipe_id = ANY($1::int[])`,
+		[recipes.map(r => r.id)]
+	);
+	return { recipes, jobs };
+}
+
+/** A PENDING job to queue with its data. */
+export interface PendingToQueue {
+	jobId: number;
+	data: unknown;
+	iface: JobInterface;
+	diskOutConst: number;
+	diskOutMult: number;
+}
+
+/**
+ * Queues PENDING jobs with their data (checked against their revision's interface): the job
+ * QUEUED with its disk needs (from its input files' sizes), a new QUEUED execution and its queue
+ * row, guarded on PENDING. Answers the ids queued.
+ */
+export async function queuePending(sql: Sql, items: PendingToQueue[]): Promise<number[]> {
+	if (items.length === 0) return [];
+	const datas = items.map(item => parseJobData(item.data, item.iface, `job ${item.jobId} data`));
+	const fileIds = [
+		...new Set(
+			datas.flatMap(d =>
+				d.input_data.flatMap(i =>
+					"file_id" in i ? [i.file_id] : "file_ids" in i ? (i.file_ids as number[]) : []
+				)
+			)
+		)
+	];
+	const sizes = new Map<number, number>();
+	if (fileIds.length > 0)
+		for (const row of await sql.query<{ id: number; file_size: string }>(
+			`SELECT id, file_size FROM scale_file WHERE id = ANY($1::int[])`,
+			[fileIds]
+		))
+			sizes.set(row.id, Number(row.file_size));
+	const rows = items.map((item, i) => {
+		const bytes = datas[i].input_data.reduce((sum, input) => {
+			const ids =
+				"file_id" in input
+					? [input.file_id]
+					: "file_ids" in input
+						? (input.file_ids as number[])
+						: [];
+			return sum + ids.reduce((s, id) => s + (sizes.get(id) ?? 0), 0);
+		}, 0);
+		const disk = diskRequired(bytes, item.diskOutConst, item.diskOutMult);
+		return { job_id: item.jobId, data: datas[i], disk_in: disk.diskIn, disk_out: disk.diskOut };
+	});
+	const queued = await sql.query<{ id: number }>(
+		`WITH r AS (
+			SELECT * FROM jsonb_to_recordset($1::jsonb)
+				AS r(job_id int, data jsonb, disk_in float8, disk_out float8)
+		 ), j AS (
+			UPDATE job SET status = 'QUEUED', data = r.data, num_exes = job.num_exes + 1,
+				disk_in_required = r.disk_in, disk_out_required = r.disk_out, queued = now(),
+				last_status_change = now(), last_modified = now()
+			FROM r WHERE job.id = r.job_id AND job.status = 'PENDING'
+			RETURNING job.*
+		 ), x AS (
+			INSERT INTO job_exe (job_id, job_type_id, status, timeout, queued)
+			SELECT id, job_type_id, 'QUEUED', timeout, now() FROM j ORDER BY id
+			RETURNING id, job_id
+		 ), q AS (
+			INSERT INTO queue (job_exe_id, job_id, job_type_id, priority, cpus_required,
+				mem_required, disk_in_required, disk_out_required, disk_total_required, queued)
+			SELECT x.id, j.id, j.job_type_id, j.priority, j.cpus_required, j.mem_required,
+				j.disk_in_required, j.disk_out_required,
+				j.disk_in_required + j.disk_out_required, now()
+			FROM x JOIN j ON j.id = x.job_id
+		 )
+		 SELECT id FROM j ORDER BY id`,
+		[JSON.stringify(rows)]
+	);
+	return queued.map(r => r.id);
+}
+
+/** What advancing recipes did. */
+export interface Advanced {
+	queued: number[];
+	completedRecipes: number[];
+}
+
+/**
+ * After jobs COMPLETED (`jobIds`, in the same transaction): queues each of their recipes' jobs
+ * that waits (PENDING) with every dependency COMPLETED, and marks a recipe whose jobs all
+ * COMPLETED as completed.
+ */
+export async function advanceRecipes(sql: Sql, jobIds: number[]): Promise<Advanced> {
+	const { recipes, jobs } = await loadRecipes(sql, jobIds);
+	const toQueue: PendingToQueue[] = [];
+	const completedRecipes: number[] = [];
+	for (const recipe of recipes) {
+		const mine = jobs.filter(j => j.recipe_id === recipe.id);
+		const byName = new Map(mine.map(j => [j.job_name, j]));
+		const done = new Set(mine.filter(j => j.status === "COMPLETED").map(j => j.job_name));
+		if (done.size === mine.length && recipe.completed === null) {
+			completedRecipes.push(recipe.id);
+			continue;
+		}
+		for (const job of readyJobs(recipe.definition, done)) {
+			const row = byName.get(job.name);
+			if (!row || row.status !== "PENDING") continue;
+			toQueue.push({
+				jobId: row.id,
+				data: recipeJobData(
+					job,
+					row.interface,
+					recipe.data,
+					name => byName.get(name)?.results?.output_data ?? []
+				),
+				iface: row.interface,
+				diskOutConst: row.disk_out_const_required,
+				diskOutMult: row.disk_out_mult_required
+			});
+		}
+	}
+	const queued = await queuePending(sql, toQueue);
+	if (completedRecipes.length > 0 || recipes.length > 0)
+		await sql.query(
+			`UPDATE recipe SET last_modified = now(),
+				completed = CASE WHEN id = ANY($2::int[]) THEN now() ELSE completed END
+			 WHERE id = ANY($1::int[])`,
+			[recipes.map(r => r.id), completedRecipes]
+		);
+	return { queued, completedRecipes };
+}
+
+/**
+ * After jobs FAILED for good or were CANCELED (`jobIds`): every job of their recipes that depends
+ * on one of them and was never queued (PENDING) becomes BLOCKED. Answers the ids blocked.
+ */
+export async function blockRecipeJobs(sql: Sql, jobIds: number[]): Promise<number[]> {
+	const { recipes, jobs } = await loadRecipes(sql, jobIds);
+	const ended = new Set(jobIds);
+	const toBlock: number[] = [];
+	for (const recipe of recipes) {
+		const mine = jobs.filter(j => j.recipe_id === recipe.id);
+		const names = mine.filter(j => ended.has(j.id)).map(j => j.job_name);
+		const blocked = dependentsOf(recipe.definition, names);
+		for (const j of mine)
+			if (blocked.has(j.job_name) && j.status === "PENDING") toBlock.push(j.id);
+	}
+	if (toBlock.length === 0) return [];
+	const rows = await sql.query<{ id: number }>(
+		`UPDATE job SET status = 'BLOCKED', last_status_change = now(), last_modified = now()
+		 WHERE id = ANY($1::int[]) AND status = 'PENDING' RETURNING id`,
+		[toBlock]
+	);
+	await sql.query(`UPDATE recipe SET last_modified = now() WHERE id = ANY($1::int[])`, [
+		recipes.map(r => r.id)
+	]);
+	return rows.map(r => r.id);
+}
+
+/**
+ * After jobs were requeued (`jobIds`): every BLOCKED job of their recipes none of whose
+ * ancestors is FAILED or CANCELED waits again (PENDING), to run when its dependencies complete.
+ * Answers the ids unblocked.
+ */
+export async function unblockRecipeJobs(sql: Sql, jobIds: number[]): Promise<number[]> {
+	const { recipes, jobs } = await loadRecipes(sql, jobIds);
+	const toUnblock: number[] = [];
+	for (const recipe of recipes) {
+		const mine = jobs.filter(j => j.recipe_id === recipe.id);
+		const stopped = mine
+			.filter(j => j.status === "FAILED" || j.status === "CANCELED")
+			.map(j => j.job_name);
+		const stillBlocked = dependentsOf(recipe.definition, stopped);
+		for (const j of mine)
+			if (j.status === "BLOCKED" && !stillBlocked.has(j.job_name)) toUnblock.push(j.id);
+	}
+	if (toUnblock.length === 0) return [];
+	const rows = await sql.query<{ id: number }>(
+		`UPDATE job SET status = 'PENDING', last_status_change = now(), last_modified = now()
+		 WHERE id = ANY($1::int[]) AND status = 'BLOCKED' RETURNING id`,
+		[toUnblock]
+	);
+	return rows.map(r => r.id);
+}

@@ -1,0 +1,34 @@
+import type { Context, Service, ServiceSchema } from "moleculer";
+import { DbMixin } from "../mixins/db.mixin";
+import { listAction } from "../mixins/list.mixin";
+import {
+	getRecipeDetails,
+	RECIPE_LIST,
+	serializeRecipe,
+	type RecipeListRow
+} from "../lib/models/recipe";
+import type { RequestMeta } from "../types/meta";
+
+const ID = { type: "integer", minimum: 1 };
+
+/**
+ * Recipes, the read side: the list (GET /recipes/) and the details (GET /recipes/{id}/). The
+ * work is in lib/models/recipe.
+ */
+const RecipesService: ServiceSchema = {
+	name: "recipes",
+	mixins: [DbMixin()],
+
+	actions: {
+		list: listAction<RecipeListRow>(RECIPE_LIST, rows => rows.map(serializeRecipe)),
+
+		get: {
+			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			handler(this: Service, ctx: Context<{ id: number }, RequestMeta>) {
+				return getRecipeDetails(this.db, ctx.params.id, ctx.meta.apiRoot);
+			}
+		}
+	}
+};
+
+export default RecipesService;
