@@ -21,6 +21,7 @@ import { requeueJobs, type RequeueFilters } from "../lib/queue/requeue";
 import { getQueueStatus } from "../lib/queue/status";
 import type { RequestMeta } from "../types/meta";
 import { createRecipe, type CreatedRecipe } from "../lib/recipes/create";
+import { poolTransaction } from "../lib/scheduling/sql";
 import { getRecipeDetails } from "../lib/models/recipe";
 
 /** A new job posted through REST, with the API root its request used. */
@@ -116,8 +117,9 @@ const QueueService: ServiceSchema = {
 				this: any,
 				ctx: Context<{ recipe_type_id: number; recipe_data?: unknown }, RequestMeta>
 			) {
-				const created: CreatedRecipe = await this.db.transaction((t: Transaction) =>
-					createRecipe(this.db, t, {
+				// on the pg client (poolTransaction): a recipe's writes are a dozen small statements
+				const created: CreatedRecipe = await poolTransaction(this.db)(sql =>
+					createRecipe(sql, {
 						recipeTypeId: ctx.params.recipe_type_id,
 						data: ctx.params.recipe_data ?? {}
 					})

@@ -1,5 +1,3 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select } from "../db/connection";
 import type { RecipeDefinition } from "../documents/recipe-definition";
 import {
 	checkRecipeFiles,
@@ -10,7 +8,7 @@ import {
 } from "../documents/recipe-data";
 import type { JobInterface, Warning } from "../documents/types";
 import { FieldError } from "../errors";
-import { transactionSql } from "../scheduling/sql";
+import type { Sql } from "../scheduling/sql";
 import { recipeJobData } from "./job-data";
 import { queuePending } from "./run";
 
@@ -18,7 +16,7 @@ import { queuePending } from "./run";
  * Creating a recipe (Scale's Queue.queue_new_recipe and RecipeManager.create_recipe): the recipe
  * at its type's current revision, every job of the definition PENDING at its job type's current
  * revision, and the jobs with no dependencies queued with their data, in the caller's
- * transaction. The REST call and the triggers service come through here.
+ * transaction (its Sql). The REST call and the triggers service come through here.
  */
 
 export interface NewRecipeRequest {
@@ -62,20 +60,14 @@ interface JobTypeRow {
 }
 
 /** Checks a new recipe's data and writes it with its jobs; throws FieldError (400) before writing. */
-export async function createRecipe(
-	db: Sequelize,
-	t: Transaction,
-	request: NewRecipeRequest
-): Promise<CreatedRecipe> {
-	const [type] = await select<TypeRow>(
-		db,
+export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise<CreatedRecipe> {
+	const [type] = await sql.query<TypeRow>(
 		`SELECT rt.id, rt.name, rt.is_active, rev.id AS rev_id, rev.definition
 		 FROM recipe_type rt
 		 JOIN LATERAL (SELECT id, definition FROM recipe_type_rev WHERE recipe_type_id = rt.id
 			ORDER BY revision_num DESC LIMIT 1) rev ON true
 		 WHERE rt.id = $1`,
-		[request.recipeTypeId],
-		t
+		[request.recipeTypeId]
 	);
 	if (!type)
 		throw new FieldError("recipe_type_id", `no recipe type with id ${request.recipeTypeId}`);
@@ -88,8 +80,7 @@ export async function createRecipe(
 	const data: RecipeData = parseRecipeData(request.data ?? {}, def, "recipe_data");
 
 	const keys = def.jobs.map(j => `${j.job_type.name}\u0000${j.job_type.version}`);
-	const jobTypes = await select<JobTypeRow>(
-		db,
+	const jobTypes = await sql.query<JobTypeRow>(
 		`SELECT t.id, t.name, t.version, t.is_active, rev.id AS rev_id, rev.interface, t.priority,
 			t.timeout, t.max_tries, t.cpus_required, t.mem_required, t.disk_out_const_required,
 			t.disk_out_mult_required
@@ -98,8 +89,7 @@ export async function createRecipe(
 			ON k.name = t.name AND k.version = t.version
 		 JOIN LATERAL (SELECT id, interface FROM job_type_rev WHERE job_type_id = t.id
 			ORDER BY revision_num DESC LIMIT 1) rev ON true`,
-		[def.jobs.map(j => j.job_type.name), def.jobs.map(j => j.job_type.version)],
-		t
+		[def.jobs.map(j => j.job_type.name), def.jobs.map(j => j.job_type.version)]
 	);
 	const typeOf = new Map(jobTypes.map(jt => [`${jt.name}\u0000${jt.version}`, jt]));
 	def.jobs.forEach((job, i) => {
@@ -113,13 +103,12 @@ export async function createRecipe(
 
 	const fileIds = fileIdsIn(data);
 	const files = new Map(
-		(
-			await select<{ id: number; media_type: string }>(
-				db,
-				`SELECT id, media_type FROM scale_file WHERE id = ANY($1::int[]) AND NOT is_deleted`,
-				[fileIds],
-				t
-			)
+		(fileIds.length === 0
+			? []
+			: await sql.query<{ id: number; media_type: string }>(
+					`SELECT id, media_type FROM scale_file WHERE id = ANY($1::int[]) AND NOT is_deleted`,
+					[fileIds]
+				)
 		).map(f => [f.id, f])
 	);
 	const warnings = checkRecipeFiles(data, def, files);
@@ -129,11 +118,9 @@ export async function createRecipe(
 		(name, version) => typeOf.get(`${name}\u0000${version}`)?.interface ?? null
 	);
 	if (data.workspace_id !== undefined) {
-		const [ws] = await select<{ is_active: boolean }>(
-			db,
+		const [ws] = await sql.query<{ is_active: boolean }>(
 			`SELECT is_active FROM workspace WHERE id = $1`,
-			[data.workspace_id],
-			t
+			[data.workspace_id]
 		);
 		if (!ws)
 			throw new FieldError(
@@ -150,20 +137,16 @@ export async function createRecipe(
 	const eventId =
 		request.eventId ??
 		(
-			await select<{ id: number }>(
-				db,
+			await sql.query<{ id: number }>(
 				`INSERT INTO trigger_event (type, description, occurred, processed)
 				 VALUES ('USER', '{"user": "Anonymous"}', now(), now()) RETURNING id`,
-				[],
-				t
+				[]
 			)
 		)[0].id;
-	const [recipe] = await select<{ id: number }>(
-		db,
+	const [recipe] = await sql.query<{ id: number }>(
 		`INSERT INTO recipe (recipe_type_id, recipe_type_rev_id, event_id, data)
 		 VALUES ($1, $2, $3, $4::jsonb) RETURNING id`,
-		[type.id, type.rev_id, eventId, JSON.stringify(data)],
-		t
+		[type.id, type.rev_id, eventId, JSON.stringify(data)]
 	);
 	const rows = def.jobs.map((job, i) => {
 		const jt = typeOf.get(keys[i]) as JobTypeRow;
@@ -179,9 +162,7 @@ export async function createRecipe(
 			mem: jt.mem_required
 		};
 	});
-	const jobs = await select<{ id: number; name: string }>(
-		db,
-		// the ids drawn in `r` (a CTE with a volatile function is computed once), so that the job
+	const jobs = await sql.query<{ id: number; name: string }>( // the ids drawn in `r` (a CTE with a volatile function is computed once), so that the job
 		// rows and the recipe's names for them agree without relying on insertion order
 		`WITH r AS (
 			SELECT r.*, nextval(pg_get_serial_sequence('job', 'id'))::int AS id
@@ -198,13 +179,12 @@ export async function createRecipe(
 			INSERT INTO recipe_job (recipe_id, job_name, job_id) SELECT $3, name, id FROM r
 		 )
 		 SELECT id, name FROM r ORDER BY n`,
-		[JSON.stringify(rows), eventId, recipe.id],
-		t
+		[JSON.stringify(rows), eventId, recipe.id]
 	);
 	const idOf = new Map(jobs.map(j => [j.name, j.id]));
 	const ready = def.jobs.filter(job => job.dependencies.length === 0);
 	const queued = await queuePending(
-		transactionSql(db, t),
+		sql,
 		ready.map(job => {
 			const jt = typeOf.get(
 				`${job.job_type.name}\u0000${job.job_type.version}`

@@ -3,6 +3,7 @@ import { select, write } from "../db/connection";
 import type { FileTriggerConfiguration } from "../documents/trigger-configuration";
 import { queueValidNewJobs, type NewJobRequest } from "../queue/new-job";
 import { createRecipe } from "../recipes/create";
+import { transactionSql } from "../scheduling/sql";
 
 /**
  * The trigger events of ingests and parses turned into jobs (Scale's IngestTriggerHandler and
@@ -179,7 +180,7 @@ export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<P
 			if (m.rule.workspace_id !== null) data.workspace_id = m.rule.workspace_id;
 			try {
 				await db.transaction({ transaction: t }, savepoint =>
-					createRecipe(db, savepoint, {
+					createRecipe(transactionSql(db, savepoint), {
 						recipeTypeId: m.rule.recipe_type_id as number,
 						data,
 						eventId: extraEvent.get(m) ?? m.event.id

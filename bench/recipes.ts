@@ -1,0 +1,169 @@
+/**
+ * P6, recipes ("[6 of 8]"), on the process layout of `npm start` against a throwaway embedded
+ * PostgreSQL: recipes of three trivial jobs (/bin/true): A, then B and C, both depending on A.
+ *   load  1,000 recipes posted from 16 clients: recipe jobs/s and recipes/s end to end (first
+ *         post to the last recipe completed), beside P1's single-job rate in the same run (the
+ *         same number of /bin/true jobs through POST /queue/new-job/);
+ *   idle  100 recipes one after another: the time from A's completion (its job's `ended`) to
+ *         the start of B's and C's processes (their executions' `job_started`), p50/p99; the
+ *         same is printed for the load run, where it includes waiting behind other recipes.
+ *
+ *   npm run bench:recipes          P6_RECIPES=300 P6_IDLE=50 npm run bench:recipes
+ */
+import { bestBareSpawnRate } from "./lib/spawn-rate";
+import {
+	benchDatabase,
+	percentile,
+	postJson,
+	postJsonExpecting,
+	startService,
+	waitForCount
+} from "./lib/cluster";
+
+const RECIPES = Number(process.env.P6_RECIPES) || 1000;
+const IDLE = Number(process.env.P6_IDLE) || 100;
+
+const trueType = (name: string) => ({
+	name,
+	version: "1.0",
+	cpus_required: 0.01,
+	mem_required: 1,
+	disk_out_const_required: 0,
+	max_tries: 1,
+	interface: { command: "/bin/true", command_arguments: "" }
+});
+
+const DEFINITION = {
+	version: "1.0",
+	input_data: [],
+	jobs: [
+		{ name: "A", job_type: { name: "true-a", version: "1.0" } },
+		{
+			name: "B",
+			job_type: { name: "true-b", version: "1.0" },
+			dependencies: [{ name: "A", connections: [] }]
+		},
+		{
+			name: "C",
+			job_type: { name: "true-c", version: "1.0" },
+			dependencies: [{ name: "A", connections: [] }]
+		}
+	]
+};
+
+function summary(values: number[]): string {
+	const sorted = [...values].sort((a, b) => a - b);
+	return `p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms`;
+}
+
+async function main() {
+	const { url, db, stop } = await benchDatabase();
+	const service = await startService(url);
+	const q = async <T>(sql: string, bind: unknown[] = []) =>
+		(await db.query(sql, { bind }))[0] as T[];
+	/** A's `ended` to B's and C's process start, for recipes with ids above `after`. */
+	const handOffs = async (after: number) =>
+		(
+			await q<{ ms: number }>(
+				`SELECT extract(epoch FROM e.job_started - a.ended) * 1000 AS ms
+				 FROM recipe r
+				 JOIN recipe_job ra ON ra.recipe_id = r.id AND ra.job_name = 'A'
+				 JOIN job a ON a.id = ra.job_id
+				 JOIN recipe_job rb ON rb.recipe_id = r.id AND rb.job_name <> 'A'
+				 JOIN job_exe e ON e.job_id = rb.job_id
+				 WHERE r.id > $1 AND e.job_started IS NOT NULL`,
+				[after]
+			)
+		).map(r => Number(r.ms));
+	try {
+		await waitForCount(db, "SELECT count(*) AS n FROM node WHERE is_active", 1, 20000);
+		for (const name of ["true-a", "true-b", "true-c"])
+			await postJson(`${service.api}/job-types/`, trueType(name));
+		const single = await postJson(`${service.api}/job-types/`, trueType("true"));
+		const type = await postJson(`${service.api}/recipe-types/`, {
+			name: "abc",
+			version: "1.0",
+			definition: DEFINITION
+		});
+		const body = { recipe_type_id: type.id, recipe_data: { version: "1.0", input_data: [] } };
+		const completedJobs = async () =>
+			(
+				await q<{ n: number }>(
+					`SELECT count(*)::int AS n FROM job WHERE status = 'COMPLETED'`
+				)
+			)[0].n;
+
+		/** Posts `count` requests from 16 clients and waits for `jobs` more COMPLETED jobs: s. */
+		const round = async (url: string, payload: unknown, count: number, jobs: number) => {
+			const before = await completedJobs();
+			const started = Date.now();
+			let next = 0;
+			const submit = async () => {
+				while (next < count) {
+					next++;
+					await postJsonExpecting(url, payload, 201);
+				}
+			};
+			await Promise.all(Array.from({ length: 16 }, submit));
+			await waitForCount(
+				db,
+				"SELECT count(*) AS n FROM job WHERE status = 'COMPLETED'",
+				before + jobs,
+				600000
+			);
+			return (Date.now() - started) / 1000;
+		};
+		const newRecipe = `${service.api}/queue/new-recipe/`;
+		const newJob = `${service.api}/queue/new-job/`;
+		const jobBody = { job_type_id: single.id, job_data: { input_data: [], output_data: [] } };
+
+		// warm-ups, as P1's: V8 compiles the hot paths, PostgreSQL caches its plans
+		await round(newRecipe, body, 300, 900);
+		await round(newJob, jobBody, 900, 900);
+
+		const [{ id: lastBefore }] = await q<{ id: number }>(
+			`SELECT coalesce(max(id), 0)::int AS id FROM recipe`
+		);
+		const recipeSeconds = await round(newRecipe, body, RECIPES, 3 * RECIPES);
+		const [{ n: done }] = await q<{ n: number }>(
+			`SELECT count(*)::int AS n FROM recipe WHERE id > $1 AND completed IS NOT NULL`,
+			[lastBefore]
+		);
+		const loadHandOffs = await handOffs(lastBefore);
+		const p1Seconds = await round(newJob, jobBody, 3 * RECIPES, 3 * RECIPES);
+
+		const [{ id: lastLoad }] = await q<{ id: number }>(
+			`SELECT coalesce(max(id), 0)::int AS id FROM recipe`
+		);
+		for (let i = 0; i < IDLE; i++) await round(newRecipe, body, 1, 3);
+		const idleHandOffs = await handOffs(lastLoad);
+		await service.stop();
+		const bare = await bestBareSpawnRate(3, 3000, 4);
+
+		const recipeJobRate = (3 * RECIPES) / recipeSeconds;
+		const p1Rate = (3 * RECIPES) / p1Seconds;
+		console.log(
+			`P6 ${RECIPES} recipes of three /bin/true jobs (A, then B and C), 16 clients: ${recipeJobRate.toFixed(0)} recipe jobs/s, ${(RECIPES / recipeSeconds).toFixed(0)} recipes/s (${done} of ${RECIPES} completed)`
+		);
+		console.log(
+			`P1 in the same run: ${p1Rate.toFixed(0)} jobs/s (${3 * RECIPES} /bin/true jobs, 16 clients); bare spawn ${bare.toFixed(0)} /s`
+		);
+		console.log(
+			`P6 ratio recipe jobs / P1 jobs: ${(recipeJobRate / p1Rate).toFixed(2)} (target >= 0.8)`
+		);
+		console.log(
+			`P6 A completed → B/C process started, one recipe at a time (${idleHandOffs.length}): ${summary(idleHandOffs)} (target p99 <= 50 ms)`
+		);
+		console.log(
+			`P6 the same under the load of ${RECIPES} recipes (waiting behind the others included): ${summary(loadHandOffs)}`
+		);
+	} finally {
+		if (service.proc.exitCode === null) await service.stop();
+		await stop();
+	}
+}
+
+main().catch(error => {
+	console.error(error);
+	process.exit(1);
+});
