@@ -49,8 +49,11 @@ async function loadRecipes(
 		[jobIds]
 	);
 	if (recipes.length === 0) return { recipes, jobs: [] };
+	// a statement of its own, after the lock: it sees what the transactions waited for committed
+	// (a statement sees the snapshot it began with, whatever it waits for)
 	const jobs = await sql.query<RecipeJobRow>(
-		`SELECT rj.recipe_id, rj.job_name, j.id, j.status, j.results, rev.interface,
+		`SELECT rj.recipe_id, rj.job_name, j.id, j.status, j.results,
+			CASE WHEN j.status = 'PENDING' THEN rev.interface END AS interface,
 			t.disk_out_const_required, t.disk_out_mult_required
 		 FROM recipe_job rj JOIN job j ON j.id = rj.job_id
 		 JOIN job_type_rev rev ON rev.id = j.job_type_rev_id JOIN job_type t ON t.id = j.job_type_id
@@ -175,12 +178,10 @@ export async function advanceRecipes(sql: Sql, jobIds: number[]): Promise<Advanc
 		}
 	}
 	const queued = await queuePending(sql, toQueue);
-	if (completedRecipes.length > 0 || recipes.length > 0)
+	if (completedRecipes.length > 0)
 		await sql.query(
-			`UPDATE recipe SET last_modified = now(),
-				completed = CASE WHEN id = ANY($2::int[]) THEN now() ELSE completed END
-			 WHERE id = ANY($1::int[])`,
-			[recipes.map(r => r.id), completedRecipes]
+			`UPDATE recipe SET completed = now(), last_modified = now() WHERE id = ANY($1::int[])`,
+			[completedRecipes]
 		);
 	return { queued, completedRecipes };
 }
