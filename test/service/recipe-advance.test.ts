@@ -1,0 +1,170 @@
+import { createTestDatabase, type TestDatabase } from "../helpers/db";
+import { request, startServices, type TestApi } from "../helpers/broker";
+import { addNode } from "../helpers/completion";
+import { finishExecutions } from "../../lib/scheduling/finish";
+import { poolTransaction } from "../../lib/scheduling/sql";
+
+/**
+ * A recipe's jobs advancing in the transactions of their completions, over real PostgreSQL: a
+ * completion that aborts queues nothing, a completion queues its dependents once however often
+ * it is reported, and two dependencies completing at once in two transactions queue their common
+ * dependent exactly once.
+ */
+
+const AGENT = "agent-recipe-advance";
+let tdb: TestDatabase;
+let app: TestApi;
+let nodeId: number;
+let diamondType: number;
+
+async function query<T = any>(sql: string, bind: unknown[] = []): Promise<T[]> {
+	const [rows] = await tdb.db.query(sql, { bind });
+	return rows as T[];
+}
+
+async function post(path: string, body: unknown, status = 201): Promise<any> {
+	const res = await request("POST", `${app.api}${path}`, body);
+	if (res.status !== status) throw new Error(`${path}: ${res.status} ${res.text}`);
+	return res.body;
+}
+
+/** The recipe's jobs by name: status and how many executions each has. */
+async function jobsOf(
+	recipeId: number
+): Promise<Record<string, { id: number; status: string; exes: number; queued: number }>> {
+	const rows = await query<{
+		job_name: string;
+		id: number;
+		status: string;
+		exes: number;
+		queued: number;
+	}>(
+		`SELECT rj.job_name, j.id, j.status,
+			(SELECT count(*)::int FROM job_exe e WHERE e.job_id = j.id) AS exes,
+			(SELECT count(*)::int FROM queue q WHERE q.job_id = j.id) AS queued
+		 FROM recipe_job rj JOIN job j ON j.id = rj.job_id WHERE rj.recipe_id = $1`,
+		[recipeId]
+	);
+	return Object.fromEntries(
+		rows.map(r => [r.job_name, { id: r.id, status: r.status, exes: r.exes, queued: r.queued }])
+	);
+}
+
+/** Marks a QUEUED job's execution RUNNING on the node, as a placement does; answers its id. */
+async function place(jobId: number): Promise<number> {
+	await query(`DELETE FROM queue WHERE job_id = $1`, [jobId]);
+	const [exe] = await query<{ id: number }>(
+		`UPDATE job_exe SET status = 'RUNNING', started = now(), node_id = $2, agent_id = $3
+		 WHERE job_id = $1 AND status = 'QUEUED' RETURNING id`,
+		[jobId, nodeId, AGENT]
+	);
+	await query(`UPDATE job SET status = 'RUNNING', started = now() WHERE id = $1`, [jobId]);
+	return exe.id;
+}
+
+const completed = (exeId: number) => ({
+	jobExeId: exeId,
+	agentId: AGENT,
+	status: "COMPLETED" as const,
+	exitCode: 0,
+	products: [],
+	resultsManifest: null,
+	parseResults: [],
+	stdout: "",
+	stderr: "",
+	steps: {}
+});
+
+const complete = (exeIds: number[]) =>
+	poolTransaction(tdb.db)(sql => finishExecutions(sql, { finished: exeIds.map(completed) }));
+
+beforeAll(async () => {
+	tdb = await createTestDatabase();
+	app = await startServices(tdb.url, ["api", "job-types", "recipe-types", "queue"]);
+	nodeId = await addNode(tdb.db, "recipe-node");
+	await query(`UPDATE node SET agent_id = $2 WHERE id = $1`, [nodeId, AGENT]);
+	for (const name of ["a", "b", "c", "d"])
+		await post("/job-types/", {
+			name,
+			version: "1.0",
+			interface: { command: "/bin/true", command_arguments: "" }
+		});
+	const job = (name: string, deps: string[]) => ({
+		name: name.toUpperCase(),
+		job_type: { name, version: "1.0" },
+		dependencies: deps.map(d => ({ name: d, connections: [] }))
+	});
+	diamondType = (
+		await post("/recipe-types/", {
+			name: "diamond",
+			version: "1.0",
+			definition: {
+				input_data: [],
+				jobs: [job("a", []), job("b", ["A"]), job("c", ["A"]), job("d", ["B", "C"])]
+			}
+		})
+	).id;
+}, 30000);
+
+afterAll(async () => {
+	await app?.stop();
+	await tdb?.drop();
+});
+
+async function newDiamond(): Promise<number> {
+	return (await post("/queue/new-recipe/", { recipe_type_id: diamondType, recipe_data: {} })).id;
+}
+
+describe("a recipe advancing", () => {
+	it("queues nothing when the completion's transaction aborts, and its dependents once when it commits", async () => {
+		const recipeId = await newDiamond();
+		let jobs = await jobsOf(recipeId);
+		expect(jobs.A).toMatchObject({ status: "QUEUED", exes: 1, queued: 1 });
+		for (const name of ["B", "C", "D"])
+			expect(jobs[name]).toMatchObject({ status: "PENDING", exes: 0 });
+		const exeA = await place(jobs.A.id);
+
+		// the process dies after the completion's statements, before its commit
+		await expect(
+			poolTransaction(tdb.db)(async sql => {
+				const done = await finishExecutions(sql, { finished: [completed(exeA)] });
+				expect(done.recipeQueued).toHaveLength(2);
+				throw new Error("killed before the commit");
+			})
+		).rejects.toThrow("killed before the commit");
+		jobs = await jobsOf(recipeId);
+		expect(jobs.A.status).toBe("RUNNING");
+		for (const name of ["B", "C", "D"])
+			expect(jobs[name]).toMatchObject({ status: "PENDING", exes: 0, queued: 0 });
+
+		// the agent's report comes again (it retries until answered): now it commits
+		const done = await complete([exeA]);
+		expect(done.recipeQueued.sort()).toEqual([jobs.B.id, jobs.C.id].sort());
+		// and again: a repeat changes nothing
+		expect((await complete([exeA])).recipeQueued).toEqual([]);
+		jobs = await jobsOf(recipeId);
+		expect(jobs.A.status).toBe("COMPLETED");
+		expect(jobs.B).toMatchObject({ status: "QUEUED", exes: 1, queued: 1 });
+		expect(jobs.C).toMatchObject({ status: "QUEUED", exes: 1, queued: 1 });
+		expect(jobs.D).toMatchObject({ status: "PENDING", exes: 0 });
+	});
+
+	it("queues a job whose two dependencies complete at once, in two transactions, exactly once", async () => {
+		for (let round = 0; round < 5; round++) {
+			const recipeId = await newDiamond();
+			let jobs = await jobsOf(recipeId);
+			await complete([await place(jobs.A.id)]);
+			jobs = await jobsOf(recipeId);
+			const [exeB, exeC] = [await place(jobs.B.id), await place(jobs.C.id)];
+			const [b, c] = await Promise.all([complete([exeB]), complete([exeC])]);
+			jobs = await jobsOf(recipeId);
+			expect([...b.recipeQueued, ...c.recipeQueued]).toEqual([jobs.D.id]);
+			expect(jobs.D).toMatchObject({ status: "QUEUED", exes: 1, queued: 1 });
+			const [recipe] = await query(`SELECT completed FROM recipe WHERE id = $1`, [recipeId]);
+			expect(recipe.completed).toBeNull();
+			await complete([await place(jobs.D.id)]);
+			const [after] = await query(`SELECT completed FROM recipe WHERE id = $1`, [recipeId]);
+			expect(after.completed).not.toBeNull();
+		}
+	});
+});
