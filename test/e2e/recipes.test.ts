@@ -334,6 +334,8 @@ describe("a recipe of three jobs", () => {
 		expect(await productText(b.id)).toBe("source\nA\nB\n");
 		expect(await productText(c.id)).toBe("source\nA\nsee\n");
 		expect(details.input_files.map((f: any) => f.id)).toEqual([sourceId]);
+		// a recipe job's details name its recipe
+		expect(b.recipes.map((r: any) => r.id)).toEqual([recipeId]);
 		// B's product goes back to A's product and to the recipe's source file
 		const bProduct = await ok("GET", `/products/${b.outputs[0].value.id}/`);
 		expect(bProduct.ancestors.map((f: any) => f.id)).toEqual([aProduct]);
