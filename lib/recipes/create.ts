@@ -61,8 +61,22 @@ interface JobTypeRow {
 
 /** Checks a new recipe's data and writes it with its jobs; throws FieldError (400) before writing. */
 export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise<CreatedRecipe> {
-	const [type] = await sql.query<TypeRow>(
-		`SELECT rt.id, rt.name, rt.is_active, rev.id AS rev_id, rev.definition
+	// the type, its current revision and the job types its definition names, in one statement
+	const [type] = await sql.query<TypeRow & { job_types: JobTypeRow[] }>(
+		`SELECT rt.id, rt.name, rt.is_active, rev.id AS rev_id, rev.definition,
+			(SELECT coalesce(json_agg(json_build_object('id', t.id, 'name', t.name,
+				'version', t.version, 'is_active', t.is_active, 'rev_id', tr.id,
+				'interface', tr.interface, 'priority', t.priority, 'timeout', t.timeout,
+				'max_tries', t.max_tries, 'cpus_required', t.cpus_required,
+				'mem_required', t.mem_required,
+				'disk_out_const_required', t.disk_out_const_required,
+				'disk_out_mult_required', t.disk_out_mult_required)), '[]')
+			 FROM job_type t
+			 JOIN LATERAL (SELECT id, interface FROM job_type_rev WHERE job_type_id = t.id
+				ORDER BY revision_num DESC LIMIT 1) tr ON true
+			 WHERE (t.name, t.version) IN (
+				SELECT j->'job_type'->>'name', j->'job_type'->>'version'
+				FROM jsonb_array_elements(rev.definition->'jobs') j)) AS job_types
 		 FROM recipe_type rt
 		 JOIN LATERAL (SELECT id, definition FROM recipe_type_rev WHERE recipe_type_id = rt.id
 			ORDER BY revision_num DESC LIMIT 1) rev ON true
@@ -80,17 +94,7 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 	const data: RecipeData = parseRecipeData(request.data ?? {}, def, "recipe_data");
 
 	const keys = def.jobs.map(j => `${j.job_type.name}\u0000${j.job_type.version}`);
-	const jobTypes = await sql.query<JobTypeRow>(
-		`SELECT t.id, t.name, t.version, t.is_active, rev.id AS rev_id, rev.interface, t.priority,
-			t.timeout, t.max_tries, t.cpus_required, t.mem_required, t.disk_out_const_required,
-			t.disk_out_mult_required
-		 FROM job_type t
-		 JOIN (SELECT DISTINCT * FROM unnest($1::text[], $2::text[]) AS k(name, version)) k
-			ON k.name = t.name AND k.version = t.version
-		 JOIN LATERAL (SELECT id, interface FROM job_type_rev WHERE job_type_id = t.id
-			ORDER BY revision_num DESC LIMIT 1) rev ON true`,
-		[def.jobs.map(j => j.job_type.name), def.jobs.map(j => j.job_type.version)]
-	);
+	const jobTypes = type.job_types;
 	const typeOf = new Map(jobTypes.map(jt => [`${jt.name}\u0000${jt.version}`, jt]));
 	def.jobs.forEach((job, i) => {
 		const jt = typeOf.get(keys[i]);
@@ -134,20 +138,6 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 			);
 	}
 
-	const eventId =
-		request.eventId ??
-		(
-			await sql.query<{ id: number }>(
-				`INSERT INTO trigger_event (type, description, occurred, processed)
-				 VALUES ('USER', '{"user": "Anonymous"}', now(), now()) RETURNING id`,
-				[]
-			)
-		)[0].id;
-	const [recipe] = await sql.query<{ id: number }>(
-		`INSERT INTO recipe (recipe_type_id, recipe_type_rev_id, event_id, data)
-		 VALUES ($1, $2, $3, $4::jsonb) RETURNING id`,
-		[type.id, type.rev_id, eventId, JSON.stringify(data)]
-	);
 	const rows = def.jobs.map((job, i) => {
 		const jt = typeOf.get(keys[i]) as JobTypeRow;
 		return {
@@ -162,9 +152,19 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 			mem: jt.mem_required
 		};
 	});
-	const jobs = await sql.query<{ id: number; name: string }>( // the ids drawn in `r` (a CTE with a volatile function is computed once), so that the job
-		// rows and the recipe's names for them agree without relying on insertion order
-		`WITH r AS (
+	// the event (unless the trigger's), the recipe, its jobs and their names, in one statement;
+	// the job ids drawn in `r` (a CTE with a volatile function is computed once), so that the
+	// job rows and the recipe's names for them agree without relying on insertion order
+	const jobs = await sql.query<{ id: number; name: string; recipe_id: number }>(
+		`WITH e AS (
+			INSERT INTO trigger_event (type, description, occurred, processed)
+			SELECT 'USER', '{"user": "Anonymous"}', now(), now() WHERE $3::int IS NULL
+			RETURNING id
+		 ), rc AS (
+			INSERT INTO recipe (recipe_type_id, recipe_type_rev_id, event_id, data)
+			VALUES ($4, $5, coalesce($3::int, (SELECT id FROM e)), $2::jsonb)
+			RETURNING id, event_id
+		 ), r AS (
 			SELECT r.*, nextval(pg_get_serial_sequence('job', 'id'))::int AS id
 			FROM jsonb_to_recordset($1::jsonb) AS r(name text, job_type_id int, rev_id int,
 				priority int, timeout int, max_tries int, cpus float8, mem float8, n int)
@@ -172,15 +172,22 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 			INSERT INTO job (id, job_type_id, job_type_rev_id, event_id, status, priority, num_exes,
 				timeout, max_tries, cpus_required, mem_required, disk_in_required,
 				disk_out_required, data, last_status_change)
-			SELECT id, job_type_id, rev_id, $2, 'PENDING', priority, 0, timeout, max_tries, cpus,
-				mem, 0, 0, '{"version": "1.0", "input_data": [], "output_data": []}', now()
-			FROM r ORDER BY n
+			SELECT r.id, job_type_id, rev_id, rc.event_id, 'PENDING', priority, 0, timeout,
+				max_tries, cpus, mem, 0, 0,
+				'{"version": "1.0", "input_data": [], "output_data": []}', now()
+			FROM r, rc ORDER BY n
 		 ), rj AS (
-			INSERT INTO recipe_job (recipe_id, job_name, job_id) SELECT $3, name, id FROM r
+			INSERT INTO recipe_job (recipe_id, job_name, job_id) SELECT rc.id, name, r.id FROM r, rc
 		 )
-		 SELECT id, name FROM r ORDER BY n`,
-		[JSON.stringify(rows), eventId, recipe.id]
+		 SELECT r.id, r.name, rc.id AS recipe_id FROM rc LEFT JOIN r ON true ORDER BY r.n`,
+		[JSON.stringify(rows), JSON.stringify(data), request.eventId ?? null, type.id, type.rev_id]
 	);
+	const recipe = { id: jobs[0].recipe_id };
+	// a definition without jobs makes a recipe with none, complete at once
+	if (def.jobs.length === 0) {
+		await sql.query(`UPDATE recipe SET completed = now() WHERE id = $1`, [recipe.id]);
+		return { recipeId: recipe.id, jobIds: [], queued: [], warnings };
+	}
 	const idOf = new Map(jobs.map(j => [j.name, j.id]));
 	const ready = def.jobs.filter(job => job.dependencies.length === 0);
 	const queued = await queuePending(
