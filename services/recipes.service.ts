@@ -1,12 +1,8 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { listAction } from "../mixins/list.mixin";
-import {
-	getRecipeDetails,
-	RECIPE_LIST,
-	serializeRecipe,
-	type RecipeListRow
-} from "../lib/models/recipe";
+import { getRecipeDetails, RECIPE_LIST } from "../lib/models/recipe";
+import { serializeRecipe, type RecipeListRow } from "../lib/models/recipe-record";
 import type { RequestMeta } from "../types/meta";
 
 const ID = { type: "integer", minimum: 1 };

@@ -9,6 +9,7 @@ import type { ListSource } from "../list/run";
 import { serializeError, type ErrorRow } from "./error";
 import { serializeJobType, type JobTypeRow } from "./job-type";
 import { loadFiles, serializeScaleFile, type ScaleFileRow } from "./scale-file";
+import { serializeRecipe, type RecipeListRow } from "./recipe-record";
 
 /**
  * Jobs (Scale 3.0's job/models.py Job and JobManager, job/serializers.py): the job record as
@@ -516,52 +517,6 @@ interface EventDetailsRow {
 	rule_configuration: unknown;
 }
 
-interface RecipeRow {
-	id: number;
-	recipe_type_id: number;
-	rt_name: string;
-	rt_version: string;
-	rt_title: string | null;
-	rt_description: string | null;
-	recipe_type_rev_id: number;
-	rr_revision_num: number;
-	event_id: number;
-	ev_type: string;
-	ev_rule_id: number | null;
-	ev_occurred: Date;
-	created: Date;
-	completed: Date | null;
-	last_modified: Date;
-}
-
-/** A recipe as job details list it (Scale's RecipeSerializer). */
-function serializeRecipe(row: RecipeRow) {
-	return {
-		id: row.id,
-		recipe_type: {
-			id: row.recipe_type_id,
-			name: row.rt_name,
-			version: row.rt_version,
-			title: row.rt_title,
-			description: row.rt_description
-		},
-		recipe_type_rev: {
-			id: row.recipe_type_rev_id,
-			recipe_type: { id: row.recipe_type_id },
-			revision_num: row.rr_revision_num
-		},
-		event: {
-			id: row.event_id,
-			type: row.ev_type,
-			rule: row.ev_rule_id === null ? null : { id: row.ev_rule_id },
-			occurred: formatDatetime(row.ev_occurred)
-		},
-		created: formatDatetime(row.created),
-		completed: date(row.completed),
-		last_modified: formatDatetime(row.last_modified)
-	};
-}
-
 interface NamedEntry {
 	name: string;
 	type: string;
@@ -755,7 +710,7 @@ function serializeJobDetails(
 	const errors = part_error ? [revive<ErrorRow>(part_error, ["created", "last_modified"])] : [];
 	const exes = part_exes.map(x => revive<JobExeRow>(x, EXE_DATES));
 	const recipes = part_recipes.map(r =>
-		revive<RecipeRow>(r, ["ev_occurred", "created", "completed", "last_modified"])
+		revive<RecipeListRow>(r, ["ev_occurred", "created", "completed", "last_modified"])
 	);
 	const iface = rev.interface;
 	return {
