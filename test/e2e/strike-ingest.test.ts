@@ -1,11 +1,8 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { ServiceBroker } from "moleculer";
-import { brokerOptions } from "../../moleculer.config";
-import { loadConfig } from "../../lib/config";
-import { loadServiceSchemas } from "../../lib/services";
-import { request, type Reply } from "../helpers/broker";
+import type { ServiceBroker } from "moleculer";
+import { sleep, startE2e, until, type E2e } from "../helpers/e2e";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { job as script, makeJobsExecutable } from "../fixtures/agent";
 
@@ -34,57 +31,18 @@ const SERVICES = [
 	"node-agent"
 ];
 
-const SETTINGS: Record<string, Record<string, unknown>> = {
-	scheduler: { tickMs: 100, leaderRetryMs: 200, registryGraceMs: 0, flushMs: 1 },
-	"node-agent": {
-		heartbeatMs: 250,
-		registerRetryMs: 200,
-		finishRetryMs: 200,
-		killGraceMs: 500,
-		strikeRescanMs: 300
-	},
-	triggers: { pollMs: 200 }
-};
-
 let tdb: TestDatabase;
 let broker: ServiceBroker;
-let api: string;
 let root: string;
 let strikeDir: string;
 let rawDir: string;
 let doomedDir: string;
 let strikeId: number;
 
-const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
-
-function call(method: string, url: string, body?: unknown): Promise<Reply> {
-	return request(method, `${api}${url}`, body);
-}
-
-async function ok(method: string, url: string, body?: unknown, status = 200): Promise<any> {
-	const res = await call(method, url, body);
-	if (res.status !== status)
-		throw new Error(`${method} ${url}: expected ${status}, got ${res.status}: ${res.text}`);
-	return res.body;
-}
-
-async function until<T>(
-	what: string,
-	probe: () => Promise<T>,
-	done: (value: T) => boolean,
-	timeoutMs = 20000
-): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		const value = await probe();
-		if (done(value)) return value;
-		if (Date.now() > deadline)
-			throw new Error(
-				`timed out waiting for ${what}; last value: ${JSON.stringify(value)?.slice(0, 3000)}`
-			);
-		await sleep(50);
-	}
-}
+let e2e: E2e;
+const call = (method: string, path: string, body?: unknown) => e2e.call(method, path, body);
+const ok = (method: string, path: string, body?: unknown, status = 200) =>
+	e2e.ok(method, path, body, status);
 
 /** The ingests of a file name, newest first. */
 async function ingestsOf(fileName: string): Promise<any[]> {
@@ -194,26 +152,8 @@ beforeAll(async () => {
 	// the operator's mount
 	fs.mkdirSync(strikeDir);
 	tdb = await createTestDatabase();
-	const config = loadConfig({
-		LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "error",
-		SERVICES: SERVICES.join(","),
-		AGENT_WORK_DIR: path.join(root, "agent"),
-		AGENT_CPUS: "2",
-		AGENT_MEM_MIB: "2048",
-		AGENT_DISK_MIB: "1024"
-	});
-	broker = new ServiceBroker({
-		...brokerOptions(config, tdb.url),
-		nodeID: `strike-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
-	});
-	for (const schema of loadServiceSchemas({ ...config, port: 0 }))
-		broker.createService({
-			...schema,
-			settings: { ...schema.settings, ...(SETTINGS[schema.name as string] ?? {}) }
-		});
-	await broker.start();
-	const gateway = broker.getLocalService("api") as any;
-	api = `http://127.0.0.1:${gateway.server.address().port}/api`;
+	e2e = await startE2e(tdb.url, SERVICES, path.join(root, "agent"), "strike");
+	broker = e2e.broker;
 	await until(
 		"the agent's node to register",
 		() => ok("GET", "/nodes/"),
