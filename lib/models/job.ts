@@ -505,7 +505,7 @@ export function serializeJobExeBase(row: JobExeBaseFields) {
 
 // ---- details ------------------------------------------------------------------------------
 
-interface EventDetailsRow {
+export interface EventDetailsRow {
 	id: number;
 	type: string;
 	rule_id: number | null;
@@ -515,6 +515,26 @@ interface EventDetailsRow {
 	rule_name: string | null;
 	rule_is_active: boolean | null;
 	rule_configuration: unknown;
+}
+
+/** An event as details show it (Scale's TriggerEventDetailsSerializer): job and recipe details. */
+export function serializeEventDetails(event: EventDetailsRow) {
+	return {
+		id: event.id,
+		type: event.type,
+		rule:
+			event.rule_id === null
+				? null
+				: {
+						id: event.rule_id,
+						type: event.rule_type,
+						name: event.rule_name,
+						is_active: event.rule_is_active,
+						configuration: event.rule_configuration
+					},
+		occurred: formatDatetime(event.occurred),
+		description: event.description
+	};
 }
 
 interface NamedEntry {
@@ -723,22 +743,7 @@ function serializeJobDetails(
 			interface: iface,
 			created: formatDatetime(rev.created)
 		},
-		event: {
-			id: event.id,
-			type: event.type,
-			rule:
-				event.rule_id === null
-					? null
-					: {
-							id: event.rule_id,
-							type: event.rule_type,
-							name: event.rule_name,
-							is_active: event.rule_is_active,
-							configuration: event.rule_configuration
-						},
-			occurred: formatDatetime(event.occurred),
-			description: event.description
-		},
+		event: serializeEventDetails(event),
 		error: errors[0] ? serializeError(errors[0]) : null,
 		...jobScalars(job),
 		data: job.data,

@@ -6,7 +6,14 @@ import type { JobInterface } from "../documents/types";
 import { NotFoundError } from "../errors";
 import { formatDatetime } from "../list/iso8601";
 import type { ListSource } from "../list/run";
-import { JOB_COLUMNS, JOB_JOINS, serializeJob, type JobListRow } from "./job";
+import {
+	JOB_COLUMNS,
+	JOB_JOINS,
+	serializeEventDetails,
+	serializeJob,
+	type EventDetailsRow,
+	type JobListRow
+} from "./job";
 import { serializeRecipeType, type RecipeTypeRow } from "./recipe-type";
 import { loadFiles, serializeScaleFile, type ScaleFileRow } from "./scale-file";
 
@@ -110,19 +117,6 @@ interface RecipeTypeRevRow {
 	created: Date;
 }
 
-/** A trigger event with its rule's columns (`rule_`, null without a rule). */
-interface EventDetailsRow {
-	id: number;
-	type: string;
-	rule_id: number | null;
-	occurred: Date;
-	description: unknown;
-	rule_type: string | null;
-	rule_name: string | null;
-	rule_is_active: boolean | null;
-	rule_configuration: unknown;
-}
-
 /** A job of the recipe: its name in the recipe, the job record's columns, its revision's. */
 interface RecipeJobRow extends JobListRow {
 	job_name: string;
@@ -139,26 +133,6 @@ const RECIPE_JOBS_SQL = `SELECT rj.job_name, ${JOB_COLUMNS}, r.interface AS rev_
 	r.created AS rev_created
  FROM recipe_job rj JOIN job j ON j.id = rj.job_id ${JOB_JOINS}
  WHERE rj.recipe_id = $1 ORDER BY rj.job_name`;
-
-/** An event as details show it (Scale's TriggerEventDetailsSerializer), as job details do. */
-function serializeEventDetails(event: EventDetailsRow) {
-	return {
-		id: event.id,
-		type: event.type,
-		rule:
-			event.rule_id === null
-				? null
-				: {
-						id: event.rule_id,
-						type: event.rule_type,
-						name: event.rule_name,
-						is_active: event.rule_is_active,
-						configuration: event.rule_configuration
-					},
-		occurred: formatDatetime(event.occurred),
-		description: event.description
-	};
-}
 
 /** A recipe's job as its details show it (Scale's JobRevisionSerializer): revision with interface. */
 function serializeRecipeJob(row: RecipeJobRow) {
