@@ -198,7 +198,14 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				$6::float8[], $7::float8[], $8::float8[], $9::float8[])
 				AS u(queue_id, exe_id, node_id, agent_id, cpus, mem, disk_in, disk_out, disk_total)
 		),
-		d AS (DELETE FROM queue q WHERE q.id = ANY($1::int[])),
+		-- the nodes still able to take work, share-locked: a report that pauses a node (too many
+		-- failures) or a node update committing meanwhile is waited for and seen, so nothing is
+		-- placed on a node paused after this pass read its offers
+		n AS (
+			SELECT id FROM node WHERE id = ANY(ARRAY(SELECT DISTINCT node_id FROM u))
+				AND is_active AND NOT is_paused
+			ORDER BY id FOR SHARE
+		),
 		e AS (
 			UPDATE job_exe e SET status = 'RUNNING', node_id = u.node_id, agent_id = u.agent_id,
 				started = now(), cpus_scheduled = u.cpus, mem_scheduled = u.mem,
@@ -208,11 +215,15 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				environment = coalesce(e.environment, '{}'::jsonb), last_modified = now()
 			FROM u, job j, job_type_rev r, job_type t
 			WHERE e.id = ANY($2::int[]) AND e.id = u.exe_id AND e.status = 'QUEUED'
+				AND u.node_id IN (SELECT id FROM n)
 				AND j.id = e.job_id AND r.id = j.job_type_rev_id AND t.id = j.job_type_id
 			RETURNING e.id, e.job_id, e.timeout, u.node_id, u.agent_id, u.cpus, u.mem,
 				u.disk_total, j.data, r.interface, j.job_type_id, t.name, t.version,
 				t.uses_docker, t.docker_image, t.docker_privileged, t.is_long_running, t.is_system
 		),
+		-- only the rows placed leave the queue; the others stay for a later pass
+		d AS (DELETE FROM queue q WHERE q.id = ANY($1::int[])
+			AND q.job_exe_id = ANY(ARRAY(SELECT id FROM e))),
 		jr AS (
 			UPDATE job SET status = 'RUNNING', started = now(), last_status_change = now(),
 				last_modified = now()
