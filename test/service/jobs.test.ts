@@ -736,6 +736,26 @@ describe("canceling while the scheduler requeues the job", () => {
 		expect(agent.cancels).toEqual([{ jobExeId: placed.id }]);
 	});
 
+	it("places nothing on a node paused since the pass read its offers: the job stays queued", async () => {
+		const job = await createJob(ids.kml);
+		await client.query("BEGIN");
+		const rows = await claimBatch(clientSql(client), null, [], 1000);
+		const row = rows.find(r => r.jobId === job.id)!;
+		// a report pauses the node (too many failures) after the pass read it as free
+		await query(`UPDATE node SET is_paused = true WHERE id = $1`, [ids.node]);
+		const node = { id: ids.node, agentId: broker.nodeID, free: { cpus: 1, mem: 1, disk: 1 } };
+		try {
+			expect(await applyPlacements(clientSql(client), [{ row, node }])).toEqual([]);
+			await client.query("COMMIT");
+		} finally {
+			await query(`UPDATE node SET is_paused = false WHERE id = $1`, [ids.node]);
+		}
+		const after = await state(job.id);
+		expect(after).toMatchObject({ job: "QUEUED", exes: [["QUEUED", null]] });
+		expect(after.queue).toHaveLength(1);
+		await patch(job.id, { status: "CANCELED" });
+	});
+
 	it("leaves a job canceled first alone: the failure that follows requeues nothing", async () => {
 		const job = await createJob(ids.kml);
 		const exeId = await runJob(job.id);
