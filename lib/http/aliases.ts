@@ -19,6 +19,9 @@ export const ALIASES: Record<string, string | unknown[]> = {
 	"GET job-types": "job-types.list",
 	"POST job-types": "job-types.create",
 	"POST job-types/validation": "job-types.validate",
+	"GET job-types/status": "job-type-reports.status",
+	"GET job-types/running": "job-type-reports.running",
+	"GET job-types/system-failures": "job-type-reports.systemFailures",
 	"GET job-types/:id": "job-types.get",
 	"PATCH job-types/:id": "job-types.update",
 

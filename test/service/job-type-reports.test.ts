@@ -1,0 +1,320 @@
+import { createTestDatabase, type TestDatabase } from "../helpers/db";
+import { addFileJobType } from "../helpers/completion";
+import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
+
+/**
+ * The job type reports (/job-types/status/, /running/, /system-failures/) over real HTTP and
+ * PostgreSQL, on jobs inserted here at times relative to the test's start, with the answers
+ * worked out by hand.
+ */
+
+let tdb: TestDatabase;
+let app: TestApi;
+let api: string;
+
+const NOW = Date.now();
+/** `hours` before the test's start, as the API writes it. */
+const t = (hours: number) => new Date(NOW - Math.round(hours * 3600 * 1000)).toISOString();
+
+const ids = { a: 0, b: 0, c: 0, sys1: 0, sys2: 0, alg: 0, data: 0 };
+
+async function query<T = Record<string, any>>(sql: string, bind: unknown[] = []): Promise<T[]> {
+	const [rows] = await tdb.db.query(sql, { bind });
+	return rows as T[];
+}
+
+async function get(pathAndQuery: string): Promise<any> {
+	const reply = await request("GET", `${api}${pathAndQuery}`);
+	if (reply.status !== 200) throw new Error(`GET ${pathAndQuery}: ${reply.status} ${reply.text}`);
+	return reply.body;
+}
+
+function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
+	expect(reply.status).toBe(status);
+	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
+	expect(Object.keys(reply.body)).toEqual(["detail"]);
+	if (detail) expect(reply.body.detail).toMatch(detail);
+}
+
+const JOB_TYPE_FIELDS = [
+	"id",
+	"name",
+	"version",
+	"title",
+	"description",
+	"category",
+	"author_name",
+	"author_url",
+	"is_system",
+	"is_long_running",
+	"is_active",
+	"is_operational",
+	"is_paused",
+	"icon_code"
+];
+
+beforeAll(async () => {
+	tdb = await createTestDatabase();
+	// Older than the migrations' system types, so these three come first by last_modified.
+	ids.a = await addFileJobType(tdb.db, "alpha", {
+		title: "Alpha",
+		category: "test",
+		icon_code: "f013",
+		last_modified: "2000-01-01T00:00:00Z"
+	});
+	ids.b = await addFileJobType(tdb.db, "beta", { last_modified: "2000-01-02T00:00:00Z" });
+	ids.c = await addFileJobType(tdb.db, "gamma", { last_modified: "2000-01-03T00:00:00Z" });
+	const errors = await query<{ id: number }>(
+		`INSERT INTO error (name, title, description, category) VALUES
+			('sys-one', 'System One', 'The first system error', 'SYSTEM'),
+			('sys-two', NULL, NULL, 'SYSTEM'),
+			('alg-one', 'Algorithm One', NULL, 'ALGORITHM'),
+			('data-one', NULL, NULL, 'DATA')
+		 RETURNING id`
+	);
+	[ids.sys1, ids.sys2, ids.alg, ids.data] = errors.map(e => e.id);
+	const [event] = await query<{ id: number }>(
+		`INSERT INTO trigger_event (type) VALUES ('TEST') RETURNING id`
+	);
+	// type, status, error, last status change (hours back), started (hours back)
+	const jobs: [number, string, number | null, number, number | null][] = [
+		[ids.a, "COMPLETED", null, 1, 1.5],
+		[ids.a, "COMPLETED", null, 2, 2.5],
+		[ids.a, "COMPLETED", null, 5, 5.5],
+		[ids.a, "FAILED", ids.sys1, 0.5, 0.6],
+		[ids.a, "FAILED", ids.sys1, 10, 11],
+		[ids.a, "FAILED", ids.alg, 1 / 3, 0.4],
+		[ids.a, "RUNNING", null, 47, 48],
+		[ids.a, "RUNNING", null, 1, 1],
+		// a SYSTEM error on a job that is not FAILED (requeued): no system failure
+		[ids.a, "QUEUED", ids.sys2, 4, null],
+		[ids.b, "FAILED", ids.sys2, 24, 25],
+		[ids.b, "FAILED", ids.data, 2, 2.2],
+		[ids.b, "RUNNING", null, 72, 72]
+	];
+	for (const [type, status, error, changed, started] of jobs) {
+		await query(
+			`INSERT INTO job (job_type_id, job_type_rev_id, event_id, status, error_id, priority,
+				timeout, max_tries, data, started, last_status_change)
+			 VALUES ($1, (SELECT id FROM job_type_rev WHERE job_type_id = $1), $2, $3, $4, 5, 0, 1,
+				'{}', $5, $6)`,
+			[type, event.id, status, error, started === null ? null : t(started), t(changed)]
+		);
+	}
+	app = await startServices(tdb.url, ["api", "job-type-reports", "job-types"]);
+	api = app.api;
+}, 60000);
+
+afterAll(async () => {
+	await app?.stop();
+	await tdb?.drop();
+});
+
+function byType(body: any, id: number): any {
+	return body.results.find((r: any) => r.job_type.id === id);
+}
+
+describe("GET /job-types/status/", () => {
+	test("the default range is the last 3 hours; RUNNING jobs count whatever their time", async () => {
+		const [{ n }] = await query<{ n: number }>(`SELECT count(*)::int AS n FROM job_type`);
+		const body = await get("/job-types/status/");
+		expect(Object.keys(body)).toEqual(["count", "next", "previous", "results"]);
+		expect(body.count).toBe(n);
+		expect(body.next).toBeNull();
+		expect(body.previous).toBeNull();
+		// by last_modified: the three inserted here first
+		expect(body.results.slice(0, 3).map((r: any) => r.job_type.id)).toEqual([
+			ids.a,
+			ids.b,
+			ids.c
+		]);
+		const a = byType(body, ids.a);
+		expect(Object.keys(a)).toEqual(["job_type", "job_counts"]);
+		expect(a.job_type).toEqual({
+			id: ids.a,
+			name: "alpha",
+			version: "1.0",
+			title: "Alpha",
+			description: null,
+			category: "test",
+			author_name: null,
+			author_url: null,
+			is_system: false,
+			is_long_running: false,
+			is_active: true,
+			is_operational: true,
+			is_paused: false,
+			icon_code: "f013"
+		});
+		expect(Object.keys(a.job_type)).toEqual(JOB_TYPE_FIELDS);
+		expect(a.job_counts).toEqual([
+			{ status: "COMPLETED", count: 2, most_recent: t(1), category: null },
+			{ status: "FAILED", count: 1, most_recent: t(1 / 3), category: "ALGORITHM" },
+			{ status: "FAILED", count: 1, most_recent: t(0.5), category: "SYSTEM" },
+			{ status: "RUNNING", count: 2, most_recent: t(1), category: null }
+		]);
+		expect(byType(body, ids.b).job_counts).toEqual([
+			{ status: "FAILED", count: 1, most_recent: t(2), category: "DATA" },
+			{ status: "RUNNING", count: 1, most_recent: t(72), category: null }
+		]);
+		expect(byType(body, ids.c).job_counts).toEqual([]);
+	});
+
+	test("the web UI's call, ?started=PT3H, answers as the default", async () => {
+		const [byDefault, ui] = await Promise.all([
+			get("/job-types/status/"),
+			get("/job-types/status/?started=PT3H")
+		]);
+		expect(byType(ui, ids.a).job_counts).toEqual(byType(byDefault, ids.a).job_counts);
+		expect(byType(ui, ids.b).job_counts).toEqual(byType(byDefault, ids.b).job_counts);
+		expect(ui.count).toBe(byDefault.count);
+	});
+
+	test("a longer duration, and a range of datetimes", async () => {
+		const long = await get("/job-types/status/?started=PT12H");
+		expect(byType(long, ids.a).job_counts).toEqual([
+			{ status: "COMPLETED", count: 3, most_recent: t(1), category: null },
+			{ status: "FAILED", count: 1, most_recent: t(1 / 3), category: "ALGORITHM" },
+			{ status: "FAILED", count: 2, most_recent: t(0.5), category: "SYSTEM" },
+			{ status: "QUEUED", count: 1, most_recent: t(4), category: null },
+			{ status: "RUNNING", count: 2, most_recent: t(1), category: null }
+		]);
+		const range = await get(`/job-types/status/?started=${t(6)}&ended=${t(1.5)}`);
+		expect(byType(range, ids.a).job_counts).toEqual([
+			{ status: "COMPLETED", count: 2, most_recent: t(2), category: null },
+			{ status: "QUEUED", count: 1, most_recent: t(4), category: null },
+			{ status: "RUNNING", count: 2, most_recent: t(1), category: null }
+		]);
+		expect(byType(range, ids.b).job_counts).toEqual([
+			{ status: "FAILED", count: 1, most_recent: t(2), category: "DATA" },
+			{ status: "RUNNING", count: 1, most_recent: t(72), category: null }
+		]);
+	});
+
+	test("pages over the job types, keeping the query in its links", async () => {
+		const total = (await get("/job-types/status/")).count;
+		const first = await get("/job-types/status/?page_size=2&started=PT12H");
+		expect(first.count).toBe(total);
+		expect(first.results.map((r: any) => r.job_type.id)).toEqual([ids.a, ids.b]);
+		expect(first.previous).toBeNull();
+		expect(first.next).toMatch(/\/api\/job-types\/status\/\?page_size=2&started=PT12H&page=2$/);
+		const second = await get("/job-types/status/?page_size=2&started=PT12H&page=2");
+		expect(second.results[0].job_type.id).toBe(ids.c);
+		expect(second.results[0].job_counts).toEqual([]);
+		expect(second.previous).toMatch(/page=1$/);
+		const past = await get("/job-types/status/?page=99");
+		expect(past.count).toBe(total);
+		expect(past.results).toEqual([]);
+	});
+
+	test("a bad started or ended is a 400 naming it", async () => {
+		expectJsonError(
+			await request("GET", `${api}/job-types/status/?started=yesterday`),
+			400,
+			/^started: /
+		);
+		expectJsonError(
+			await request("GET", `${api}/job-types/status/?ended=2024-01-01`),
+			400,
+			/^ended: .*no timezone/
+		);
+		expectJsonError(
+			await request("GET", `${api}/job-types/status/?started=PT1H&ended=PT2H`),
+			400,
+			/^started: must be before ended/
+		);
+		expectJsonError(
+			await request("GET", `${api}/job-types/status/?page_size=0`),
+			400,
+			/page_size/
+		);
+	});
+});
+
+describe("GET /job-types/running/", () => {
+	test("per type with RUNNING jobs, their count and the earliest start, longest first", async () => {
+		const body = await get("/job-types/running/");
+		expect(body).toEqual({
+			count: 2,
+			next: null,
+			previous: null,
+			results: [
+				{ job_type: expect.any(Object), count: 1, longest_running: t(72) },
+				{ job_type: expect.any(Object), count: 2, longest_running: t(48) }
+			]
+		});
+		expect(body.results.map((r: any) => r.job_type.id)).toEqual([ids.b, ids.a]);
+		expect(Object.keys(body.results[0])).toEqual(["job_type", "count", "longest_running"]);
+		expect(Object.keys(body.results[0].job_type)).toEqual(JOB_TYPE_FIELDS);
+		expect(body.results[0].job_type.name).toBe("beta");
+	});
+
+	test("the web UI's call: its own pageNumber and pageSize are ignored", async () => {
+		expect(await get("/job-types/running/?pageNumber=0&pageSize=25")).toEqual(
+			await get("/job-types/running/")
+		);
+	});
+
+	test("pages", async () => {
+		const first = await get("/job-types/running/?page_size=1");
+		expect(first.count).toBe(2);
+		expect(first.results.map((r: any) => r.job_type.id)).toEqual([ids.b]);
+		expect(first.next).toMatch(/\/api\/job-types\/running\/\?page_size=1&page=2$/);
+		const second = await get("/job-types/running/?page_size=1&page=2");
+		expect(second.results.map((r: any) => r.job_type.id)).toEqual([ids.a]);
+		expect(second.next).toBeNull();
+		expect(second.previous).toMatch(/page=1$/);
+		const past = await get("/job-types/running/?page=3&page_size=1");
+		expect(past).toMatchObject({ count: 2, next: null, results: [] });
+	});
+});
+
+describe("GET /job-types/system-failures/", () => {
+	test("per type and SYSTEM error of FAILED jobs: count, first and last, latest first", async () => {
+		const body = await get("/job-types/system-failures/");
+		expect(body.count).toBe(2);
+		expect(body.next).toBeNull();
+		const [a, b] = body.results;
+		expect(Object.keys(a)).toEqual(["job_type", "error", "count", "first_error", "last_error"]);
+		expect(a.job_type.id).toBe(ids.a);
+		expect(Object.keys(a.job_type)).toEqual(JOB_TYPE_FIELDS);
+		expect(a.error).toEqual({
+			id: ids.sys1,
+			name: "sys-one",
+			title: "System One",
+			description: "The first system error",
+			category: "SYSTEM",
+			is_builtin: false,
+			created: expect.stringMatching(/Z$/),
+			last_modified: expect.stringMatching(/Z$/)
+		});
+		expect(a).toMatchObject({ count: 2, first_error: t(10), last_error: t(0.5) });
+		expect(b.job_type.id).toBe(ids.b);
+		expect(b.error.id).toBe(ids.sys2);
+		expect(b).toMatchObject({ count: 1, first_error: t(24), last_error: t(24) });
+	});
+
+	test("pages", async () => {
+		const first = await get("/job-types/system-failures/?page_size=1");
+		expect(first.count).toBe(2);
+		expect(first.results[0].error.id).toBe(ids.sys1);
+		expect(first.next).toMatch(/\/api\/job-types\/system-failures\/\?page_size=1&page=2$/);
+		const second = await get("/job-types/system-failures/?page_size=1&page=2");
+		expect(second.results[0].error.id).toBe(ids.sys2);
+		expect(second.next).toBeNull();
+		expect((await get("/job-types/system-failures/?page=2")).results).toEqual([]);
+	});
+});
+
+describe("the id route beside the reports", () => {
+	test("/job-types/{id}/ still answers the job type; the reports answer without a slash too", async () => {
+		const details = await get(`/job-types/${ids.a}/`);
+		expect(details.id).toBe(ids.a);
+		expect(details.name).toBe("alpha");
+		for (const report of ["status", "running", "system-failures"]) {
+			const body = await get(`/job-types/${report}`);
+			expect(Object.keys(body)).toEqual(["count", "next", "previous", "results"]);
+		}
+		expectJsonError(await request("GET", `${api}/job-types/nonsense/`), 404);
+	});
+});
