@@ -22,7 +22,8 @@ export const ALL_SERVICES = [
 	"files",
 	"nodes",
 	"scheduler",
-	"node-agent"
+	"node-agent",
+	"metrics"
 ] as const;
 
 export interface Config {
@@ -167,7 +168,8 @@ export const DB_SERVICES = [
 	"triggers",
 	"files",
 	"nodes",
-	"scheduler"
+	"scheduler",
+	"metrics"
 ];
 
 export function needsDatabase(config: Config): boolean {

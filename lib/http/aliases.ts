@@ -84,6 +84,10 @@ export const ALIASES: Record<string, string | unknown[]> = {
 	"PUT nodes/:id": "nodes.replace",
 	"PATCH nodes/:id": "nodes.update",
 
+	"GET metrics": "metrics.list",
+	"GET metrics/:name": "metrics.get",
+	"GET metrics/:name/plot-data": "metrics.plotData",
+
 	"GET scheduler": "scheduler.get",
 	"PATCH scheduler": "scheduler.update",
 

@@ -1,6 +1,7 @@
 import type { Sequelize, Transaction } from "sequelize";
 import { select, write } from "../db/connection";
 import { isDue, type ClockTriggerConfiguration } from "../documents/trigger-configuration";
+import { computeDailyMetrics } from "../metrics/compute";
 import { recordJobLoad } from "../queue/load";
 
 /**
@@ -47,13 +48,20 @@ export function dueMetricsDays(lastOccurred: Date | null, occurred: Date): strin
 }
 
 /**
- * The processors by rule name. `scale-daily-metrics` records the days it ran for in
- * daily_metrics_day; computing the day's metrics joins it with the metrics service.
+ * The processors by rule name. `scale-daily-metrics` computes each due day's metrics
+ * (lib/metrics/compute.ts) and records the days it ran for in daily_metrics_day.
  */
 export const PROCESSORS: Record<string, ClockProcessor> = {
 	"scale-job-load": async (db, t) => ({ rows: await recordJobLoad(db, t) }),
 	"scale-daily-metrics": async (db, t, tick) => {
 		const days = dueMetricsDays(tick.lastOccurred, tick.occurred);
+		const rows = { jobTypes: 0, ingests: 0, errors: 0 };
+		for (const day of days) {
+			const written = await computeDailyMetrics(db, day, t);
+			rows.jobTypes += written.jobTypes;
+			rows.ingests += written.ingests;
+			rows.errors += written.errors;
+		}
 		if (days.length > 0)
 			await write(
 				db,
@@ -64,7 +72,7 @@ export const PROCESSORS: Record<string, ClockProcessor> = {
 				[days, tick.eventId],
 				t
 			);
-		return { days };
+		return { days, rows };
 	}
 };
 

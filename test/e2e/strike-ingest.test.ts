@@ -460,6 +460,17 @@ describe("the triggers service", () => {
 		const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
 		const next = (await broker.call("triggers.tick", { now: tomorrow })) as any[];
 		const daily = next.find(f => f.rule === "scale-daily-metrics");
-		expect(daily.result.days).toEqual([new Date().toISOString().slice(0, 10)]);
+		const today = new Date().toISOString().slice(0, 10);
+		expect(daily.result.days).toEqual([today]);
+		// today's metrics computed: the job types whose jobs ended today (upper, after-parse,
+		// and the strike's own type is still running), the strike's ingests
+		expect(daily.result.rows.jobTypes).toBeGreaterThanOrEqual(2);
+		expect(daily.result.rows.ingests).toBe(1);
+		const [[row]] = (await tdb.db.query(
+			`SELECT completed_count FROM metrics_job_type m JOIN job_type t ON t.id = m.job_type_id
+			 WHERE t.name = 'upper' AND m.occurred = $1::date`,
+			{ bind: [today] }
+		)) as any;
+		expect(row.completed_count).toBe(6);
 	});
 });

@@ -1,0 +1,377 @@
+import { createTestDatabase, type TestDatabase } from "../helpers/db";
+import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
+
+/**
+ * Metrics over real HTTP and PostgreSQL: the types, a type's details with its choices, and plot
+ * data for one, several and no choices, by column and group, on daily rows inserted here with
+ * the answers worked out by hand; and the call Scale 3.0's web UI makes for failure rates.
+ */
+
+let tdb: TestDatabase;
+let app: TestApi;
+let api: string;
+const ids = { a: 0, b: 0, c: 0, strike: 0, error: 0 };
+let others: number[] = [];
+
+async function query<T = Record<string, any>>(sql: string, bind: unknown[] = []): Promise<T[]> {
+	const [rows] = await tdb.db.query(sql, { bind });
+	return rows as T[];
+}
+
+async function get(pathAndQuery: string): Promise<any> {
+	const reply = await request("GET", `${api}${pathAndQuery}`);
+	if (reply.status !== 200) throw new Error(`GET ${pathAndQuery}: ${reply.status} ${reply.text}`);
+	return reply.body;
+}
+
+function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
+	expect(reply.status).toBe(status);
+	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
+	expect(Object.keys(reply.body)).toEqual(["detail"]);
+	if (detail) expect(reply.body.detail).toMatch(detail);
+}
+
+const day = (offset: number) => new Date(Date.now() + offset * 86400000).toISOString().slice(0, 10);
+
+beforeAll(async () => {
+	tdb = await createTestDatabase();
+	const types = await query<{ id: number }>(
+		`INSERT INTO job_type (name, version, title, category, interface) VALUES
+			('jt-a', '1.0', 'A', 'test', '{}'), ('jt-b', '2.0', 'B', 'test', '{}'),
+			('jt-c', '1.0', 'C', 'test', '{}')
+		 RETURNING id`
+	);
+	[ids.a, ids.b, ids.c] = types.map(t => t.id);
+	others = (
+		await query<{ id: number }>(
+			`INSERT INTO job_type (name, version, category, interface)
+			 SELECT 'jt-x' || n, '1.0', 'test', '{}' FROM generate_series(1, 57) n RETURNING id`
+		)
+	).map(r => r.id);
+	[{ id: ids.strike }] = await query<{ id: number }>(
+		`INSERT INTO strike (name, title, description, configuration)
+		 VALUES ('feed', 'Feed', 'A feed', '{}') RETURNING id`
+	);
+	[{ id: ids.error }] = await query<{ id: number }>(
+		`INSERT INTO error (name, title, category, is_builtin) VALUES ('boom', 'Boom', 'SYSTEM', true)
+		 RETURNING id`
+	);
+	// job type, day, completed, failed, total, system, data, algorithm, run min, run avg
+	const rows: [number, string, ...(number | null)[]][] = [
+		[ids.a, "2024-01-01", 2, 1, 3, 1, 0, 0, 10, 30],
+		[ids.a, "2024-01-02", 4, 0, 4, 0, 0, 0, 5, 20],
+		[ids.b, "2024-01-01", 1, 2, 3, 0, 1, 1, 7, 11],
+		[ids.b, "2024-01-03", 5, 0, 5, 0, 0, 0, null, null],
+		[ids.a, day(-1), 1, 3, 4, 1, 1, 1, 1, 1],
+		[ids.a, day(0), 2, 0, 2, 0, 0, 0, 1, 1],
+		[ids.b, day(0), 0, 1, 1, 1, 0, 0, 1, 1]
+	];
+	for (const row of rows) {
+		await query(
+			`INSERT INTO metrics_job_type (job_type_id, occurred, completed_count, failed_count,
+				total_count, error_system_count, error_data_count, error_algorithm_count,
+				run_time_min, run_time_avg)
+			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			row
+		);
+	}
+	await query(
+		`INSERT INTO metrics_ingest (strike_id, occurred, ingested_count, total_count, file_size_sum)
+		 VALUES ($1, '2024-01-01', 3, 4, 5000000000)`,
+		[ids.strike]
+	);
+	await query(
+		`INSERT INTO metrics_error (error_id, occurred, total_count) VALUES ($1, '2024-01-02', 7)`,
+		[ids.error]
+	);
+	app = await startServices(tdb.url, ["api", "metrics"]);
+	api = app.api;
+}, 120000);
+
+afterAll(async () => {
+	await app?.stop();
+	await tdb?.drop();
+});
+
+const RANGE = "started=2024-01-01T00:00:00Z&ended=2024-01-31T00:00:00Z";
+
+describe("GET /metrics/", () => {
+	it("lists the three types with filters, groups and columns", async () => {
+		const body = await get("/metrics/");
+		expect(body.count).toBe(3);
+		expect(body.next).toBeNull();
+		expect(body.results.map((t: any) => t.name).sort()).toEqual([
+			"errors",
+			"ingests",
+			"job-types"
+		]);
+		const jobTypes = body.results.find((t: any) => t.name === "job-types");
+		expect(jobTypes.title).toBe("Job Types");
+		expect(jobTypes.description).toBe("Metrics for jobs and executions grouped by job type.");
+		expect(jobTypes.filters).toEqual([
+			{ param: "name", type: "string" },
+			{ param: "version", type: "string" }
+		]);
+		expect(jobTypes.groups).toHaveLength(8);
+		expect(jobTypes.groups[0]).toEqual({
+			name: "overview",
+			title: "Overview",
+			description: "Overall counts based on job status."
+		});
+		expect(jobTypes.columns).toHaveLength(31);
+		expect(jobTypes.columns[0]).toEqual({
+			name: "completed_count",
+			title: "Completed Count",
+			description: "Number of successfully completed jobs.",
+			units: "count",
+			group: "overview",
+			aggregate: "sum"
+		});
+		expect(jobTypes.columns).toContainEqual({
+			name: "run_time_min",
+			title: "Run Time (Min)",
+			description: "Minimum time spent running the pre, job, and post tasks.",
+			units: "seconds",
+			group: "run_time",
+			aggregate: "min"
+		});
+		expect(jobTypes).not.toHaveProperty("choices");
+		const ingests = body.results.find((t: any) => t.name === "ingests");
+		expect(ingests.columns).toHaveLength(17);
+		const errors = body.results.find((t: any) => t.name === "errors");
+		expect(errors.columns.map((c: any) => c.name)).toEqual(["total_count"]);
+	});
+
+	it("pages", async () => {
+		const body = await get("/metrics/?page_size=2&page=2");
+		expect(body.count).toBe(3);
+		expect(body.results).toHaveLength(1);
+		expect(body.previous).toMatch(/\/metrics\/\?page_size=2&page=1$/);
+	});
+});
+
+describe("GET /metrics/{name}/", () => {
+	it("answers job types with values as choices, without groups", async () => {
+		const body = await get("/metrics/job-types/");
+		expect(body.name).toBe("job-types");
+		expect(body).not.toHaveProperty("groups");
+		expect(body.columns).toHaveLength(31);
+		expect(body.choices).toEqual([
+			{
+				id: ids.a,
+				name: "jt-a",
+				version: "1.0",
+				title: "A",
+				description: null,
+				category: "test",
+				author_name: null,
+				author_url: null,
+				is_system: false,
+				is_long_running: false,
+				is_active: true,
+				is_operational: true,
+				is_paused: false,
+				icon_code: null
+			},
+			expect.objectContaining({ id: ids.b, name: "jt-b", version: "2.0" })
+		]);
+	});
+
+	it("answers strikes and errors as choices", async () => {
+		expect((await get("/metrics/ingests/")).choices).toEqual([
+			{ id: ids.strike, name: "feed", title: "Feed", description: "A feed", job: null }
+		]);
+		expect((await get("/metrics/errors/")).choices).toEqual([
+			{
+				id: ids.error,
+				name: "boom",
+				title: "Boom",
+				description: null,
+				category: "SYSTEM",
+				is_builtin: true
+			}
+		]);
+	});
+
+	it("404s an unknown type", async () => {
+		expectJsonError(await request("GET", `${api}/metrics/nope/`), 404);
+		expectJsonError(await request("GET", `${api}/metrics/nope/plot-data/`), 404);
+	});
+});
+
+describe("GET /metrics/{name}/plot-data/", () => {
+	it("answers one choice's values oldest first, without ids", async () => {
+		const body = await get(
+			`/metrics/job-types/plot-data/?${RANGE}&choice_id=${ids.a}&column=total_count`
+		);
+		expect(body).toEqual({
+			count: 1,
+			next: null,
+			previous: null,
+			results: [
+				{
+					column: expect.objectContaining({ name: "total_count", title: "Total Count" }),
+					min_x: "2024-01-01",
+					max_x: "2024-01-02",
+					min_y: 3,
+					max_y: 4,
+					values: [
+						{ date: "2024-01-01", value: 3 },
+						{ date: "2024-01-02", value: 4 }
+					]
+				}
+			]
+		});
+	});
+
+	it("answers several choices' values with their ids", async () => {
+		const body = await get(
+			`/metrics/job-types/plot-data/?${RANGE}&choice_id=${ids.a}&choice_id=${ids.b}&column=total_count&column=run_time_min`
+		);
+		expect(body.count).toBe(2);
+		const [total, runMin] = body.results;
+		expect(total.column.name).toBe("total_count");
+		expect(total.values).toEqual([
+			{ id: ids.a, date: "2024-01-01", value: 3 },
+			{ id: ids.b, date: "2024-01-01", value: 3 },
+			{ id: ids.a, date: "2024-01-02", value: 4 },
+			{ id: ids.b, date: "2024-01-03", value: 5 }
+		]);
+		expect([total.min_x, total.max_x, total.min_y, total.max_y]).toEqual([
+			"2024-01-01",
+			"2024-01-03",
+			3,
+			5
+		]);
+		// a day without a value is left out
+		expect(runMin.values).toEqual([
+			{ id: ids.a, date: "2024-01-01", value: 10 },
+			{ id: ids.b, date: "2024-01-01", value: 7 },
+			{ id: ids.a, date: "2024-01-02", value: 5 }
+		]);
+		expect(runMin.max_x).toBe("2024-01-02");
+	});
+
+	it("aggregates across choices by date without a choice filter", async () => {
+		const body = await get(
+			`/metrics/job-types/plot-data/?${RANGE}&column=total_count&column=run_time_min&column=run_time_avg`
+		);
+		const [total, runMin, runAvg] = body.results;
+		expect(total.values).toEqual([
+			{ date: "2024-01-01", value: 6 },
+			{ date: "2024-01-02", value: 4 },
+			{ date: "2024-01-03", value: 5 }
+		]);
+		expect(runMin.values).toEqual([
+			{ date: "2024-01-01", value: 7 },
+			{ date: "2024-01-02", value: 5 }
+		]);
+		expect(runAvg.values).toEqual([
+			{ date: "2024-01-01", value: 20 },
+			{ date: "2024-01-02", value: 20 }
+		]);
+	});
+
+	it("selects a group's columns, and every column without column or group", async () => {
+		const body = await get(`/metrics/job-types/plot-data/?${RANGE}&group=errors`);
+		expect(body.results.map((r: any) => r.column.name)).toEqual([
+			"error_system_count",
+			"error_data_count",
+			"error_algorithm_count"
+		]);
+		expect(body.results[0].values).toEqual([
+			{ date: "2024-01-01", value: 1 },
+			{ date: "2024-01-02", value: 0 },
+			{ date: "2024-01-03", value: 0 }
+		]);
+		const all = await get(`/metrics/job-types/plot-data/?${RANGE}&page_size=10&page=2`);
+		expect(all.count).toBe(31);
+		expect(all.results).toHaveLength(10);
+		expect(all.results[0].column.name).toBe("queue_time_avg");
+		expect(all.next).toMatch(/page=3/);
+		const empty = all.results[0];
+		expect(empty).toMatchObject({
+			min_x: null,
+			max_x: null,
+			min_y: null,
+			max_y: null,
+			values: []
+		});
+	});
+
+	it("reads bigint columns as numbers and other types' tables", async () => {
+		const ingests = await get(`/metrics/ingests/plot-data/?${RANGE}&column=file_size_sum`);
+		expect(ingests.results[0].values).toEqual([{ date: "2024-01-01", value: 5000000000 }]);
+		const errors = await get(`/metrics/errors/plot-data/?${RANGE}&choice_id=${ids.error}`);
+		expect(errors.results[0].values).toEqual([{ date: "2024-01-02", value: 7 }]);
+	});
+
+	it("limits to the range, by UTC day", async () => {
+		const body = await get(
+			`/metrics/job-types/plot-data/?started=2024-01-02T23:00:00Z&ended=2024-01-03T04:30:00%2B05:00&column=total_count`
+		);
+		// 04:30+05:00 on the 3rd is 23:30Z on the 2nd
+		expect(body.results[0].values).toEqual([{ date: "2024-01-02", value: 4 }]);
+	});
+
+	it("answers the call Scale's web UI makes for failure rates", async () => {
+		const started = `${day(-30)}T00:00:00.000Z`;
+		const ended = `${day(0)}T23:59:59.999Z`;
+		const choices = [ids.a, ids.b, ids.c, ...others].map(id => `choice_id=${id}`).join("&");
+		expect(others.length + 3).toBe(60);
+		const body = await get(
+			`/metrics/job-types/plot-data/?${choices}&column=system_error_count&column=algorithm_error_count&column=data_error_count&column=total_count&dataType=job-types&started=${started}&ended=${ended}`
+		);
+		expect(body.count).toBe(4);
+		// in the order asked for: the web UI reads them by position
+		expect(body.results.map((r: any) => r.column.name)).toEqual([
+			"error_system_count",
+			"error_algorithm_count",
+			"error_data_count",
+			"total_count"
+		]);
+		expect(body.results[0].values).toEqual([
+			{ id: ids.a, date: day(-1), value: 1 },
+			{ id: ids.a, date: day(0), value: 0 },
+			{ id: ids.b, date: day(0), value: 1 }
+		]);
+		expect(body.results[3].values).toEqual([
+			{ id: ids.a, date: day(-1), value: 4 },
+			{ id: ids.a, date: day(0), value: 2 },
+			{ id: ids.b, date: day(0), value: 1 }
+		]);
+	});
+
+	it("400s a choice_id that is no choice, an unknown column or group, and bad times", async () => {
+		const plot = (q: string) => request("GET", `${api}/metrics/job-types/plot-data/?${q}`);
+		expectJsonError(await plot("choice_id=999999"), 400, /^choice_id: /);
+		expectJsonError(await plot(`choice_id=${ids.a}&choice_id=x`), 400, /^choice_id: /);
+		expectJsonError(await plot(`choice_id=${ids.strike + 1000}`), 400, /choice_id/);
+		expectJsonError(await plot("column=nope"), 400, /^column: unknown column "nope"/);
+		expectJsonError(await plot("group=nope"), 400, /^group: unknown group "nope"/);
+		expectJsonError(await plot("started=yesterday"), 400, /^started: /);
+		expectJsonError(
+			await plot("started=2024-02-01T00:00:00Z&ended=2024-01-01T00:00:00Z"),
+			400,
+			/^started: /
+		);
+		expectJsonError(await plot("page_size=5000"), 400, /page_size/);
+		// an error id is not a choice of ingests
+		expectJsonError(
+			await request("GET", `${api}/metrics/ingests/plot-data/?choice_id=${ids.error + 500}`),
+			400,
+			/^choice_id: /
+		);
+	});
+});
+
+describe("metrics.compute (the action the clock's rule and the REPL use)", () => {
+	it("computes a day, answering the rows written, and refuses a day that is not one", async () => {
+		const rows = await app.broker.call("metrics.compute", { day: "2031-02-03" });
+		// nothing happened that day: nothing written, and the plot data still answers
+		expect(rows).toEqual({ jobTypes: 0, ingests: 0, errors: 0 });
+		await expect(
+			app.broker.call("metrics.compute", { day: "2031-02-30" })
+		).rejects.toMatchObject({ type: "BAD_REQUEST", message: expect.stringMatching(/^day: /) });
+	});
+});
