@@ -665,8 +665,36 @@ describe("GET /queue/status/", () => {
 	it("groups the queue by job type, unpaused first, then by priority", async () => {
 		const reply = await request("GET", `${api}/queue/status/`);
 		expect(reply.status).toBe(200);
-		expect(Object.keys(reply.body)).toEqual(["queue_status"]);
+		// the spec's queue_status beside Scale 3.0's list envelope, in one body
+		expect(Object.keys(reply.body)).toEqual([
+			"count",
+			"next",
+			"previous",
+			"results",
+			"queue_status"
+		]);
 		const entries = reply.body.queue_status;
+		expect(reply.body.count).toBe(entries.length);
+		expect(reply.body.results).toHaveLength(entries.length);
+		reply.body.results.forEach((r: any, i: number) => {
+			expect(Object.keys(r)).toEqual([
+				"job_type",
+				"count",
+				"longest_queued",
+				"highest_priority"
+			]);
+			expect(r).toMatchObject({
+				job_type: {
+					name: entries[i].job_type_name,
+					version: entries[i].job_type_version,
+					is_paused: entries[i].is_job_type_paused
+				},
+				count: entries[i].count,
+				longest_queued: entries[i].longest_queued,
+				highest_priority: entries[i].highest_priority
+			});
+			expect(Number.isInteger(r.job_type.id)).toBe(true);
+		});
 		const expected = await query<{ name: string; n: number; prio: number }>(
 			`SELECT jt.name, count(*)::int AS n, min(q.priority) AS prio FROM queue q
 			 JOIN job_type jt ON jt.id = q.job_type_id GROUP BY jt.name`
