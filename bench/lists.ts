@@ -14,10 +14,10 @@
  *   BENCH_SECONDS=20 npm run bench:lists
  */
 import os from "os";
-import autocannon from "autocannon";
 import { Client } from "pg";
 import { ALL_SERVICES } from "../lib/config";
 import { startService } from "./lib/cluster";
+import { run } from "./lib/load";
 import { treeCpuSeconds, treeRssKiB } from "./lib/cpu";
 import { openP4Database } from "./lib/p4-db";
 
@@ -62,40 +62,6 @@ interface Mix {
 
 const pick = <T>(values: readonly T[]): T => values[Math.floor(Math.random() * values.length)];
 const page = () => 1 + Math.floor(Math.random() * 20);
-
-type Raw = Omit<Figures, "cpu"> & { total: number };
-
-function run(api: string, draw: () => string, connections: number, seconds: number): Promise<Raw> {
-	const { origin, pathname } = new URL(api);
-	return new Promise((resolve, reject) => {
-		autocannon(
-			{
-				url: origin,
-				connections,
-				duration: seconds,
-				requests: [
-					{ method: "GET", setupRequest: req => ({ ...req, path: pathname + draw() }) }
-				]
-			},
-			(err, r) => {
-				if (err) return reject(err);
-				const codes = Object.entries(r.statusCodeStats ?? {})
-					.filter(([code]) => !code.startsWith("2"))
-					.map(([code, stat]) => `${code} x ${stat.count ?? 0}`)
-					.join(", ");
-				resolve({
-					rps: r.requests.average,
-					p50: r.latency.p50,
-					p99: r.latency.p99,
-					errors: r.errors + r.timeouts,
-					non2xx: r.non2xx,
-					codes,
-					total: r.requests.total
-				});
-			}
-		);
-	});
-}
 
 /** Samples a process tree's RSS every 200 ms until stopped; answers the largest, in MiB. */
 function rssSampler(pid: number): { stop(): number } {

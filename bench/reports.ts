@@ -1,0 +1,125 @@
+/**
+ * The speed of the metrics and reports ("[7 of 8]") on P4's database (`npm run bench:seed`: a
+ * million jobs over 90 days), its metrics computed for those days first (set-based, timed and
+ * printed): plot data of one column over 90 days and every report, at concurrency 32 for
+ * BENCH_SECONDS each, beside the same gateway's `GET /api/version/`; targets p99 <= 50 ms and
+ * >= 1,000 requests/s.
+ *
+ *   npm run bench:seed && npm run bench:reports      DATABASE_URL=postgres://... npm run bench:reports
+ */
+import { createSequelize } from "../lib/db/connection";
+import { migrate } from "../lib/db/migrate";
+import { computeDailyMetrics } from "../lib/metrics/compute";
+import { ALL_SERVICES } from "../lib/config";
+import { startService } from "./lib/cluster";
+import { run } from "./lib/load";
+import { openP4Database } from "./lib/p4-db";
+
+const SECONDS = Number(process.env.BENCH_SECONDS) || 10;
+const CONNECTIONS = 32;
+const TARGET = { p99: 50, rps: 1000 };
+/** as bench:lists: no scheduler or agent to write to the tables under measurement */
+const SERVICES = ALL_SERVICES.filter(s => s !== "scheduler" && s !== "node-agent");
+
+async function main() {
+	const database = await openP4Database(msg => console.log(msg));
+	const db = createSequelize(database.url, { poolMax: 4 });
+	let service: Awaited<ReturnType<typeof startService>> | null = null;
+	try {
+		await migrate(db);
+		const [[range]] = (await db.query(
+			`SELECT min(ended)::date AS first, max(ended)::date AS last,
+				(SELECT count(DISTINCT occurred) FROM metrics_job_type)::int AS computed
+			 FROM job WHERE ended IS NOT NULL`
+		)) as any;
+		if (!range.first)
+			throw new Error(`no jobs in ${database.where}: run npm run bench:seed first`);
+		const days: string[] = [];
+		for (
+			let d = new Date(range.first);
+			d <= new Date(range.last);
+			d.setUTCDate(d.getUTCDate() + 1)
+		)
+			days.push(d.toISOString().slice(0, 10));
+		if (range.computed < days.length) {
+			const started = Date.now();
+			let slowest = 0;
+			for (const day of days) {
+				const t0 = Date.now();
+				await computeDailyMetrics(db, day);
+				slowest = Math.max(slowest, Date.now() - t0);
+			}
+			const [[jobs]] = (await db.query(
+				`SELECT count(*)::int AS n FROM job WHERE ended IS NOT NULL`
+			)) as any;
+			console.log(
+				`metrics computed for ${days.length} days (${jobs.n} ended jobs) in ${((Date.now() - started) / 1000).toFixed(1)} s; the slowest day ${slowest} ms`
+			);
+		}
+		const [[choices]] = (await db.query(
+			`SELECT array_agg(DISTINCT job_type_id) AS ids FROM metrics_job_type`
+		)) as any;
+		const ids: number[] = choices.ids ?? [];
+		const pick = <T>(values: readonly T[]): T =>
+			values[Math.floor(Math.random() * values.length)];
+
+		service = await startService(database.url, { SERVICES: SERVICES.join(",") });
+		const mixes: [string, () => string][] = [
+			["/version/", () => "/version/"],
+			[
+				"/metrics/job-types/plot-data/ one column, 90 days, one job type",
+				() =>
+					`/metrics/job-types/plot-data/?column=total_count&started=P90D&choice_id=${pick(ids)}`
+			],
+			[
+				"/metrics/job-types/plot-data/ one column, 90 days, all job types summed",
+				() => "/metrics/job-types/plot-data/?column=total_count&started=P90D"
+			],
+			[
+				"/metrics/job-types/plot-data/ the web UI's failure rates (60 choices, 4 columns, 90 days)",
+				() =>
+					`/metrics/job-types/plot-data/?${ids
+						.slice(0, 60)
+						.map(id => `choice_id=${id}`)
+						.join(
+							"&"
+						)}&column=system_error_count&column=algorithm_error_count&column=data_error_count&column=total_count&dataType=job-types&started=P90D`
+			],
+			["/metrics/", () => "/metrics/"],
+			["/metrics/job-types/", () => "/metrics/job-types/"],
+			["/job-types/status/?started=PT3H", () => "/job-types/status/?started=PT3H"],
+			[
+				"/job-types/running/?pageNumber=0&pageSize=25",
+				() => "/job-types/running/?pageNumber=0&pageSize=25"
+			],
+			["/job-types/system-failures/", () => "/job-types/system-failures/"],
+			["/nodes/status/", () => "/nodes/status/"],
+			["/queue/status/", () => "/queue/status/"]
+		];
+		for (const [label, draw] of mixes) {
+			await run(service.api, draw, CONNECTIONS, 2);
+			const r = await run(service.api, draw, CONNECTIONS, SECONDS);
+			const met =
+				label === "/version/"
+					? ""
+					: r.p99 <= TARGET.p99 && r.rps >= TARGET.rps
+						? " (met)"
+						: " (missed)";
+			console.log(
+				`${label}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms${r.non2xx ? `, non-2xx ${r.codes}` : ""}${met}`
+			);
+		}
+		console.log(
+			`targets: p99 <= ${TARGET.p99} ms and >= ${TARGET.rps} req/s at concurrency ${CONNECTIONS}`
+		);
+	} finally {
+		if (service) await service.stop();
+		await db.close();
+		await database.stop();
+	}
+}
+
+main().catch(error => {
+	console.error(error);
+	process.exit(1);
+});
