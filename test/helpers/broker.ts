@@ -62,3 +62,11 @@ export async function request(
 	}
 	return { status: res.status, headers: res.headers, body: parsed, text };
 }
+
+/** A JSON error answer: its status, its content type, and `{detail}` alone (matching `detail`). */
+export function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
+	expect(reply.status).toBe(status);
+	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
+	expect(Object.keys(reply.body)).toEqual(["detail"]);
+	if (detail) expect(reply.body.detail).toMatch(detail);
+}

@@ -1,6 +1,12 @@
 import os from "os";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
+import {
+	request,
+	startServices,
+	type Reply,
+	type TestApi,
+	expectJsonError
+} from "../helpers/broker";
 
 /**
  * Configuration export, import, validation, download and upload (Scale's port app) through the
@@ -89,13 +95,6 @@ async function snapshot(db: TestDatabase = tdb) {
 		recipe_type_rev: await table("recipe_type_rev"),
 		trigger_rule: await table("trigger_rule")
 	};
-}
-
-function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
-	expect(reply.status).toBe(status);
-	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
-	expect(Object.keys(reply.body)).toEqual(["detail"]);
-	if (detail) expect(reply.body.detail).toMatch(detail);
 }
 
 async function ok(method: string, url: string, body?: unknown, status = 201) {

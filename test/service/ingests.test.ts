@@ -1,5 +1,5 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
+import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
 
 /**
  * Ingests over real HTTP and PostgreSQL: the list with every filter and order, the details by id
@@ -27,13 +27,6 @@ async function get(pathAndQuery: string): Promise<any> {
 
 async function listIds(pathAndQuery: string): Promise<number[]> {
 	return (await get(pathAndQuery)).results.map((r: any) => r.id);
-}
-
-function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
-	expect(reply.status).toBe(status);
-	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
-	expect(Object.keys(reply.body)).toEqual(["detail"]);
-	if (detail) expect(reply.body.detail).toMatch(detail);
 }
 
 const CONFIGURATION = {

@@ -1,7 +1,7 @@
 import type { ServiceBroker } from "moleculer";
 import { parseJobInterface } from "../../lib/documents/job-interface";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
+import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
 
 /**
  * The job executions service over real HTTP and PostgreSQL: list and its filters (node_id
@@ -58,13 +58,6 @@ const agent = {
 async function query<T = Record<string, any>>(sql: string, bind: unknown[] = []): Promise<T[]> {
 	const [rows] = await tdb.db.query(sql, { bind });
 	return rows as T[];
-}
-
-function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
-	expect(reply.status).toBe(status);
-	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
-	expect(Object.keys(reply.body)).toEqual(["detail"]);
-	if (detail) expect(reply.body.detail).toMatch(detail);
 }
 
 async function addJobType(name: string, category: string): Promise<number> {

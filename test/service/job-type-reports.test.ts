@@ -1,6 +1,6 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { addFileJobType } from "../helpers/completion";
-import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
+import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
 
 /**
  * The job type reports (/job-types/status/, /running/, /system-failures/) over real HTTP and
@@ -27,13 +27,6 @@ async function get(pathAndQuery: string): Promise<any> {
 	const reply = await request("GET", `${api}${pathAndQuery}`);
 	if (reply.status !== 200) throw new Error(`GET ${pathAndQuery}: ${reply.status} ${reply.text}`);
 	return reply.body;
-}
-
-function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
-	expect(reply.status).toBe(status);
-	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
-	expect(Object.keys(reply.body)).toEqual(["detail"]);
-	if (detail) expect(reply.body.detail).toMatch(detail);
 }
 
 const JOB_TYPE_FIELDS = [

@@ -1,5 +1,11 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
+import {
+	request,
+	startServices,
+	type Reply,
+	type TestApi,
+	expectJsonError
+} from "../helpers/broker";
 
 /** The gateway and the job types service in one process, over real HTTP and PostgreSQL. */
 
@@ -64,13 +70,6 @@ async function counts() {
 			(SELECT count(*)::int FROM trigger_rule) AS rule`
 	);
 	return row;
-}
-
-function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
-	expect(reply.status).toBe(status);
-	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
-	expect(Object.keys(reply.body)).toEqual(["detail"]);
-	if (detail) expect(reply.body.detail).toMatch(detail);
 }
 
 function iface(extra: Record<string, unknown> = {}) {

@@ -6,7 +6,13 @@ import { applyPlacements, claimBatch } from "../../lib/scheduling/claim";
 import { finishExecutions } from "../../lib/scheduling/finish";
 import { clientSql } from "../../lib/scheduling/sql";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
+import {
+	request,
+	startServices,
+	type Reply,
+	type TestApi,
+	expectJsonError
+} from "../helpers/broker";
 
 /**
  * The jobs service over real HTTP and PostgreSQL: list and its filters, updates, details (inputs
@@ -96,13 +102,6 @@ const agent = { cancels: [] as unknown[], fail: false };
 async function query<T = Record<string, any>>(sql: string, bind: unknown[] = []): Promise<T[]> {
 	const [rows] = await tdb.db.query(sql, { bind });
 	return rows as T[];
-}
-
-function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
-	expect(reply.status).toBe(status);
-	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
-	expect(Object.keys(reply.body)).toEqual(["detail"]);
-	if (detail) expect(reply.body.detail).toMatch(detail);
 }
 
 function expectPlainError(reply: Reply, status: number, text?: RegExp) {

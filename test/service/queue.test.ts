@@ -3,7 +3,13 @@ import { parseJobInterface } from "../../lib/documents/job-interface";
 import { queueNewJobs, type NewJobRequest } from "../../lib/queue/new-job";
 import { queueExistingJobs } from "../../lib/queue/requeue";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
+import {
+	request,
+	startServices,
+	type Reply,
+	type TestApi,
+	expectJsonError
+} from "../helpers/broker";
 
 /**
  * The queue service over real HTTP and PostgreSQL: new jobs, requeue, queue status, the load
@@ -22,13 +28,6 @@ const changes: { count: number }[] = [];
 async function query<T = Record<string, any>>(sql: string, bind: unknown[] = []): Promise<T[]> {
 	const [rows] = await tdb.db.query(sql, { bind });
 	return rows as T[];
-}
-
-function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
-	expect(reply.status).toBe(status);
-	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
-	expect(Object.keys(reply.body)).toEqual(["detail"]);
-	if (detail) expect(reply.body.detail).toMatch(detail);
 }
 
 const IFACE = {

@@ -1,5 +1,5 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
+import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
 
 /** The gateway, recipe types and job types in one process, over real HTTP and PostgreSQL. */
 
@@ -54,13 +54,6 @@ async function counts() {
 			(SELECT count(*)::int FROM trigger_rule) AS rule`
 	);
 	return row;
-}
-
-function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
-	expect(reply.status).toBe(status);
-	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
-	expect(Object.keys(reply.body)).toEqual(["detail"]);
-	if (detail) expect(reply.body.detail).toMatch(detail);
 }
 
 /** Two jobs: "ingest" takes the recipe's image, "process" takes ingest's output. */

@@ -1,5 +1,5 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
+import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
 
 /**
  * Recipes over real HTTP and PostgreSQL, the read side: the list with each filter and order,
@@ -44,13 +44,6 @@ async function get(pathAndQuery: string): Promise<any> {
 
 async function listIds(pathAndQuery: string): Promise<number[]> {
 	return (await get(pathAndQuery)).results.map((x: any) => x.id);
-}
-
-function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
-	expect(reply.status).toBe(status);
-	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
-	expect(Object.keys(reply.body)).toEqual(["detail"]);
-	if (detail) expect(reply.body.detail).toMatch(detail);
 }
 
 /** 2024-01-01 at `hh:mm` UTC, as the database is given it and as the API answers it. */

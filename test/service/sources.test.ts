@@ -2,7 +2,7 @@ import { promises as fs } from "fs";
 import os from "os";
 import path from "path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
+import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
 import { addFileJobType, addNode, runToCompletion } from "../helpers/completion";
 
 /**
@@ -64,13 +64,6 @@ const ingests: number[] = [];
 async function query<T = Record<string, any>>(sql: string, bind: unknown[] = []): Promise<T[]> {
 	const [rows] = await tdb.db.query(sql, { bind });
 	return rows as T[];
-}
-
-function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
-	expect(reply.status).toBe(status);
-	expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
-	expect(Object.keys(reply.body)).toEqual(["detail"]);
-	if (detail) expect(reply.body.detail).toMatch(detail);
 }
 
 async function get(pathAndQuery: string): Promise<any> {
