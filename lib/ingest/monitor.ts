@@ -199,6 +199,11 @@ export class StrikeMonitor {
 			return;
 		}
 		for (const name of names) if (!name.startsWith(".")) this.dirty.add(name);
+		// transfers whose file is gone without arriving (deleted by its sender) are forgotten
+		const present = new Set(names);
+		for (const final of this.transfers.keys())
+			if (!present.has(final) && !present.has(final + this.suffix))
+				this.transfers.delete(final);
 		this.kick();
 		await this.idle();
 	}

@@ -26,7 +26,9 @@ import type {
  * and guarded by the caller being the strike job's live execution.
  */
 
-const OPEN = `('TRANSFERRING', 'TRANSFERRED', 'INGESTING')`;
+const OPEN_STATUSES = ["TRANSFERRING", "TRANSFERRED", "INGESTING"];
+/** The open statuses as an SQL list, for the statements' fixed texts. */
+const OPEN = `(${OPEN_STATUSES.map(s => `'${s}'`).join(", ")})`;
 
 /**
  * The strike's configuration, when `call` comes from the strike job's RUNNING execution on the
@@ -390,14 +392,15 @@ export async function settleIngests(
 			target: string | null;
 		}[];
 		const byId = new Map(rows.map(r => [r.id, r]));
-		const isOpen = (status: string) => OPEN.includes(`'${status}'`);
 		const toStore = results.filter(r => {
 			const row = byId.get(r.ingestId);
 			return r.status === "INGESTED" && row?.status === "INGESTING";
 		});
 		const asides = results.filter(r => {
 			const row = byId.get(r.ingestId);
-			return r.status !== "INGESTED" && row !== undefined && isOpen(row.status);
+			return (
+				r.status !== "INGESTED" && row !== undefined && OPEN_STATUSES.includes(row.status)
+			);
 		});
 		const stored = new Set<number>();
 		if (toStore.length > 0) {
