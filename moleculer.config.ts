@@ -1,16 +1,40 @@
 import os from "os";
-import type { BrokerOptions } from "moleculer";
+import { Utils, type BrokerOptions, type ServiceBroker } from "moleculer";
 import type { Config } from "./lib/config";
 import { AjvValidator } from "./middlewares/ajv-validator";
+import { DatabaseMiddleware } from "./lib/db/broker-database";
+import { natsClientOptions } from "./lib/transport/nats";
 
-/** Broker options from the configuration: transporter, pino logger, ajv validator. */
+/**
+ * `$node.options` (any peer may call it) answers the broker's options without the transporter's
+ * credentials: a peer holding one NATS user's password learns nothing of another's.
+ */
+const nodeOptionsWithoutSecrets = () => ({
+	// a new object per broker: Moleculer adds its own $node schema to this one's mixins
+	actions: {
+		options: {
+			handler(this: { broker: ServiceBroker }) {
+				const options = Utils.safetyObject(this.broker.options, this.broker.options as any);
+				const transport = options.transporter?.options;
+				if (transport)
+					for (const key of ["user", "pass", "token", "tls"]) delete transport[key];
+				return options;
+			}
+		}
+	}
+});
+
+/**
+ * Broker options from the configuration: transporter, pino logger, ajv validator. The database
+ * URL goes to the services through DatabaseMiddleware, never into metadata (sent to every peer).
+ */
 export function brokerOptions(config: Config, databaseUrl: string | null): BrokerOptions {
 	return {
 		namespace: "scale",
 		nodeID: config.nodeId || `${os.hostname()}-${process.pid}`,
-		metadata: { databaseUrl },
+		middlewares: [DatabaseMiddleware(databaseUrl)],
 		transporter: config.transporter
-			? { type: "NATS", options: { servers: [config.transporter] } }
+			? { type: "NATS", options: natsClientOptions(config.transporter) }
 			: undefined,
 		logger: {
 			type: "Pino",
@@ -29,6 +53,7 @@ export function brokerOptions(config: Config, databaseUrl: string | null): Broke
 			}
 		},
 		logLevel: config.logLevel as any,
+		internalServices: { $node: nodeOptionsWithoutSecrets() } as any,
 		validator: new AjvValidator(),
 		errorHandler: undefined,
 		requestTimeout: 30 * 1000,

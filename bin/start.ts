@@ -6,6 +6,7 @@ import { EmbeddedPostgres } from "../lib/db/embedded";
 import { createSequelize } from "../lib/db/connection";
 import { migrate } from "../lib/db/migrate";
 import { loadServiceSchemas } from "../lib/services";
+import { checkTransporter, describeTransporter, TransporterError } from "../lib/transport/nats";
 
 function say(msg: string) {
 	process.stdout.write(`${msg}\n`);
@@ -69,7 +70,22 @@ async function main() {
 		}
 		throw err;
 	}
+	if (!needsDatabase(config) && !config.transporter) {
+		process.stderr.write(
+			`configuration error: SERVICES=${config.services.join(",")} runs no service with a database; such a process (a node agent, say) reaches the control plane through NATS: set TRANSPORTER, e.g. TRANSPORTER=nats://127.0.0.1:4222\n`
+		);
+		process.exit(2);
+	}
 	handleSignals();
+	if (config.transporter) {
+		try {
+			await checkTransporter(config.transporter);
+		} catch (err) {
+			if (!(err instanceof TransporterError)) throw err;
+			process.stderr.write(`transporter error: ${err.message}\n`);
+			process.exit(2);
+		}
+	}
 
 	const url = await prepareDatabase(config);
 	const broker = new ServiceBroker(brokerOptions(config, url));
@@ -78,6 +94,7 @@ async function main() {
 	await broker.start();
 
 	say(`services: ${config.services.join(", ")} on node ${broker.nodeID}`);
+	if (config.transporter) say(`cluster: ${describeTransporter(config.transporter)}`);
 	if (config.services.includes("api")) {
 		const host = config.host.includes(":") ? `[${config.host}]` : config.host;
 		say(`REST API: http://${host}:${config.port}/api/ (also /api/v3/)`);

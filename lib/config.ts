@@ -1,5 +1,6 @@
 import path from "path";
 import type { LauncherChoice } from "./agent/launcher";
+import { parseTransporter, TransporterError, type NatsConfig } from "./transport/nats";
 
 /** Every service name a process may run; `SERVICES` picks from these. */
 export const ALL_SERVICES = [
@@ -28,7 +29,7 @@ export const ALL_SERVICES = [
 
 export interface Config {
 	databaseUrl: string | null;
-	transporter: string | null;
+	transporter: NatsConfig | null;
 	services: string[];
 	nodeId: string | null;
 	host: string;
@@ -107,9 +108,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 	const logLevel = (env.LOG_LEVEL || "info").toLowerCase();
 	if (!LOG_LEVELS.includes(logLevel))
 		throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}`);
-	const transporter = env.TRANSPORTER || null;
-	if (transporter && !/^nats:\/\//.test(transporter))
-		throw new ConfigError(`TRANSPORTER must be a nats:// URL, got "${transporter}"`);
+	let transporter: NatsConfig | null;
+	try {
+		transporter = parseTransporter(env);
+	} catch (err) {
+		if (err instanceof TransporterError) throw new ConfigError(err.message);
+		throw err;
+	}
 
 	const config: Config = {
 		databaseUrl: env.DATABASE_URL || null,

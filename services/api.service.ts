@@ -135,6 +135,14 @@ const ApiService: ServiceSchema<ApiSettings> = {
 	name: "api",
 	mixins: [ApiGateway as any],
 
+	// moleculer-web's own actions would let any peer on NATS reshape or list the public gateway;
+	// routes are fixed at start, so they are removed (`rest` is private already).
+	actions: {
+		addRoute: false,
+		removeRoute: false,
+		listAliases: false
+	} as any,
+
 	settings: {
 		port: 8000,
 		ip: "127.0.0.1",

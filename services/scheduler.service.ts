@@ -14,6 +14,7 @@ import {
 	parseSettingsEdit,
 	updateSchedulerSettings
 } from "../lib/scheduling/settings";
+import { databaseUrlOf } from "../lib/db/broker-database";
 import { buildSpecs } from "../lib/scheduling/spec";
 import {
 	clientSql,
@@ -553,7 +554,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 	async started() {
 		this.startedAt = Date.now();
 		this.lock = new LeaderLock({
-			url: this.broker.metadata.databaseUrl as string,
+			url: databaseUrlOf(this.broker) as string,
 			name: this.broker.nodeID,
 			retryMs: this.settings.leaderRetryMs,
 			onAcquired: (client: Client) => {

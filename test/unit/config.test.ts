@@ -62,7 +62,7 @@ describe("loadConfig", () => {
 		});
 		expect(config).toEqual({
 			databaseUrl: "postgres://u:p@db:5432/scale",
-			transporter: "nats://nats:4222",
+			transporter: { servers: ["nats:4222"] },
 			services: ["errors"],
 			nodeId: "node-7",
 			host: "127.0.0.2",
@@ -180,9 +180,9 @@ describe("loadConfig", () => {
 
 	describe("TRANSPORTER", () => {
 		it("accepts a nats:// URL", () => {
-			expect(loadConfig({ TRANSPORTER: "nats://10.0.0.1:4222" }).transporter).toBe(
-				"nats://10.0.0.1:4222"
-			);
+			expect(loadConfig({ TRANSPORTER: "nats://10.0.0.1:4222" }).transporter).toEqual({
+				servers: ["10.0.0.1:4222"]
+			});
 		});
 
 		it.each(["redis://localhost:6379", "localhost:4222", "NATS", "tcp://nats:4222"])(
