@@ -1,24 +1,32 @@
 import os from "os";
-import { Utils, type BrokerOptions, type ServiceBroker } from "moleculer";
+import type { BrokerOptions, ServiceBroker } from "moleculer";
 import type { Config } from "./lib/config";
 import { AjvValidator } from "./middlewares/ajv-validator";
 import { DatabaseMiddleware } from "./lib/db/broker-database";
 import { natsClientOptions } from "./lib/transport/nats";
 
 /**
- * `$node.options` (any peer may call it) answers the broker's options without the transporter's
- * credentials: a peer holding one NATS user's password learns nothing of another's.
+ * `$node.options` (any peer may call it) answers the broker's plain settings only. Moleculer's
+ * own answer serialises the options' objects in depth: the validator reaches the broker and
+ * every service, with the database URL of the scheduler's lock and the NATS password.
  */
+function publicOptions(options: BrokerOptions): Record<string, unknown> {
+	const out: Record<string, unknown> = {};
+	for (const [key, value] of Object.entries(options))
+		if (value === null || ["string", "number", "boolean"].includes(typeof value))
+			out[key] = value;
+	const transporter = options.transporter as { type?: string; options?: { servers?: unknown } };
+	if (transporter?.type)
+		out.transporter = { type: transporter.type, servers: transporter.options?.servers };
+	return out;
+}
+
 const nodeOptionsWithoutSecrets = () => ({
 	// a new object per broker: Moleculer adds its own $node schema to this one's mixins
 	actions: {
 		options: {
 			handler(this: { broker: ServiceBroker }) {
-				const options = Utils.safetyObject(this.broker.options, this.broker.options as any);
-				const transport = options.transporter?.options;
-				if (transport)
-					for (const key of ["user", "pass", "token", "tls"]) delete transport[key];
-				return options;
+				return publicOptions(this.broker.options);
 			}
 		}
 	}

@@ -9,6 +9,7 @@ export const ErrorTypes = {
 	BAD_REQUEST: "BAD_REQUEST",
 	NOT_FOUND: "NOT_FOUND",
 	UNAUTHORIZED: "UNAUTHORIZED",
+	FORBIDDEN: "FORBIDDEN",
 	CONFLICT: "CONFLICT"
 } as const;
 
@@ -42,6 +43,13 @@ export class NotFoundError extends Errors.MoleculerClientError {
 export class ConflictError extends Errors.MoleculerClientError {
 	constructor(message: string, data: ErrorData = {}) {
 		super(message, 409, ErrorTypes.CONFLICT, data);
+	}
+}
+
+/** A call from a peer that may not make it (a report from an agent that does not hold it, say). */
+export class ForbiddenError extends Errors.MoleculerClientError {
+	constructor(message: string) {
+		super(message, 403, ErrorTypes.FORBIDDEN, {});
 	}
 }
 

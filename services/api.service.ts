@@ -147,6 +147,8 @@ const ApiService: ServiceSchema<ApiSettings> = {
 		port: 8000,
 		ip: "127.0.0.1",
 		apiTokens: [],
+		// never in the service info Moleculer sends to every peer
+		$secureSettings: ["apiTokens"],
 		routes: [route("/api/v3"), route("/api")],
 		// One line per request is logged by `logRequests` below instead.
 		logRequest: null,

@@ -2,7 +2,8 @@ import os from "os";
 import path from "path";
 import { Errors, type Context, type ServiceSchema } from "moleculer";
 import type { AgentConfig } from "../lib/config";
-import { NotFoundError } from "../lib/errors";
+import { ForbiddenError, NotFoundError } from "../lib/errors";
+import { isLocalCall, LeaderView } from "../lib/agent/callers";
 import { NodeAgent } from "../lib/agent/agent";
 import { measureResources, readSlaveId } from "../lib/agent/resources";
 import {
@@ -103,7 +104,12 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		/** Accepts an execution and runs it in the background; a repeat is accepted and ignored. */
 		run: {
 			params: EXECUTION_SPEC_SCHEMA as any,
-			handler(this: any, ctx: Context<ExecutionSpec>) {
+			async handler(this: any, ctx: Context<ExecutionSpec>) {
+				const sender = ctx.nodeID as string;
+				if (!isLocalCall(ctx) && !(await this.leaders.isLeader(sender)))
+					throw new ForbiddenError(
+						`node "${sender}" does not lead the scheduler: execution ${ctx.params.jobExeId} not run`
+					);
 				const outcome = this.agent.run(ctx.params);
 				if (outcome === "started")
 					this.logger.info(
@@ -129,8 +135,21 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		/** SIGTERM, then SIGKILL after killGraceMs; the execution ends CANCELED. */
 		cancel: {
 			params: JOB_EXE_ID_SCHEMA as any,
-			handler(this: any, ctx: Context<{ jobExeId: number }>) {
-				return { found: this.agent.cancel(ctx.params.jobExeId) };
+			async handler(this: any, ctx: Context<{ jobExeId: number }>) {
+				const { jobExeId } = ctx.params;
+				if (!isLocalCall(ctx)) {
+					// obeyed only when the database says the execution must not run here
+					const answer = await this.broker.call(
+						"nodes.mustStop",
+						{ jobExeIds: [jobExeId] },
+						{ timeout: this.settings.callTimeoutMs }
+					);
+					if (!answer?.jobExeIds?.includes(jobExeId))
+						throw new ForbiddenError(
+							`execution ${jobExeId} is to run here as far as the control plane knows: cancel from "${ctx.nodeID}" refused`
+						);
+				}
+				return { found: this.agent.cancel(jobExeId) };
 			}
 		},
 
@@ -138,6 +157,15 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		logs: {
 			params: JOB_EXE_ID_SCHEMA as any,
 			async handler(this: any, ctx: Context<{ jobExeId: number }>) {
+				const sender = ctx.nodeID as string;
+				const readers = this.broker.registry
+					.getServiceList({ onlyAvailable: true })
+					.filter((svc: { name: string }) => svc.name === "job-executions")
+					.map((svc: { nodeID: string }) => svc.nodeID);
+				if (!isLocalCall(ctx) && !readers.includes(sender))
+					throw new ForbiddenError(
+						`node "${sender}" runs no job-executions service: logs are not sent to it`
+					);
 				const logs = await this.agent.logs(ctx.params.jobExeId);
 				if (!logs)
 					throw new NotFoundError(
@@ -149,6 +177,12 @@ const NodeAgentService: ServiceSchema<Settings> = {
 	},
 
 	events: {
+		/** A node left: if it led the scheduler, the next run's sender is asked about again. */
+		"$node.disconnected"(this: any, ctx: Context<{ node: { id: string } }>) {
+			const nodeId = ctx.params?.node?.id;
+			if (nodeId) this.leaders.forget(nodeId);
+		},
+
 		/** A strike's configuration changed: its monitor, if it runs here, reads it again. */
 		"strike.changed": {
 			params: STRIKE_ID_SCHEMA as any,
@@ -382,6 +416,14 @@ const NodeAgentService: ServiceSchema<Settings> = {
 	created(this: any) {
 		this.settings.agent = { ...DEFAULT_AGENT, ...this.settings.agent };
 		this.warned = new Map<string, number>();
+		this.leaders = new LeaderView(async () => {
+			const answer = await this.broker.call(
+				"nodes.leader",
+				{},
+				{ timeout: this.settings.callTimeoutMs }
+			);
+			return (answer?.leader as string | null) ?? null;
+		});
 		this.pauses = new Set<() => void>();
 		this.stopping = false;
 		this.registered = false;

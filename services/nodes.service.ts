@@ -1,6 +1,8 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import type { NodeHeartbeat, NodeHeartbeatAnswer, NodeRegistration } from "../lib/agent/protocol";
+import { requireSender } from "../lib/agent/callers";
 import { NotFoundError } from "../lib/errors";
+import { schedulerLeader } from "../lib/models/status";
 import { runList } from "../lib/list/run";
 import { DbMixin } from "../mixins/db.mixin";
 import { listParamsSchema } from "../mixins/list.mixin";
@@ -137,6 +139,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 				}
 			} as any,
 			async handler(this: NodesThis, ctx: Context<NodeRegistration>) {
+				requireSender(ctx, ctx.params.agentId, "a registration");
 				const { id } = await registerNode(this.db, ctx.params);
 				this.broker.broadcast("nodes.changed", { nodeIds: [id] });
 				return { nodeId: id };
@@ -165,6 +168,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 				ctx: Context<NodeHeartbeat>
 			): Promise<NodeHeartbeatAnswer> {
 				const hb = ctx.params;
+				requireSender(ctx, hb.agentId, "a heartbeat");
 				const change = await heartbeatNode(this.db, hb, this.settings.leaseMs);
 				if (!change)
 					throw new NotFoundError(
@@ -182,6 +186,35 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 						"the agent holds executions that must not run: it is told to cancel them"
 					);
 				return { ok: true, nodeId: change.id, cancel };
+			}
+		},
+
+		/** Agent → control plane: which node leads the scheduler now (an agent runs only its runs). */
+		leader: {
+			params: { type: "object" } as any,
+			async handler(this: NodesThis): Promise<{ leader: string | null }> {
+				return { leader: await schedulerLeader(this.db) };
+			}
+		},
+
+		/**
+		 * Agent → control plane: which of the given executions must not run on the calling agent
+		 * (a cancel is obeyed only when the database says so).
+		 */
+		mustStop: {
+			params: {
+				type: "object",
+				required: ["jobExeIds"],
+				properties: { jobExeIds: { type: "array", maxItems: 10000, items: ID } }
+			} as any,
+			async handler(this: NodesThis, ctx: Context<{ jobExeIds: number[] }>) {
+				return {
+					jobExeIds: await executionsToStop(
+						this.db,
+						ctx.nodeID as string,
+						ctx.params.jobExeIds
+					)
+				};
 			}
 		}
 	},

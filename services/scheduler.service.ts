@@ -15,6 +15,7 @@ import {
 	updateSchedulerSettings
 } from "../lib/scheduling/settings";
 import { databaseUrlOf } from "../lib/db/broker-database";
+import { requireSender } from "../lib/agent/callers";
 import { buildSpecs } from "../lib/scheduling/spec";
 import {
 	clientSql,
@@ -199,6 +200,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 				properties: { steps: { type: "array", maxItems: 100000, items: STEP_SCHEMA } }
 			} as any,
 			async handler(this: any, ctx: Context<{ steps: ExecutionStep[] }>) {
+				for (const step of ctx.params.steps)
+					requireSender(ctx, step.agentId, "a step report");
 				const recorded: boolean[] = await Promise.all(
 					ctx.params.steps.map(step => this.reports.add({ kind: "step", step }))
 				);
@@ -210,6 +213,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 		exeFinished: {
 			params: FINISHED_SCHEMA as any,
 			async handler(this: any, ctx: Context<ExecutionFinished>) {
+				requireSender(ctx, ctx.params.agentId, "a finish report");
 				await this.reports.add({ kind: "finished", finished: ctx.params });
 				return { ok: true };
 			}

@@ -15,6 +15,24 @@ export interface ClusterStatus {
 	resources: { total: Resources; scheduled: Resources; used: Resources };
 }
 
+/** The advisory lock holder's nodeID: the query below, on its own. */
+const LEADER_SQL = `SELECT substr(a.application_name, length($1) + 1) AS leader
+	FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+	WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $2
+		AND l.objsubid = 1
+		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND a.application_name LIKE $1 || '%'
+	LIMIT 1`;
+
+/** The nodeID of the scheduler replica that leads now (holds the lock), or null. */
+export async function schedulerLeader(db: Sequelize): Promise<string | null> {
+	const rows = await select<{ leader: string }>(db, LEADER_SQL, [
+		LEADER_APPLICATION_NAME,
+		SCHEDULER_LOCK_KEY
+	]);
+	return rows[0]?.leader ?? null;
+}
+
 /**
  * The database half of the cluster status, in one round trip: the scheduler pause, the queue
  * depth, and the resources offered by active nodes and scheduled to running executions.
@@ -24,13 +42,7 @@ export async function readClusterState(db: Sequelize) {
 		db,
 		`SELECT
 			(SELECT is_paused FROM scheduler WHERE id = 1) AS is_paused,
-			(SELECT substr(a.application_name, length($1) + 1)
-			   FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-			  WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $2
-				AND l.objsubid = 1
-				AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-				AND a.application_name LIKE $1 || '%'
-			  LIMIT 1) AS leader,
+			(${LEADER_SQL}) AS leader,
 			(SELECT count(*) FROM queue) AS queue_depth,
 			n.cpus, n.mem, n.disk, e.cpus AS s_cpus, e.mem AS s_mem, e.disk AS s_disk
 		 FROM

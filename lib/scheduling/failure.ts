@@ -71,6 +71,8 @@ const UNREACHABLE = new Set([
 export function runFailureError(error: unknown): string {
 	const type = (error as { type?: string })?.type;
 	if (type && UNREACHABLE.has(type)) return ERRORS.nodeLost;
+	// the agent refused a sender that no longer leads: the run never started there
+	if (type === "FORBIDDEN") return ERRORS.nodeLost;
 	if ((error as { retryable?: boolean })?.retryable) return ERRORS.nodeLost;
 	return ERRORS.taskLaunch;
 }

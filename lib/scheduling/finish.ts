@@ -73,6 +73,8 @@ export interface FinishOptions {
 
 interface EndingExe {
 	id: number;
+	/** the agent running it: a report from another agent ends nothing */
+	agent_id: string | null;
 	job_id: number;
 	node_id: number | null;
 	num_exes: number;
@@ -275,10 +277,14 @@ export async function finishExecutions(
 	// Step reports of executions that go on running: their columns only.
 	const stepOnly = [...stepCols.keys()].filter(id => !endingSet.has(id));
 	if (stepOnly.length > 0) {
-		const u = stepUnnest(stepOnly, stepCols);
+		const reporter = new Map(steps.map(s => [s.jobExeId, s.agentId]));
+		const u = stepUnnest(stepOnly, stepCols, [
+			{ name: "agent_id", type: "text", values: stepOnly.map(id => reporter.get(id) ?? null) }
+		]);
 		const rows = await sql.query<{ id: number }>(
 			`UPDATE job_exe e SET ${u.set}, last_modified = now() FROM ${u.from}
-			 WHERE e.id = ANY($1::int[]) AND e.id = u.id AND e.status = 'RUNNING' RETURNING e.id`,
+			 WHERE e.id = ANY($1::int[]) AND e.id = u.id AND e.status = 'RUNNING'
+				AND e.agent_id = u.agent_id RETURNING e.id`,
 			u.binds
 		);
 		for (const row of rows) result.stepped.add(row.id);
@@ -289,7 +295,7 @@ export async function finishExecutions(
 	// (PostgreSQL re-checks the guard under the row lock), and later work follows only the
 	// executions whose transition this transaction made.
 	const rows = await sql.query<EndingExe>(
-		`SELECT e.id, e.job_id, e.node_id, j.num_exes, j.max_tries, j.job_type_id, t.name,
+		`SELECT e.id, e.agent_id, e.job_id, e.node_id, j.num_exes, j.max_tries, j.job_type_id, t.name,
 			t.version, t.is_operational, t.is_long_running, j.data, r.interface, t.error_mapping
 		 FROM job_exe e JOIN job j ON j.id = e.job_id JOIN job_type t ON t.id = j.job_type_id
 			JOIN job_type_rev r ON r.id = j.job_type_rev_id
@@ -310,6 +316,7 @@ export async function finishExecutions(
 		return exe;
 	};
 	for (const f of finished) {
+		if (running.get(f.jobExeId)?.agent_id !== f.agentId) continue;
 		const exe = take(f.jobExeId);
 		if (!exe) continue;
 		if (f.status === "COMPLETED") {

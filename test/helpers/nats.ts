@@ -37,7 +37,10 @@ export function ensureNatsServer(): string {
 }
 
 export interface NatsServer {
+	/** nats://host:port, with the user and password when the server requires them */
 	url: string;
+	/** nats://host:port, without credentials */
+	address: string;
 	stop(): Promise<void>;
 }
 
@@ -60,16 +63,20 @@ function waitForPort(port: number, timeoutMs: number): Promise<void> {
 	});
 }
 
-/** A real nats-server on a free loopback port, for one test file. */
-export async function startNats(): Promise<NatsServer> {
+/** A real nats-server on a free loopback port, for one test file; `auth`: it requires them. */
+export async function startNats(auth?: { user: string; pass: string }): Promise<NatsServer> {
 	const bin = ensureNatsServer();
 	const port = await freePort();
-	const proc: ChildProcess = spawn(bin, ["-a", "127.0.0.1", "-p", String(port)], {
-		stdio: "ignore"
-	});
+	const args = ["-a", "127.0.0.1", "-p", String(port)];
+	if (auth) args.push("--user", auth.user, "--pass", auth.pass);
+	const proc: ChildProcess = spawn(bin, args, { stdio: "ignore" });
 	await waitForPort(port, 10000);
+	const address = `nats://127.0.0.1:${port}`;
 	return {
-		url: `nats://127.0.0.1:${port}`,
+		address,
+		url: auth
+			? `nats://${encodeURIComponent(auth.user)}:${encodeURIComponent(auth.pass)}@127.0.0.1:${port}`
+			: address,
 		stop: () =>
 			new Promise(resolve => {
 				if (proc.exitCode !== null) return resolve();

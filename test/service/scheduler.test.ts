@@ -978,7 +978,7 @@ describe("completion", () => {
 		await waitFor(() => agent.runs.length === 1);
 		const step = (s: Record<string, unknown>) =>
 			main.broker.call("scheduler.exeSteps", {
-				steps: [{ jobExeId: j.exeId, agentId: "x", ...s }]
+				steps: [{ jobExeId: j.exeId, agentId: main.broker.nodeID, ...s }]
 			});
 		await expect(
 			step({ step: "pre", event: "started", at: "2022-02-02T00:00:00.000Z" })
@@ -997,6 +997,32 @@ describe("completion", () => {
 		expect(exe.pre_exit_code).toBe(0);
 		expect(exe.job_started.toISOString()).toBe("2022-02-02T00:00:02.000Z");
 		expect(exe.command_arguments).toBe("a b c");
+		// Reports in another agent's name change nothing of an execution this agent holds.
+		await expect(
+			main.broker.call("scheduler.exeSteps", {
+				steps: [
+					{
+						jobExeId: j.exeId,
+						agentId: "another-agent",
+						step: "main",
+						event: "completed",
+						at: "2022-02-02T00:00:03.000Z",
+						exitCode: 0
+					}
+				]
+			})
+		).resolves.toEqual({ ok: false });
+		await main.broker.call("scheduler.exeFinished", {
+			jobExeId: j.exeId,
+			agentId: "another-agent",
+			status: "FAILED",
+			exitCode: 1,
+			products: [],
+			resultsManifest: null
+		});
+		const [still] = await exes(j.jobId);
+		expect(still.status).toBe("RUNNING");
+		expect(still.job_completed).toBeNull();
 		await agent.finish(j.exeId);
 		await expect(
 			step({ step: "post", event: "started", at: "2022-02-02T00:00:09.000Z" })

@@ -1,0 +1,69 @@
+import { ForbiddenError } from "../errors";
+
+/**
+ * Who may call whom among the cluster's nodes. NATS credentials are the trust boundary (a peer
+ * without them cannot join); these checks keep a peer that has joined from acting for another:
+ * reports name the agent that sends them, and an agent runs only what the scheduler leading
+ * now (by PostgreSQL's advisory lock) sends. `sender` is the calling node's Moleculer nodeID.
+ */
+
+/** The calling node of an action's context, and the node that runs it. */
+export interface CallContext {
+	nodeID?: string | null;
+	broker: { nodeID: string };
+}
+
+/** A call from this very process (its services trust one another). */
+export function isLocalCall(ctx: CallContext): boolean {
+	return ctx.nodeID === ctx.broker.nodeID;
+}
+
+/** Refuses a report from another node whose agentId is not the node that sent it. */
+export function requireSender(ctx: CallContext, agentId: string, what: string): void {
+	if (!isLocalCall(ctx) && ctx.nodeID !== agentId)
+		throw new ForbiddenError(
+			`${what} names agent "${agentId}" but comes from node "${ctx.nodeID}": an agent reports only for itself`
+		);
+}
+
+/**
+ * The agent's view of the scheduler's leader: a nodeID, asked of the control plane (which reads
+ * it from the advisory lock's holder) when a sender is not the leader known here. One question
+ * at a time; a sender refused within `refusalMemoryMs` is refused again without asking, so a
+ * flood of calls from elsewhere costs the database nothing.
+ */
+export class LeaderView {
+	private leader: string | null = null;
+	private asking: Promise<string | null> | null = null;
+	private readonly refused = new Map<string, number>();
+
+	constructor(
+		private readonly askLeader: () => Promise<string | null>,
+		private readonly refusalMemoryMs = 1000,
+		private readonly now: () => number = Date.now
+	) {}
+
+	/** True when `sender` leads the scheduler now. */
+	async isLeader(sender: string): Promise<boolean> {
+		if (sender === this.leader) return true;
+		const until = this.refused.get(sender);
+		if (until !== undefined && until > this.now()) return false;
+		this.asking ??= this.askLeader().finally(() => (this.asking = null));
+		let leader: string | null;
+		try {
+			leader = await this.asking;
+		} catch {
+			return false;
+		}
+		this.leader = leader;
+		if (sender === leader) return true;
+		if (this.refused.size > 1000) this.refused.clear();
+		this.refused.set(sender, this.now() + this.refusalMemoryMs);
+		return false;
+	}
+
+	/** Forgets the leader (its node left): the next call asks again. */
+	forget(nodeId: string): void {
+		if (this.leader === nodeId) this.leader = null;
+	}
+}
