@@ -317,6 +317,35 @@ describe("the cluster towards a peer on NATS", () => {
 		expect(rows).toEqual([{ status: "COMPLETED", agent_id: "trust-agent" }]);
 	}, 60000);
 
+	it("refuses malformed calls and changes nothing", async () => {
+		const count = async () =>
+			(
+				await q<{ n: string }>(
+					"SELECT (SELECT count(*) FROM node) + (SELECT count(*) FROM job_exe) + (SELECT count(*) FROM job) AS n"
+				)
+			)[0].n;
+		const before = await count();
+		const calls: [string, unknown, string?][] = [
+			["scheduler.exeFinished", { jobExeId: "1; DROP TABLE job", agentId: "curious-peer" }],
+			["scheduler.exeFinished", { jobExeId: 1, agentId: "curious-peer", status: "DONE" }],
+			["scheduler.exeSteps", { steps: "all of them" }],
+			[
+				"nodes.register",
+				{ agentId: "curious-peer", slaveId: 7, hostname: "", resources: {} }
+			],
+			["nodes.heartbeat", { agentId: "curious-peer" }],
+			["nodes.mustStop", { jobExeIds: ["x"] }],
+			["node-agent.run", { jobExeId: -1 }, "trust-agent"],
+			["node-agent.cancel", { jobExeId: "all" }, "trust-agent"],
+			["ingest.arrived", { files: [{ name: "../../etc/passwd" }] }]
+		];
+		for (const [action, params, nodeID] of calls) {
+			const err = await refusal(peer.call(action, params, nodeID ? { nodeID } : {}));
+			expect([400, 403, 404, 409, 422]).toContain(err.code);
+		}
+		expect(await count()).toBe(before);
+	});
+
 	it("refuses to start with a wrong NATS password, saying so", () => {
 		const run = spawnSync(process.execPath, [START_SCRIPT], {
 			env: {
