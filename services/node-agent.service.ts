@@ -66,6 +66,9 @@ const DEFAULT_AGENT: AgentConfig = {
 	launcher: "auto"
 };
 
+/** how long the question "who leads the scheduler?" may take before a run is refused */
+const LEADER_QUESTION_TIMEOUT_MS = 5000;
+
 /** Errors worth retrying: no peer, a timeout, a server-side failure; not a refusal (4xx). */
 function isRetryable(error: any): boolean {
 	if (error?.retryable) return true;
@@ -416,11 +419,19 @@ const NodeAgentService: ServiceSchema<Settings> = {
 	created(this: any) {
 		this.settings.agent = { ...DEFAULT_AGENT, ...this.settings.agent };
 		this.warned = new Map<string, number>();
-		this.leaders = new LeaderView(async () => {
+		this.leaders = new LeaderView(async (sender: string) => {
+			const senderHasNodes = this.broker.registry
+				.getServiceList({ onlyAvailable: true })
+				.some((svc: { name: string; nodeID: string }) => {
+					return svc.name === "nodes" && svc.nodeID === sender;
+				});
 			const answer = await this.broker.call(
 				"nodes.leader",
 				{},
-				{ timeout: this.settings.callTimeoutMs }
+				{
+					timeout: LEADER_QUESTION_TIMEOUT_MS,
+					...(senderHasNodes ? { nodeID: sender } : {})
+				}
 			);
 			return (answer?.leader as string | null) ?? null;
 		});

@@ -28,17 +28,19 @@ export function requireSender(ctx: CallContext, agentId: string, what: string): 
 
 /**
  * The agent's view of the scheduler's leader: a nodeID, asked of the control plane (which reads
- * it from the advisory lock's holder) when a sender is not the leader known here. One question
+ * it from the advisory lock's holder) when a sender is not the leader known here. The question
+ * goes to the sender's own `nodes` service where it has one (it is alive: it has just called,
+ * while the registry may still list a replica that died a moment ago). One question per sender
  * at a time; a sender refused within `refusalMemoryMs` is refused again without asking, so a
  * flood of calls from elsewhere costs the database nothing.
  */
 export class LeaderView {
 	private leader: string | null = null;
-	private asking: Promise<string | null> | null = null;
+	private readonly asking = new Map<string, Promise<string | null>>();
 	private readonly refused = new Map<string, number>();
 
 	constructor(
-		private readonly askLeader: () => Promise<string | null>,
+		private readonly askLeader: (sender: string) => Promise<string | null>,
 		private readonly refusalMemoryMs = 1000,
 		private readonly now: () => number = Date.now
 	) {}
@@ -48,10 +50,14 @@ export class LeaderView {
 		if (sender === this.leader) return true;
 		const until = this.refused.get(sender);
 		if (until !== undefined && until > this.now()) return false;
-		this.asking ??= this.askLeader().finally(() => (this.asking = null));
+		let question = this.asking.get(sender);
+		if (!question) {
+			question = this.askLeader(sender).finally(() => this.asking.delete(sender));
+			this.asking.set(sender, question);
+		}
 		let leader: string | null;
 		try {
-			leader = await this.asking;
+			leader = await question;
 		} catch {
 			return false;
 		}

@@ -61,6 +61,15 @@ describe("LeaderView", () => {
 		expect(ask).toHaveBeenCalledTimes(2);
 	});
 
+	it("asks about the sender that called", async () => {
+		const ask = jest.fn(async (sender: string) =>
+			sender === "control-2" ? "control-2" : null
+		);
+		const view = new LeaderView(ask);
+		expect(await view.isLeader("control-2")).toBe(true);
+		expect(ask).toHaveBeenCalledWith("control-2");
+	});
+
 	it("shares one question among calls that arrive together", async () => {
 		let answer!: (leader: string) => void;
 		const ask = jest.fn(() => new Promise<string>(resolve => (answer = resolve)));
