@@ -79,6 +79,9 @@ const SEEDED_TABLES = ["job_type", "node", "workspace", "trigger_event", "job", 
 
 const say = (msg: string) => process.stdout.write(`${msg}\n`);
 
+/** the largest id of the job types present before seeding (the system ones) */
+let typeBase = 0;
+
 async function main() {
 	const started = Date.now();
 	const database = await openP4Database(say);
@@ -118,7 +121,9 @@ async function main() {
 async function readyToSeed(client: Client): Promise<boolean> {
 	const counts: string[] = [];
 	for (const table of SEEDED_TABLES) {
-		const { rows } = await client.query(`SELECT count(*)::int AS n FROM ${table}`);
+		// the system job types (scale-strike) come with the migrations
+		const where = table === "job_type" ? " WHERE NOT is_system" : "";
+		const { rows } = await client.query(`SELECT count(*)::int AS n FROM ${table}${where}`);
 		if (rows[0].n > 0) counts.push(`${rows[0].n} ${table}`);
 	}
 	if (counts.length === 0) return true;
@@ -132,9 +137,14 @@ async function readyToSeed(client: Client): Promise<boolean> {
 	await timed("truncate", async () => {
 		// CASCADE reaches every table that refers to these: jobs, executions, files, ingests...
 		await client.query(
-			`TRUNCATE job_type, trigger_rule, trigger_event, node, workspace, strike, recipe_type
-			 RESTART IDENTITY CASCADE`
+			`TRUNCATE trigger_event, node, workspace, strike, recipe_type, job, job_exe, queue,
+				scale_file, ingest RESTART IDENTITY CASCADE`
 		);
+		// the migrations' system job types and clock rules stay
+		await client.query(
+			`DELETE FROM job_type_rev WHERE job_type_id IN (SELECT id FROM job_type WHERE NOT is_system)`
+		);
+		await client.query("DELETE FROM job_type WHERE NOT is_system");
 		return null;
 	});
 	return true;
@@ -151,11 +161,22 @@ async function timed(name: string, fn: () => Promise<number | null>): Promise<vo
 }
 
 async function seed(client: Client) {
+	// A large insert is followed by ANALYZE of its table (it sees this transaction's rows): the
+	// foreign-key checks of the next inserts are planned from the statistics, and a table never
+	// analysed looks small enough for a sequential scan per checked row.
 	const step = (name: string, sql: string, values: unknown[] = []) =>
-		timed(name, async () => (await client.query(sql, values)).rowCount ?? 0);
+		timed(name, async () => {
+			const rows = (await client.query(sql, values)).rowCount ?? 0;
+			const table = /^\s*INSERT INTO (\w+)/.exec(sql)?.[1];
+			if (table && rows > 10000) await client.query(`ANALYZE ${table}`);
+			return rows;
+		});
 
 	await client.query("BEGIN");
 	try {
+		// the seeded job types are numbered after the system ones the migrations made
+		typeBase = (await client.query("SELECT coalesce(max(id), 0)::int AS n FROM job_type"))
+			.rows[0].n;
 		// Durability per statement buys nothing here (one transaction), and large sorts
 		// (the plan's window functions) stay in memory.
 		await client.query("SET LOCAL synchronous_commit = off");
@@ -214,7 +235,7 @@ async function seed(client: Client) {
 			`INSERT INTO job_type (id, name, version, title, description, category, author_name,
 				is_operational, icon_code, interface, priority, timeout, max_tries, cpus_required,
 				mem_required, disk_out_const_required, created, last_modified)
-			 SELECT t.id, t.name, '1.0', initcap(replace(t.name, '-', ' ')),
+			 SELECT t.id + ${typeBase}, t.name, '1.0', initcap(replace(t.name, '-', ' ')),
 				'A job type of the P4 benchmark', t.category, 'bench', t.operational, 'f013',
 				t.iface, t.priority, 3600, 3, 1 + t.id % 4, 512 * (1 + t.id % 8), 1024,
 				now() - interval '${DAYS + 30} days', now() - interval '${DAYS + 30} days'
@@ -231,7 +252,7 @@ async function seed(client: Client) {
 		await step(
 			"job type revisions",
 			`INSERT INTO job_type_rev (id, job_type_id, revision_num, interface, created)
-			 SELECT id, id, 1, interface, created FROM job_type`
+			 SELECT id, id, 1, interface, created FROM job_type WHERE NOT is_system`
 		);
 		await planJobs(client, step);
 		await step(
@@ -377,7 +398,7 @@ async function planJobs(client: Client, step: Step) {
 			FROM error
 		 ),
 		 d AS MATERIALIZED (
-			SELECT g AS id, 1 + floor(power(random(), 1.6) * ${JOB_TYPES.length})::int AS jt,
+			SELECT g AS id, ${typeBase} + 1 + floor(power(random(), 1.6) * ${JOB_TYPES.length})::int AS jt,
 				now() - interval '${DAYS} days'
 					+ (600 + (g - 1) * ${jobStep} + random() * 5) * interval '1 second' AS created,
 				g > ${JOBS - LATE_JOBS} AS late, g > ${JOBS - UNFINISHED_JOBS} AS unfinished,
@@ -427,7 +448,8 @@ async function planJobs(client: Client, step: Step) {
 			SELECT e.*, sum(num_exes) OVER (ORDER BY id) AS exe_last,
 				row_number() OVER (PARTITION BY has_product ORDER BY id) AS product_rank,
 				rt.typical * run_f * interval '1 second' AS run
-			FROM e JOIN unnest($1::float8[]) WITH ORDINALITY AS rt(typical, jt) USING (jt)
+			FROM e JOIN unnest($1::float8[]) WITH ORDINALITY AS rt(typical, n)
+				ON e.jt = rt.n + ${typeBase}
 		 ),
 		 -- the failed first try of a job run twice
 		 t1 AS (

@@ -100,7 +100,9 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		keepFailedMs: 24 * 3600 * 1000,
 		// a cancel that overtakes its run (sent at most runTimeoutMs, 10 s, before the run gives up)
 		cancelMemoryMs: 60 * 1000,
-		callTimeoutMs: 30 * 1000
+		// a call to a control plane that died is retried after this (the registry keeps a dead
+		// node until its heartbeats have been missed for 15 s)
+		callTimeoutMs: 10 * 1000
 	},
 
 	actions: {

@@ -180,7 +180,9 @@ export class EmbeddedPostgres {
 				"-c",
 				"fsync=on"
 			],
-			{ ...runAs, stdio: ["ignore", "ignore", "pipe"] }
+			// its own process group: a Ctrl-C at the terminal reaches our process, which stops
+			// the services first and PostgreSQL last, not all of them at once
+			{ ...runAs, stdio: ["ignore", "ignore", "pipe"], detached: true }
 		);
 		let stderr = "";
 		this.proc.stderr!.on("data", (b: Buffer) => {

@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from "child_process";
+import path from "path";
+import readline from "readline";
+import { PROJECT_ROOT } from "../paths";
+
+const START_SCRIPT = path.join(PROJECT_ROOT, "dist", "bin", "start.js");
+
+export interface NodeProcessOptions {
+	/** what its output lines are prefixed with, and its NODE_ID */
+	name: string;
+	/** the whole environment of the process (nothing else is inherited) */
+	env: Record<string, string>;
+	/** where its output lines go, prefixed */
+	write: (line: string) => void;
+	/** called when it exits without having been asked to */
+	onUnexpectedExit?: (name: string, code: number | null, signal: string | null) => void;
+}
+
+/**
+ * One `node dist/bin/start.js` of a cluster run on one machine: started, killed and started
+ * again with the same identity (NODE_ID, work directory), its output prefixed by its name.
+ */
+export class NodeProcess {
+	proc: ChildProcess | null = null;
+	private stopping = false;
+	private exited: Promise<void> = Promise.resolve();
+
+	constructor(readonly opts: NodeProcessOptions) {}
+
+	get name(): string {
+		return this.opts.name;
+	}
+
+	get pid(): number | undefined {
+		return this.proc?.pid;
+	}
+
+	get running(): boolean {
+		return !!this.proc && this.proc.exitCode === null && this.proc.signalCode === null;
+	}
+
+	start(): void {
+		if (this.running) return;
+		this.stopping = false;
+		const proc = spawn(process.execPath, [START_SCRIPT], {
+			env: this.opts.env,
+			stdio: ["ignore", "pipe", "pipe"],
+			// its own process group: a Ctrl-C at the terminal reaches the cluster script alone,
+			// which stops the processes in order (agents first, PostgreSQL last)
+			detached: true
+		});
+		this.proc = proc;
+		for (const stream of [proc.stdout!, proc.stderr!])
+			readline
+				.createInterface({ input: stream })
+				.on("line", line => this.opts.write(`[${this.name}] ${line}`));
+		this.exited = new Promise(resolve =>
+			proc.once("exit", (code, signal) => {
+				if (!this.stopping && this.proc === proc)
+					this.opts.onUnexpectedExit?.(this.name, code, signal);
+				resolve();
+			})
+		);
+	}
+
+	/** Sends `signal` and waits for the exit; SIGKILL after `graceMs` if it lingers. */
+	async stop(signal: NodeJS.Signals = "SIGTERM", graceMs = 15000): Promise<void> {
+		if (!this.running) return;
+		this.stopping = true;
+		this.proc!.kill(signal);
+		const timer = setTimeout(() => this.proc?.kill("SIGKILL"), graceMs);
+		await this.exited;
+		clearTimeout(timer);
+	}
+
+	/** SIGKILL, as a crash would; an expected exit (not reported). */
+	kill(): Promise<void> {
+		return this.stop("SIGKILL");
+	}
+
+	async restart(): Promise<void> {
+		await this.stop();
+		this.start();
+	}
+}

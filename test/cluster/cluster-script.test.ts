@@ -1,0 +1,176 @@
+import fs from "fs";
+import os from "os";
+import path from "path";
+import { spawn, type ChildProcess } from "child_process";
+import { connect } from "nats";
+import { PROJECT_ROOT } from "../../lib/paths";
+import { request } from "../helpers/broker";
+import { ensureNatsServer } from "../helpers/nats";
+import { freePort } from "../helpers/ports";
+import { waitUntil } from "../helpers/process";
+
+const CLUSTER_SCRIPT = path.join(PROJECT_ROOT, "dist", "bin", "cluster.js");
+
+function alive(pid: number): boolean {
+	try {
+		process.kill(pid, 0);
+		return true;
+	} catch {
+		return false;
+	}
+}
+
+/** pids of the processes whose environment says NODE_ID=<one of ids>, among start.js's. */
+function nodePids(dataDir: string): number[] {
+	const pids: number[] = [];
+	for (const entry of fs.readdirSync("/proc")) {
+		if (!/^\d+$/.test(entry)) continue;
+		try {
+			const cmd = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8");
+			const env = fs.readFileSync(`/proc/${entry}/environ`, "utf8");
+			if (
+				(cmd.includes("start.js") ||
+					cmd.includes("nats-server") ||
+					cmd.includes("postgres")) &&
+				env.includes(dataDir)
+			)
+				pids.push(Number(entry));
+			else if (cmd.includes(path.join(dataDir, "nats-server.conf"))) pids.push(Number(entry));
+		} catch {
+			/* gone, or not ours to read */
+		}
+	}
+	return pids;
+}
+
+/**
+ * `npm run cluster` as a new user runs it: two control planes and three agents over a
+ * nats-server that requires a password; jobs run; SIGINT stops every process it started.
+ */
+describe("npm run cluster", () => {
+	let dir: string;
+	let proc: ChildProcess;
+	let out = "";
+	let apiPort: number;
+	let natsPort: number;
+
+	beforeAll(async () => {
+		ensureNatsServer();
+		dir = fs.mkdtempSync(path.join(os.tmpdir(), "cluster-script-"));
+		fs.chmodSync(dir, 0o755);
+		apiPort = await freePort();
+		natsPort = await freePort();
+		proc = spawn(process.execPath, [CLUSTER_SCRIPT], {
+			env: {
+				PATH: process.env.PATH ?? "",
+				DATA_DIR: dir,
+				CLUSTER_PORT: String(apiPort),
+				NATS_PORT: String(natsPort),
+				EMBEDDED_PG_PORT: String(await freePort()),
+				LOG_LEVEL: "warn"
+			},
+			stdio: ["ignore", "pipe", "pipe"]
+		});
+		const keep = (b: Buffer) => (out = (out + b.toString()).slice(-30000));
+		proc.stdout!.on("data", keep);
+		proc.stderr!.on("data", keep);
+	}, 30000);
+
+	afterAll(async () => {
+		if (proc && proc.exitCode === null) proc.kill("SIGKILL");
+		for (const pid of nodePids(dir)) {
+			try {
+				process.kill(pid, "SIGKILL");
+			} catch {
+				/* gone */
+			}
+		}
+		if (dir) fs.rmSync(dir, { recursive: true, force: true });
+	});
+
+	async function withOutput<T>(step: () => Promise<T>): Promise<T> {
+		try {
+			return await step();
+		} catch (err) {
+			(err as Error).message = `${(err as Error).message}\n${out}`;
+			throw err;
+		}
+	}
+
+	it("runs two control planes and three agents; jobs run; Ctrl-C stops it all", async () => {
+		const apis = [0, 1].map(i => `http://127.0.0.1:${apiPort + i}/api`);
+		await withOutput(() =>
+			waitUntil(
+				async () => {
+					for (const api of apis)
+						if ((await request("GET", `${api}/version/`)).status !== 200) return false;
+					const nodes = await request("GET", `${apis[1]}/nodes/`);
+					return nodes.body?.results?.filter((n: any) => n.is_active).length === 3;
+				},
+				90000,
+				"both APIs and three active nodes"
+			)
+		);
+		expect(out).toContain(`[cluster] control-1: REST API ${apis[0]}/`);
+
+		// The credentials file is the owner's alone, and NATS refuses a connection without them.
+		const env = path.join(dir, "cluster.env");
+		expect(fs.statSync(env).mode & 0o777).toBe(0o600);
+		expect(fs.readFileSync(env, "utf8")).toMatch(/^export NATS_PASSWORD=\S+$/m);
+		await expect(
+			connect({ servers: `127.0.0.1:${natsPort}`, reconnect: false, timeout: 5000 })
+		).rejects.toThrow(/Authorization/i);
+		// The agents were given no database URL.
+		const agentPids = nodePids(dir).filter(pid => {
+			const e = fs.readFileSync(`/proc/${pid}/environ`, "utf8");
+			return e.includes("SERVICES=node-agent");
+		});
+		expect(agentPids).toHaveLength(3);
+		for (const pid of agentPids)
+			expect(fs.readFileSync(`/proc/${pid}/environ`, "utf8")).not.toContain("DATABASE_URL");
+
+		const type = await request("POST", `${apis[0]}/job-types/`, {
+			name: "quick",
+			version: "1.0",
+			title: "Quick",
+			cpus_required: 0.1,
+			mem_required: 16,
+			interface: {
+				version: "1.0",
+				command: "/bin/true",
+				command_arguments: "",
+				input_data: [],
+				output_data: []
+			}
+		});
+		expect(type.status).toBe(201);
+		const ids: number[] = [];
+		for (let i = 0; i < 6; i++) {
+			const queued = await request("POST", `${apis[i % 2]}/queue/new-job/`, {
+				job_type_id: type.body.id,
+				job_data: { version: "1.0", input_data: [], output_data: [] }
+			});
+			expect(queued.status).toBe(201);
+			ids.push(queued.body.id);
+		}
+		await withOutput(() =>
+			waitUntil(
+				async () => {
+					const res = await request("GET", `${apis[1]}/jobs/?status=COMPLETED`);
+					return res.body?.count === ids.length;
+				},
+				60000,
+				"the six jobs to complete"
+			)
+		);
+
+		const started = nodePids(dir);
+		// two control planes, three agents, nats-server, the postmaster (and its children)
+		expect(started.length).toBeGreaterThanOrEqual(7);
+		const exited = new Promise<number | null>(resolve => proc.once("exit", resolve));
+		proc.kill("SIGINT");
+		expect(await exited).toBe(0);
+		expect(out).toContain("[cluster] stopped");
+		expect(started.filter(alive)).toEqual([]);
+	}, 180000);
+});
