@@ -1,0 +1,31 @@
+import type { ReplCommand } from "../command";
+import cancel from "./cancel";
+import job from "./job";
+import jobs from "./jobs";
+import logs from "./logs";
+import metricsDay from "./metrics-day";
+import nodePause from "./node-pause";
+import nodeResume from "./node-resume";
+import nodeStatus from "./node-status";
+import queue from "./queue";
+import requeue from "./requeue";
+import schedulerPause from "./scheduler-pause";
+import schedulerResume from "./scheduler-resume";
+import strikes from "./strikes";
+
+/** The operators' commands, added to moleculer-repl's own. */
+export const COMMANDS: ReplCommand[] = [
+	queue,
+	jobs,
+	job,
+	cancel,
+	requeue,
+	nodeStatus,
+	nodePause,
+	nodeResume,
+	schedulerPause,
+	schedulerResume,
+	logs,
+	strikes,
+	metricsDay
+];
