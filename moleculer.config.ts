@@ -61,6 +61,24 @@ export function brokerOptions(config: Config, databaseUrl: string | null): Broke
 			}
 		},
 		logLevel: config.logLevel as any,
+		// Moleculer's metrics and its Prometheus reporter, with the service's own gauges
+		// (mixins/prometheus-gauges.mixin.ts, the scheduler's passes), when METRICS_PORT is set
+		metrics:
+			config.metricsPort === null
+				? { enabled: false }
+				: {
+						enabled: true,
+						reporter: [
+							{
+								type: "Prometheus",
+								options: {
+									host: config.host,
+									port: config.metricsPort,
+									path: "/metrics"
+								}
+							}
+						]
+					},
 		internalServices: { $node: nodeOptionsWithoutSecrets() } as any,
 		validator: new AjvValidator(),
 		errorHandler: undefined,

@@ -39,6 +39,8 @@ export interface Config {
 	apiTokens: string[];
 	allowAnonymous: boolean;
 	embeddedPgPort: number;
+	/** where Prometheus scrapes this process's metrics; null: no metrics */
+	metricsPort: number | null;
 	agent: AgentConfig;
 }
 
@@ -131,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 			.filter(Boolean),
 		allowAnonymous: /^(1|true|yes)$/i.test(env.ALLOW_ANONYMOUS || ""),
 		embeddedPgPort: parsePort("EMBEDDED_PG_PORT", env.EMBEDDED_PG_PORT, 54329),
+		metricsPort: env.METRICS_PORT ? parsePort("METRICS_PORT", env.METRICS_PORT, 0) : null,
 		agent: {
 			workDir: path.resolve(
 				env.AGENT_WORK_DIR || path.join(env.DATA_DIR || "./data", "agent")

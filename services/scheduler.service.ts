@@ -16,6 +16,7 @@ import {
 } from "../lib/scheduling/settings";
 import { databaseUrlOf } from "../lib/db/broker-database";
 import { requireSender } from "../lib/agent/callers";
+import { METRICS, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { buildSpecs } from "../lib/scheduling/spec";
 import {
 	clientSql,
@@ -289,6 +290,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 					this.dirty = false;
 					const sql: Sql = this.leaderSql;
 					const tx: TxRunner = this.leaderTx;
+					const passStarted = this.metered ? performance.now() : 0;
 					const result = await this.exclusive(() =>
 						schedulePass(sql, tx, {
 							agents: this.agentIds(),
@@ -297,6 +299,13 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 							maxScanRows: this.settings.maxScanRows
 						})
 					);
+					if (this.metered) {
+						this.broker.metrics.increment(METRICS.schedulerPasses);
+						this.broker.metrics.observe(
+							METRICS.schedulerPassDuration,
+							performance.now() - passStarted
+						);
+					}
 					if (result.placed.length > 0) void this.dispatch(result.placed);
 					again =
 						this.dirty || (result.placed.length > 0 && result.stop === "scan-limit");
@@ -549,6 +558,9 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 		this.dirty = false;
 		this.lostPending = new Set<number>();
 		this.reportTx = poolTransaction(this.db);
+		this.metered = this.broker.isMetricsEnabled();
+		if (this.metered)
+			for (const def of SCHEDULER_DEFINITIONS) this.broker.metrics.register(def as any);
 		this.reports = new MicroBatcher<Item, boolean>(items => this.flushReports(items), {
 			delayMs: this.settings.flushMs,
 			maxItems: this.settings.flushMaxItems

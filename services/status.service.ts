@@ -1,6 +1,7 @@
 import os from "os";
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
+import { PrometheusGaugesMixin } from "../mixins/prometheus-gauges.mixin";
 import { readClusterState, type ClusterStatus } from "../lib/models/status";
 
 import { VERSION } from "../lib/paths";
@@ -13,7 +14,7 @@ interface StatusSettings {
 const StatusService: ServiceSchema<StatusSettings> = {
 	name: "status",
 	settings: { apiPort: 8000 },
-	mixins: [DbMixin()],
+	mixins: [DbMixin(), PrometheusGaugesMixin()],
 
 	actions: {
 		get: {

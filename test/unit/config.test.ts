@@ -16,6 +16,7 @@ describe("loadConfig", () => {
 			apiTokens: [],
 			allowAnonymous: false,
 			embeddedPgPort: 54329,
+			metricsPort: null,
 			agent: {
 				workDir: path.resolve("./data/agent"),
 				cpus: null,
@@ -53,6 +54,7 @@ describe("loadConfig", () => {
 			API_TOKENS: " a , b,,c ",
 			ALLOW_ANONYMOUS: "true",
 			EMBEDDED_PG_PORT: "5433",
+			METRICS_PORT: "9100",
 			AGENT_WORK_DIR: "/srv/agent",
 			AGENT_CPUS: "1.5",
 			AGENT_MEM_MIB: "2048",
@@ -72,6 +74,7 @@ describe("loadConfig", () => {
 			apiTokens: ["a", "b", "c"],
 			allowAnonymous: true,
 			embeddedPgPort: 5433,
+			metricsPort: 9100,
 			agent: {
 				workDir: "/srv/agent",
 				cpus: 1.5,
@@ -175,6 +178,17 @@ describe("loadConfig", () => {
 		it.each(["verbose", "warning", "silly", "0"])("refuses %j", level => {
 			expect(() => loadConfig({ LOG_LEVEL: level })).toThrow(ConfigError);
 			expect(() => loadConfig({ LOG_LEVEL: level })).toThrow(/LOG_LEVEL/);
+		});
+	});
+
+	describe("METRICS_PORT", () => {
+		it("is off unless set", () => {
+			expect(loadConfig({}).metricsPort).toBeNull();
+			expect(loadConfig({ METRICS_PORT: "" }).metricsPort).toBeNull();
+		});
+
+		it.each(["http", "-1", "65536", "9100.5"])("refuses %j", port => {
+			expect(() => loadConfig({ METRICS_PORT: port })).toThrow(/METRICS_PORT/);
 		});
 	});
 

@@ -1,0 +1,136 @@
+import { createTestDatabase, type TestDatabase } from "../helpers/db";
+import { request, startServices, type TestApi } from "../helpers/broker";
+import { freePort } from "../helpers/ports";
+import { readGauges } from "../../lib/observability/gauges";
+
+const SERVICES = [
+	"api",
+	"errors",
+	"workspaces",
+	"status",
+	"job-types",
+	"queue",
+	"jobs",
+	"nodes",
+	"scheduler"
+];
+
+async function scrape(port: number): Promise<string> {
+	const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+	expect(res.status).toBe(200);
+	return res.text();
+}
+
+/** The value of one sample line (`name{labels} value`), or null when absent. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | null {
+	for (const line of text.split("\n")) {
+		if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+		if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue;
+		return Number(line.slice(line.lastIndexOf(" ") + 1));
+	}
+	return null;
+}
+
+describe("Prometheus metrics (METRICS_PORT)", () => {
+	let tdb: TestDatabase;
+	let svc: TestApi;
+	let port: number;
+
+	beforeAll(async () => {
+		tdb = await createTestDatabase();
+		port = await freePort();
+		// nodes: one online, one paused and out of its lease, one archived
+		await tdb.db.query(
+			`INSERT INTO node (hostname, slave_id, agent_id, is_paused, is_active, last_heartbeat)
+			 VALUES ('a', 's1', 'agent-a', false, true, now()),
+				('b', 's2', 'agent-b', true, true, now() - interval '1 hour'),
+				('c', 's3', NULL, true, false, NULL)`
+		);
+		svc = await startServices(tdb.url, SERVICES, { METRICS_PORT: String(port) });
+		const status = svc.broker.getLocalService("status") as any;
+		status.settings.apiPort = 0;
+	}, 30000);
+
+	afterAll(async () => {
+		await svc?.stop();
+		await tdb?.drop();
+	});
+
+	it("serves Moleculer's metrics and the cluster's gauges", async () => {
+		expect((await request("PATCH", `${svc.api}/scheduler/`, { is_paused: true })).status).toBe(
+			200
+		);
+		const type = await request("POST", `${svc.api}/job-types/`, {
+			name: "counted",
+			version: "2.0",
+			title: "Counted",
+			interface: {
+				version: "1.0",
+				command: "/bin/true",
+				command_arguments: "",
+				input_data: [],
+				output_data: []
+			}
+		});
+		expect(type.status).toBe(201);
+		for (let i = 0; i < 3; i++) {
+			const res = await request("POST", `${svc.api}/queue/new-job/`, {
+				job_type_id: type.body.id,
+				job_data: { version: "1.0", input_data: [], output_data: [] }
+			});
+			expect(res.status).toBe(201);
+		}
+		const status = svc.broker.getLocalService("status") as any;
+		status.applyGauges(await readGauges(tdb.db, 15000));
+
+		const text = await scrape(port);
+		expect(text).toMatch(/^moleculer_request_total\{/m);
+		expect(text).toMatch(/# TYPE scale_queue_depth gauge/);
+		expect(sample(text, "scale_queue_depth", { job_type: "counted:2.0" })).toBe(3);
+		expect(sample(text, "scale_executions_running")).toBe(0);
+		expect(sample(text, "scale_nodes_online")).toBe(1);
+		expect(sample(text, "scale_nodes_paused")).toBe(1);
+		expect(sample(text, "scale_ingests", { status: "INGESTED" })).toBe(0);
+		expect(sample(text, "scale_ingests", { status: "ERRORED" })).toBe(0);
+
+		// a pass of the leading scheduler is counted once it leads and is woken
+		expect((await request("PATCH", `${svc.api}/scheduler/`, { is_paused: false })).status).toBe(
+			200
+		);
+		const deadline = Date.now() + 10000;
+		let passes: number | null = null;
+		while (Date.now() < deadline) {
+			passes = sample(await scrape(port), "scale_scheduler_passes_total");
+			if (passes !== null && passes > 0) break;
+			await new Promise(r => setTimeout(r, 100));
+		}
+		expect(passes).toBeGreaterThan(0);
+		const text2 = await scrape(port);
+		expect(sample(text2, "scale_scheduler_pass_duration_ms_count")).toBeGreaterThan(0);
+		expect(
+			sample(text2, "scale_scheduler_pass_duration_ms_bucket", { le: "+Inf" })
+		).toBeGreaterThan(0);
+	});
+
+	it("drops a job type's depth to 0 when nothing of it is queued", async () => {
+		await tdb.db.query("DELETE FROM queue");
+		const status = svc.broker.getLocalService("status") as any;
+		status.applyGauges(await readGauges(tdb.db, 15000));
+		expect(sample(await scrape(port), "scale_queue_depth", { job_type: "counted:2.0" })).toBe(
+			0
+		);
+	});
+});
+
+describe("without METRICS_PORT", () => {
+	it("serves no metrics", async () => {
+		const tdb = await createTestDatabase();
+		const svc = await startServices(tdb.url, ["status"]);
+		try {
+			expect(svc.broker.isMetricsEnabled()).toBe(false);
+		} finally {
+			await svc.stop();
+			await tdb.drop();
+		}
+	});
+});
