@@ -51,6 +51,8 @@ export interface SchedulerSettings {
 	registryGraceMs: number;
 	/** how long a node-agent.run call may take to be accepted */
 	runTimeoutMs: number;
+	/** how long nothing is placed on an agent after a run could not reach it */
+	unreachableBackoffMs: number;
 }
 
 type Item =
@@ -169,7 +171,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 		flushMs: 2,
 		flushMaxItems: 500,
 		registryGraceMs: 15000,
-		runTimeoutMs: 10000
+		runTimeoutMs: 10000,
+		unreachableBackoffMs: 5000
 	},
 
 	actions: {
@@ -242,12 +245,35 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 			return this.leaderClient !== null;
 		},
 
-		/** Moleculer nodeIDs of the node agents registered in the cluster now. */
+		/**
+		 * Moleculer nodeIDs of the node agents registered in the cluster now, less those a run
+		 * could not reach a moment ago (see setAside).
+		 */
 		agentIds(): string[] {
+			const now = Date.now();
 			return this.broker.registry
 				.getServiceList({ onlyAvailable: true })
 				.filter((s: { name: string }) => s.name === "node-agent")
-				.map((s: { nodeID?: string }) => s.nodeID as string);
+				.map((s: { nodeID?: string }) => s.nodeID as string)
+				.filter((id: string) => !((this.setAsideUntil.get(id) ?? 0) > now));
+		},
+
+		/**
+		 * Places nothing on `agentId` for unreachableBackoffMs. An agent restarted under its
+		 * nodeID is connected before its services run, and the registry still lists the old
+		 * process's: a run there fails at once (SERVICE_NOT_FOUND), and without a pause the
+		 * retries would go the same way and use up the job's tries in milliseconds.
+		 */
+		setAside(agentId: string) {
+			if ((this.setAsideUntil.get(agentId) ?? 0) > Date.now()) return;
+			this.setAsideUntil.set(agentId, Date.now() + this.settings.unreachableBackoffMs);
+			this.logger.warn(
+				`agent ${agentId} could not be reached: nothing is placed on it for ${this.settings.unreachableBackoffMs} ms`
+			);
+			setTimeout(() => {
+				this.setAsideUntil.delete(agentId);
+				this.wake();
+			}, this.settings.unreachableBackoffMs).unref?.();
 		},
 
 		/** A wake-up hint: the leader wakes; another replica passes on a hint meant for one. */
@@ -359,6 +385,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 						// It may have started after all: make sure it does not run on unseen.
 						if (error?.type === "REQUEST_TIMEOUT")
 							this.cancelOnAgent(exe.id, exe.agent_id);
+						if (errorName === ERRORS.nodeLost) this.setAside(exe.agent_id);
 						this.failExecution({ jobExeId: exe.id, errorName });
 					});
 			});
@@ -557,6 +584,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 		this.passing = false;
 		this.dirty = false;
 		this.lostPending = new Set<number>();
+		this.setAsideUntil = new Map<string, number>();
 		this.reportTx = poolTransaction(this.db);
 		this.metered = this.broker.isMetricsEnabled();
 		if (this.metered)

@@ -175,6 +175,21 @@ export class LocalCluster {
 		});
 	}
 
+	/** Stops nats-server (every process loses its connection); `startNats` brings it back. */
+	async stopNats(): Promise<void> {
+		await this.nats?.stop();
+	}
+
+	/** nats-server again, on the same port with the same credentials. */
+	async startNats(): Promise<void> {
+		this.nats = await startNatsServer({
+			dir: this.opts.dataDir,
+			port: this.opts.natsPort,
+			user: this.credentials!.user,
+			password: this.credentials!.password
+		});
+	}
+
 	/** Agents first (their work is reported), then the control planes, PostgreSQL, NATS. */
 	async stop(): Promise<void> {
 		await Promise.all(this.agents.map(p => p.stop()));

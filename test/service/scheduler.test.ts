@@ -1,7 +1,7 @@
 import { promises as fs } from "fs";
 import os from "os";
 import path from "path";
-import { ServiceBroker, type ServiceSchema } from "moleculer";
+import { Errors, ServiceBroker, type ServiceSchema } from "moleculer";
 import type { ExecutionFinished, ExecutionSpec, ProducedFile } from "../../lib/agent/protocol";
 import { loadConfig } from "../../lib/config";
 import { cancelJob } from "../../lib/queue/cancel";
@@ -24,7 +24,13 @@ let eventId: number;
 const namespace = `sched-${Math.random().toString(36).slice(2, 8)}`;
 
 const FAST = {
-	scheduler: { tickMs: 100, leaderRetryMs: 200, registryGraceMs: 0, flushMs: 1 },
+	scheduler: {
+		tickMs: 100,
+		leaderRetryMs: 200,
+		registryGraceMs: 0,
+		flushMs: 1,
+		unreachableBackoffMs: 300
+	},
 	nodes: {}
 };
 
@@ -34,7 +40,7 @@ interface Started {
 	stop(): Promise<void>;
 }
 
-type Outcome = Partial<ExecutionFinished> | "hold" | "throw";
+type Outcome = Partial<ExecutionFinished> | "hold" | "throw" | "unreachable";
 
 /** The agent's side of the contract, recording what it is asked to do. */
 class StandIn {
@@ -54,6 +60,12 @@ class StandIn {
 					const spec = ctx.params as ExecutionSpec;
 					const outcome = self.behave(spec);
 					if (outcome === "throw") throw new Error("cannot launch");
+					// as an agent restarted under its nodeID answers before its services run
+					if (outcome === "unreachable")
+						throw new Errors.ServiceNotFoundError({
+							action: "node-agent.run",
+							nodeID: ctx.nodeID
+						});
 					self.runs.push(spec);
 					if (outcome === "hold") self.held.set(spec.jobExeId, spec);
 					else setImmediate(() => void self.finish(spec.jobExeId, outcome));
@@ -1369,6 +1381,22 @@ describe("lost agents", () => {
 		const list = await exes(forgotten.jobId);
 		expect(list[0]).toMatchObject({ status: "FAILED", error_name: "node-lost" });
 		expect((await exes(kept.jobId))[0].status).toBe("RUNNING");
+	});
+
+	it("places nothing on an agent for a while after a run could not reach it", async () => {
+		const type = await jobType();
+		await registerNode();
+		const until = Date.now() + 200;
+		agent.behave = () => (Date.now() < until ? "unreachable" : {});
+		const j = await queueJob(type, { maxTries: 3 });
+		wake();
+		await waitFor(async () => (await job(j.jobId)).status === "COMPLETED");
+		const list = await exes(j.jobId);
+		// without the pause, the retries would have met the same refusal and used up the tries
+		expect(list.map(e => [e.status, e.error_name])).toEqual([
+			["FAILED", "node-lost"],
+			["COMPLETED", null]
+		]);
 	});
 
 	it("fails with node-lost and requeues when the agent leaves the cluster", async () => {
