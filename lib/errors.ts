@@ -10,6 +10,7 @@ export const ErrorTypes = {
 	NOT_FOUND: "NOT_FOUND",
 	UNAUTHORIZED: "UNAUTHORIZED",
 	FORBIDDEN: "FORBIDDEN",
+	UNSUPPORTED_MEDIA_TYPE: "UNSUPPORTED_MEDIA_TYPE",
 	CONFLICT: "CONFLICT"
 } as const;
 
@@ -50,6 +51,13 @@ export class ConflictError extends Errors.MoleculerClientError {
 export class ForbiddenError extends Errors.MoleculerClientError {
 	constructor(message: string) {
 		super(message, 403, ErrorTypes.FORBIDDEN, {});
+	}
+}
+
+/** A request body in another format than the route reads (JSON). */
+export class UnsupportedMediaTypeError extends Errors.MoleculerClientError {
+	constructor(message: string) {
+		super(message, 415, ErrorTypes.UNSUPPORTED_MEDIA_TYPE, {});
 	}
 }
 

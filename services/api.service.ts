@@ -3,8 +3,14 @@ import type { Context, ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
 import { ALIASES, answersInPlainText, ID_PARAMS } from "../lib/http/aliases";
 import { toHttpError } from "../lib/http/errors";
-import { BadRequestError, FieldError, NotFoundError, UnauthorizedError } from "../lib/errors";
-import { checkStorableText } from "../lib/validation/text";
+import {
+	BadRequestError,
+	FieldError,
+	NotFoundError,
+	UnauthorizedError,
+	UnsupportedMediaTypeError
+} from "../lib/errors";
+import { checkBodyDepth, checkStorableText } from "../lib/validation/text";
 import type { RequestMeta } from "../types/meta";
 
 export interface ApiSettings {
@@ -95,11 +101,21 @@ function route(path: string) {
 				req.$params[key] = Number(value);
 			}
 			if (req.method && BODY_METHODS.includes(req.method)) {
+				// a body the JSON parser did not read (another content type) would otherwise
+				// count as an empty one: a requeue of every job, say
+				const sent =
+					Number(req.headers["content-length"] ?? 0) > 0 ||
+					req.headers["transfer-encoding"] !== undefined;
+				if (req.body === undefined && sent && !UPLOAD_PATH.test(req.originalUrl ?? ""))
+					throw new UnsupportedMediaTypeError(
+						"Content-Type must be application/json for a request body"
+					);
 				const body = req.body ?? {};
 				if (body === null || typeof body !== "object" || Array.isArray(body))
 					throw new BadRequestError("body: must be a JSON object");
 				if (Object.prototype.hasOwnProperty.call(body, "__proto__"))
 					throw new FieldError("__proto__", "is not allowed");
+				checkBodyDepth(body);
 				checkStorableText(body, "");
 				// A write takes its fields from the body and the path only: moleculer-web merged the
 				// query over the body, so `?name=x` could otherwise replace the body's name.

@@ -55,7 +55,9 @@ const REQUEUE_SCHEMA = {
 			items: { type: "string", enum: ["SYSTEM", "ALGORITHM", "DATA"] }
 		},
 		priority: { type: ["integer", "null"], minimum: 1, maximum: INT4_MAX }
-	}
+	},
+	// a misspelt filter (job_id for job_ids) must not turn into a requeue of every job
+	additionalProperties: false
 };
 
 /**

@@ -1,4 +1,4 @@
-import { FieldError } from "../errors";
+import { BadRequestError, FieldError } from "../errors";
 
 const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
@@ -25,5 +25,24 @@ export function checkStorableText(value: unknown, field: string): void {
 			if (problem) throw new FieldError(field, `field names ${problem}`);
 			checkStorableText(item, `${field ? `${field}.${key}` : key}`);
 		}
+	}
+}
+
+/** How deep a request body may nest: the documents the API takes need a handful of levels. */
+export const MAX_BODY_DEPTH = 64;
+
+/**
+ * Refuses a body nested deeper than MAX_BODY_DEPTH (400), measured without recursion: the
+ * validators and serialisers that walk a body recursively would exhaust the stack on one
+ * thousands of levels deep and answer 500.
+ */
+export function checkBodyDepth(body: unknown): void {
+	const stack: [unknown, number][] = [[body, 1]];
+	while (stack.length > 0) {
+		const [value, depth] = stack.pop()!;
+		if (value === null || typeof value !== "object") continue;
+		if (depth > MAX_BODY_DEPTH)
+			throw new BadRequestError(`body: nested deeper than ${MAX_BODY_DEPTH} levels`);
+		for (const child of Object.values(value as object)) stack.push([child, depth + 1]);
 	}
 }

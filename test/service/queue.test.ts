@@ -591,6 +591,23 @@ describe("POST /queue/requeue-jobs/", () => {
 		expect(row.status).toBe("FAILED");
 	});
 
+	it("refuses an unknown filter, or a body that is not JSON, and requeues nothing", async () => {
+		const a = await createJob(jt.other, {});
+		await endJob(a, "FAILED");
+		const typo = await request("POST", `${api}/queue/requeue-jobs/`, { job_id: [a] });
+		expect(typo.status).toBe(400);
+		expect(typo.body.detail).toMatch(/job_id/);
+		const text = await request(
+			"POST",
+			`${api}/queue/requeue-jobs/`,
+			JSON.stringify({ job_ids: [a] }),
+			{ "Content-Type": "text/plain" }
+		);
+		expectJsonError(text, 415, /Content-Type must be application\/json/);
+		const [row] = await query(`SELECT status FROM job WHERE id = $1`, [a]);
+		expect(row.status).toBe("FAILED");
+	});
+
 	it("filters by error category and time range", async () => {
 		const a = await createJob(jt.other, {});
 		await endJob(a, "FAILED");
