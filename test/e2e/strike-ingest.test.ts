@@ -474,3 +474,39 @@ describe("the triggers service", () => {
 		expect(row.completed_count).toBe(6);
 	});
 });
+
+describe("file names an attacker chooses", () => {
+	// last: the ingest rule starts a job for each of these files
+	it("ingests files with hostile names as plain names, inside the workspace", async () => {
+		const names = [
+			"$(touch pwned).txt",
+			"`touch pwned`.txt",
+			"x; rm -rf y.txt",
+			"-rf.txt",
+			"dots..and...txt",
+			'sp ace\'s "q" | & > <.txt'
+		];
+		for (const name of names) deliver(name, `content of ${name}\n`);
+		for (const name of names) {
+			const [ingest] = await ingestStatus(name, "INGESTED");
+			expect(ingest.source_file.file_name).toBe(name);
+			const stored = path.join(rawDir, "in", today(), name);
+			expect(fs.readFileSync(stored, "utf8")).toBe(`content of ${name}\n`);
+			expect(path.dirname(stored)).toBe(path.join(rawDir, "in", today()));
+		}
+		// a hidden name is another tool's temporary file: left where it is
+		deliver("..hidden.txt", "hidden\n");
+		// `.` does not match a newline: no rule takes this name, and the file is set aside
+		deliver("new\nline.txt", "nl\n");
+		await ingestStatus("new\nline.txt", "DEFERRED");
+		expect(fs.readFileSync(path.join(strikeDir, "deferred", "new\nline.txt"), "utf8")).toBe(
+			"nl\n"
+		);
+		expect(fs.readFileSync(path.join(strikeDir, "..hidden.txt"), "utf8")).toBe("hidden\n");
+		expect(await ingestsOf("..hidden.txt")).toEqual([]);
+		// no name was ever given to a shell
+		for (const dir of [root, strikeDir, rawDir, process.cwd()])
+			expect(fs.existsSync(path.join(dir, "pwned"))).toBe(false);
+		expect(fs.existsSync(path.join(strikeDir, "y.txt"))).toBe(false);
+	});
+});
