@@ -1,10 +1,7 @@
-import path from "path";
 import { ServiceBroker, type BrokerOptions } from "moleculer";
 import { brokerOptions } from "../moleculer.config";
 import { ConfigError, loadConfig, needsDatabase, type Config } from "./config";
-import { EmbeddedPostgres } from "./db/embedded";
-import { createSequelize } from "./db/connection";
-import { migrate } from "./db/migrate";
+import type { EmbeddedPostgres } from "./db/embedded";
 import { loadServiceSchemas } from "./services";
 import { checkTransporter, describeTransporter, TransporterError } from "./transport/nats";
 
@@ -42,38 +39,21 @@ export async function configOrExit(): Promise<Config> {
 	return config;
 }
 
-/** The database of the configured services: DATABASE_URL or an embedded server, migrated. */
-async function prepareDatabase(config: Config, running: Running): Promise<string | null> {
-	if (!needsDatabase(config)) return null;
-	let url = config.databaseUrl;
-	if (!url) {
-		const pg = new EmbeddedPostgres({
-			dataDir: path.join(config.dataDir, "postgres"),
-			port: config.embeddedPgPort,
-			database: "scale",
-			log: say
-		});
-		running.pg = pg;
-		await pg.start();
-		url = pg.url;
-	}
-	// Two connections: one holds the migration lock while the other migrates.
-	const sequelize = createSequelize(url, { poolMax: 2 });
-	try {
-		await migrate(sequelize, say);
-	} finally {
-		await sequelize.close();
-	}
-	return url;
-}
-
 /** Starts the configured services (their database first), saying where they answer. */
 export async function startServices(
 	config: Config,
 	running: Running,
 	extra: Partial<BrokerOptions> = {}
 ): Promise<ServiceBroker> {
-	const url = await prepareDatabase(config, running);
+	// Loaded only where a service needs the database: an agent-only process never loads
+	// Sequelize, pg, umzug or the migrations (bench:agents, P7: its idle RSS).
+	const url = needsDatabase(config)
+		? await (require("./db/prepare") as typeof import("./db/prepare")).prepareDatabase(
+				config,
+				say,
+				(pg: EmbeddedPostgres) => (running.pg = pg)
+			)
+		: null;
 	const broker = new ServiceBroker({ ...brokerOptions(config, url), ...extra });
 	running.broker = broker;
 	for (const schema of loadServiceSchemas(config)) broker.createService(schema);

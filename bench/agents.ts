@@ -1,0 +1,245 @@
+/**
+ * The cluster-scale figures of issue "[8 of 8]":
+ *   P6  one control plane (every service but node-agent, as `npm start` runs them, in a process
+ *       of its own) and 1,000 simulated agents (bench/lib/simulated-agents.ts: Moleculer nodes
+ *       over one NATS connection) through one nats-server with a password, on this machine.
+ *       P6_JOBS jobs are queued with the scheduler paused; from its resume to the last
+ *       `node-agent.run` received is the placement rate, beside Nomad's C1M rate (3,750/s). Then
+ *       every execution is reported COMPLETED (reports/s), and the record is checked: every job
+ *       COMPLETED, one execution each, no run sent twice. The control plane's RSS is sampled.
+ *   P7  the RSS of a real agent process (`npm run agent`: SERVICES=node-agent, no database URL)
+ *       idle in that cluster: before the simulated agents join (2 nodes) and after (1,001 nodes).
+ *
+ *   npm run bench:agents          P6_AGENTS (1000), P6_JOBS (20000), P7_IDLE_S (20)
+ */
+import fs from "fs";
+import os from "os";
+import path from "path";
+import { randomBytes } from "crypto";
+import { spawn, type ChildProcess } from "child_process";
+import { ALL_SERVICES } from "../lib/config";
+import { startNatsServer } from "../lib/cluster/nats-server";
+import { queueNewJobs } from "../lib/queue/new-job";
+import { PROJECT_ROOT } from "../lib/paths";
+import { freePort } from "../test/helpers/ports";
+import {
+	benchDatabase,
+	patchJson,
+	percentile,
+	postJson,
+	startService,
+	waitForCount
+} from "./lib/cluster";
+import { treeRssKiB } from "./lib/cpu";
+import { SimulatedAgents } from "./lib/simulated-agents";
+
+const AGENTS = Number(process.env.P6_AGENTS || 1000);
+const JOBS = Number(process.env.P6_JOBS || 20000);
+const IDLE_S = Number(process.env.P7_IDLE_S || 20);
+const TARGET = { placementsPerS: 3750, agentRssMiB: 80 };
+const CONTROL_PLANE = "p6-control";
+
+const JOB_TYPE = {
+	name: "p6-placed",
+	version: "1.0",
+	cpus_required: 1,
+	mem_required: 64,
+	disk_out_const_required: 0,
+	max_tries: 1,
+	interface: { command: "/bin/true", command_arguments: "" }
+};
+
+const say = (msg: string) => process.stdout.write(`${msg}\n`);
+const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
+const mib = (kib: number) => kib / 1024;
+
+/** The largest RSS of a process tree sampled every 100 ms until stopped, in MiB. */
+function rssSampler(pid: number): { stop(): number } {
+	let max = treeRssKiB(pid);
+	const timer = setInterval(() => (max = Math.max(max, treeRssKiB(pid))), 100);
+	return {
+		stop() {
+			clearInterval(timer);
+			return mib(Math.max(max, treeRssKiB(pid)));
+		}
+	};
+}
+
+/** `npm run agent` as an operator starts it on a cluster machine: no database URL at all. */
+function startAgent(transporter: string, workDir: string): ChildProcess {
+	const env: NodeJS.ProcessEnv = { ...process.env };
+	delete env.DATABASE_URL;
+	// P7_AGENT_NODE_ARGS: options for the agent's node, e.g. "--expose-gc -r ./probe.js"
+	const nodeArgs = (process.env.P7_AGENT_NODE_ARGS ?? "").split(" ").filter(Boolean);
+	return spawn(
+		process.execPath,
+		[...nodeArgs, path.join(PROJECT_ROOT, "dist", "bin", "start.js")],
+		{
+			env: {
+				...env,
+				SERVICES: "node-agent",
+				TRANSPORTER: transporter,
+				NODE_ID: "p7-agent",
+				AGENT_WORK_DIR: workDir,
+				LOG_LEVEL: "warn"
+			},
+			stdio: ["ignore", "ignore", "inherit"]
+		}
+	);
+}
+
+async function main() {
+	const work = fs.mkdtempSync(path.join(os.tmpdir(), "scale-bench-agents-"));
+	const password = randomBytes(12).toString("hex");
+	const nats = await startNatsServer({
+		dir: work,
+		port: await freePort(),
+		user: "scale",
+		password
+	});
+	const transporter = nats.address.replace("nats://", `nats://scale:${password}@`);
+	const database = await benchDatabase();
+	const { db } = database;
+	const service = await startService(database.url, {
+		TRANSPORTER: transporter,
+		SERVICES: ALL_SERVICES.filter(s => s !== "node-agent").join(","),
+		NODE_ID: CONTROL_PLANE
+	});
+	const controlRss = rssSampler(service.proc.pid!);
+	const agentDir = path.join(work, "agent");
+	fs.mkdirSync(agentDir);
+	const agent = startAgent(transporter, agentDir);
+	const simulated = new SimulatedAgents({
+		servers: nats.address,
+		user: "scale",
+		pass: password,
+		namespace: "scale",
+		count: AGENTS,
+		controlPlane: CONTROL_PLANE,
+		resources: { cpus: Math.ceil((2 * JOBS) / AGENTS), mem: 1e6, disk: 1e6 },
+		heartbeatMs: 5000,
+		brokerHeartbeatMs: 10000
+	});
+	try {
+		const jobType = await postJson(`${service.api}/job-types/`, JOB_TYPE);
+		// P7 first: the real agent idle beside the control plane alone
+		await waitForCount(
+			db,
+			"SELECT count(*) AS n FROM node WHERE agent_id = 'p7-agent' AND is_active",
+			1,
+			30000
+		);
+		const [[agentNode]] = (await db.query(
+			"SELECT id FROM node WHERE agent_id = 'p7-agent'"
+		)) as any;
+		// it stays out of P6's placements: only the simulated agents are measured
+		await patchJson(`${service.api}/nodes/${agentNode.id}/`, { is_paused: true });
+		await sleep(IDLE_S * 1000);
+		const agentRssSmall = mib(treeRssKiB(agent.pid!));
+		const controlRssIdle = mib(treeRssKiB(service.proc.pid!));
+
+		// the simulated agents join and register
+		let started = performance.now();
+		await simulated.start();
+		await simulated.register();
+		await waitForCount(
+			db,
+			`SELECT count(*) AS n FROM node WHERE is_active AND agent_id LIKE 'sim-%'`,
+			AGENTS,
+			60000
+		);
+		const registerS = (performance.now() - started) / 1000;
+		say(`P6 ${AGENTS} simulated agents announced and registered in ${registerS.toFixed(1)} s`);
+		// the control plane's registry must list them all before a pass may offer them work
+		await sleep(3000);
+
+		// P6: placements from the scheduler's resume to the last run received
+		await patchJson(`${service.api}/scheduler/`, { is_paused: true });
+		for (let i = 0; i < JOBS; i += 1000) {
+			const batch = Array.from({ length: Math.min(1000, JOBS - i) }, () => ({
+				jobTypeId: jobType.id,
+				jobData: { input_data: [], output_data: [] }
+			}));
+			await db.transaction(t => queueNewJobs(db, t, batch));
+		}
+		say(`P6 ${JOBS} jobs queued with the scheduler paused`);
+		started = performance.now();
+		await patchJson(`${service.api}/scheduler/`, { is_paused: false });
+		const progress = setInterval(
+			() => say(`  … ${simulated.runs.length} of ${JOBS} runs received`),
+			2000
+		);
+		await Promise.race([
+			simulated.whenRuns(JOBS),
+			sleep(600000).then(() => {
+				throw new Error(`only ${simulated.runs.length} of ${JOBS} runs in 10 minutes`);
+			})
+		]);
+		clearInterval(progress);
+		const placeS = (simulated.runs[JOBS - 1].at - started) / 1000;
+		const placementRate = JOBS / placeS;
+		const latencies = simulated.runs.map(r => r.at - started).sort((a, b) => a - b);
+		const perAgent = new Map<string, number>();
+		for (const r of simulated.runs) perAgent.set(r.agentId, (perAgent.get(r.agentId) ?? 0) + 1);
+		const controlRssPlaced = mib(treeRssKiB(service.proc.pid!));
+
+		// the executions reported COMPLETED, as agents would
+		started = performance.now();
+		const finished = await simulated.finishAll();
+		await waitForCount(
+			db,
+			`SELECT count(*) AS n FROM job WHERE status = 'COMPLETED' AND job_type_id = ${jobType.id}`,
+			JOBS,
+			600000
+		);
+		const finishS = (performance.now() - started) / 1000;
+		const [[check]] = (await db.query(
+			`SELECT count(*) FILTER (WHERE j.status <> 'COMPLETED') AS not_completed,
+				(SELECT count(*) FROM (SELECT job_id FROM job_exe e JOIN job j2 ON j2.id = e.job_id
+					WHERE j2.job_type_id = ${jobType.id} GROUP BY job_id HAVING count(*) > 1) d) AS doubled
+			 FROM job j WHERE j.job_type_id = ${jobType.id}`
+		)) as any;
+
+		await sleep(IDLE_S * 1000);
+		const agentRssLarge = mib(treeRssKiB(agent.pid!));
+		const controlRssMax = controlRss.stop();
+
+		say("");
+		say(
+			`P6 placements: ${JOBS} jobs on ${perAgent.size} of ${AGENTS} simulated agents in ${placeS.toFixed(2)} s: ${placementRate.toFixed(0)} placements/s (target >= ${TARGET.placementsPerS}, Nomad's C1M): ${placementRate >= TARGET.placementsPerS ? "yes" : "no"}`
+		);
+		say(
+			`P6 time from the scheduler's resume to a run's arrival: p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms; runs per agent ${Math.min(...perAgent.values())}–${Math.max(...perAgent.values())}`
+		);
+		say(
+			`P6 completion reports: ${finished} in ${finishS.toFixed(2)} s: ${(finished / finishS).toFixed(0)} reports/s written`
+		);
+		say(
+			`P6 record: jobs not COMPLETED ${check.not_completed}, jobs with more than one execution ${check.doubled}, runs sent twice ${simulated.duplicateRuns}`
+		);
+		say(
+			`P6 control plane RSS: ${controlRssIdle.toFixed(0)} MiB idle with one agent, ${controlRssPlaced.toFixed(0)} MiB with ${AGENTS + 1} nodes and ${JOBS} executions running, largest sample ${controlRssMax.toFixed(0)} MiB`
+		);
+		say(
+			`P7 idle agent RSS: ${agentRssSmall.toFixed(0)} MiB in a cluster of 2 nodes, ${agentRssLarge.toFixed(0)} MiB in a cluster of ${AGENTS + 2} (target <= ${TARGET.agentRssMiB} MiB): ${Math.max(agentRssSmall, agentRssLarge) <= TARGET.agentRssMiB ? "yes" : "no"}`
+		);
+		if (
+			Number(check.not_completed) > 0 ||
+			Number(check.doubled) > 0 ||
+			simulated.duplicateRuns > 0
+		)
+			process.exitCode = 1;
+	} finally {
+		await simulated.stop().catch(() => undefined);
+		agent.kill("SIGTERM");
+		await service.stop();
+		await database.stop();
+		await nats.stop();
+		fs.rmSync(work, { recursive: true, force: true });
+	}
+}
+
+main().catch(error => {
+	console.error(error);
+	process.exit(1);
+});
