@@ -166,8 +166,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 		leaseMs: 15000,
 		tickMs: 1000,
 		leaderRetryMs: 3000,
-		batchSize: 200,
-		maxScanRows: 1000,
+		batchSize: 500,
+		maxScanRows: 5000,
 		flushMs: 2,
 		flushMaxItems: 500,
 		registryGraceMs: 15000,
@@ -318,12 +318,17 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 					const tx: TxRunner = this.leaderTx;
 					const passStarted = this.metered ? performance.now() : 0;
 					const result = await this.exclusive(() =>
-						schedulePass(sql, tx, {
-							agents: this.agentIds(),
-							leaseMs: this.settings.leaseMs,
-							batchSize: this.settings.batchSize,
-							maxScanRows: this.settings.maxScanRows
-						})
+						schedulePass(
+							sql,
+							tx,
+							{
+								agents: this.agentIds(),
+								leaseMs: this.settings.leaseMs,
+								batchSize: this.settings.batchSize,
+								maxScanRows: this.settings.maxScanRows
+							},
+							(placed: PlacedExe[]) => void this.dispatch(placed)
+						)
 					);
 					if (this.metered) {
 						this.broker.metrics.increment(METRICS.schedulerPasses);
@@ -332,7 +337,6 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 							performance.now() - passStarted
 						);
 					}
-					if (result.placed.length > 0) void this.dispatch(result.placed);
 					again =
 						this.dirty || (result.placed.length > 0 && result.stop === "scan-limit");
 				}
