@@ -7,7 +7,8 @@
  *       `node-agent.run` received is the placement rate, beside Nomad's C1M rate (3,750/s). Then
  *       every execution is reported COMPLETED (reports/s), and the record is checked: every job
  *       COMPLETED, one execution each, no run sent twice. The control plane's RSS is sampled.
- *   P7  the RSS of a real agent process (`npm run agent`: SERVICES=node-agent, no database URL)
+ *   P7  the RSS of a real agent process (as `npm run agent` starts it: SERVICES=node-agent, its
+ *       node options, no database URL)
  *       idle in that cluster: before the simulated agents join (2 nodes) and after (1,001 nodes).
  *
  *   npm run bench:agents          P6_AGENTS (1000), P6_JOBS (20000), P7_IDLE_S (20)
@@ -19,6 +20,7 @@ import { randomBytes } from "crypto";
 import { spawn, type ChildProcess } from "child_process";
 import { ALL_SERVICES } from "../lib/config";
 import { startNatsServer } from "../lib/cluster/nats-server";
+import { AGENT_NODE_OPTIONS } from "../lib/cluster/node-process";
 import { queueNewJobs } from "../lib/queue/new-job";
 import { PROJECT_ROOT } from "../lib/paths";
 import { freePort } from "../test/helpers/ports";
@@ -69,8 +71,11 @@ function rssSampler(pid: number): { stop(): number } {
 function startAgent(transporter: string, workDir: string): ChildProcess {
 	const env: NodeJS.ProcessEnv = { ...process.env };
 	delete env.DATABASE_URL;
-	// P7_AGENT_NODE_ARGS: options for the agent's node, e.g. "--expose-gc -r ./probe.js"
-	const nodeArgs = (process.env.P7_AGENT_NODE_ARGS ?? "").split(" ").filter(Boolean);
+	// P7_AGENT_NODE_ARGS: options for the agent's node instead of npm run agent's
+	const nodeArgs =
+		process.env.P7_AGENT_NODE_ARGS !== undefined
+			? process.env.P7_AGENT_NODE_ARGS.split(" ").filter(Boolean)
+			: AGENT_NODE_OPTIONS;
 	return spawn(
 		process.execPath,
 		[...nodeArgs, path.join(PROJECT_ROOT, "dist", "bin", "start.js")],

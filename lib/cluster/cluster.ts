@@ -6,7 +6,7 @@ import { EmbeddedPostgres } from "../db/embedded";
 import { createSequelize } from "../db/connection";
 import { migrate } from "../db/migrate";
 import { startNatsServer, type RunningNatsServer } from "./nats-server";
-import { NodeProcess } from "./node-process";
+import { AGENT_NODE_OPTIONS, NodeProcess } from "./node-process";
 
 export interface LocalClusterOptions {
 	/** where PostgreSQL, the agents' work directories and the credentials live */
@@ -156,20 +156,25 @@ export class LocalCluster {
 			fs.mkdirSync(workDir, { recursive: true, mode: 0o755 });
 			// no DATABASE_URL: an agent reaches the control plane only through NATS
 			this.agents.push(
-				this.node(`agent-${i + 1}`, {
-					...common,
-					SERVICES: "node-agent",
-					AGENT_WORK_DIR: workDir
-				})
+				this.node(
+					`agent-${i + 1}`,
+					{ ...common, SERVICES: "node-agent", AGENT_WORK_DIR: workDir },
+					AGENT_NODE_OPTIONS
+				)
 			);
 		}
 		for (const p of this.processes) p.start();
 	}
 
-	private node(name: string, env: Record<string, string>): NodeProcess {
+	private node(
+		name: string,
+		env: Record<string, string>,
+		nodeOptions: string[] = []
+	): NodeProcess {
 		return new NodeProcess({
 			name,
 			env: { ...env, NODE_ID: name },
+			nodeOptions,
 			write: this.opts.write,
 			onUnexpectedExit: this.opts.onUnexpectedExit
 		});
