@@ -182,6 +182,14 @@ const NodeAgentService: ServiceSchema<Settings> = {
 	},
 
 	events: {
+		/**
+		 * Back on NATS after losing it: the lease is renewed at once rather than at the next beat,
+		 * so an outage near the lease does not cost the executions held here.
+		 */
+		"$transporter.connected"(this: any, ctx: Context<{ wasReconnect: boolean }>) {
+			if (ctx.params?.wasReconnect) void this.heartbeat();
+		},
+
 		/** A node left: if it led the scheduler, the next run's sender is asked about again. */
 		"$node.disconnected"(this: any, ctx: Context<{ node: { id: string } }>) {
 			const nodeId = ctx.params?.node?.id;

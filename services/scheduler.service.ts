@@ -236,7 +236,16 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 		},
 		"$node.disconnected"(this: any, ctx: Context<{ node: { id: string } }>) {
 			const agentId = ctx.params?.node?.id;
-			if (agentId && this.isLeader()) void this.failAgentExecutions(agentId);
+			if (agentId && this.isLeader() && !this.cutOffLately())
+				void this.failAgentExecutions(agentId);
+		},
+		/**
+		 * This process was cut off from NATS (a restart of the server, a partition): no agent
+		 * could renew its lease or heartbeat meanwhile, so for a lease after the reconnect nothing
+		 * is failed for want of them; an agent that really died is found when it is over.
+		 */
+		"$transporter.connected"(this: any, ctx: Context<{ wasReconnect: boolean }>) {
+			if (ctx.params?.wasReconnect) this.reconnectedAt = Date.now();
 		}
 	},
 
@@ -407,9 +416,14 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 				.catch(() => undefined);
 		},
 
+		/** Whether this process got its NATS connection back less than a lease ago. */
+		cutOffLately(): boolean {
+			return Date.now() - this.reconnectedAt < this.settings.leaseMs;
+		},
+
 		/** Fails (node-lost) the executions whose agent is gone or out of its lease. */
 		async checkLost() {
-			if (!this.isLeader()) return;
+			if (!this.isLeader() || this.cutOffLately()) return;
 			const graceOver = Date.now() - this.startedAt >= this.settings.registryGraceMs;
 			const agents: string[] = this.agentIds();
 			const lost = await this.exclusive(() =>
@@ -589,6 +603,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 		this.dirty = false;
 		this.lostPending = new Set<number>();
 		this.setAsideUntil = new Map<string, number>();
+		this.reconnectedAt = 0;
 		this.reportTx = poolTransaction(this.db);
 		this.metered = this.broker.isMetricsEnabled();
 		if (this.metered)
