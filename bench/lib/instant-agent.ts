@@ -2,6 +2,27 @@ import { randomUUID } from "crypto";
 import type { Context, ServiceSchema } from "moleculer";
 import type { ExecutionFinished, ExecutionSpec } from "../../lib/agent/protocol";
 
+/** What an agent reports for an execution that ended at once, every step with exit code 0. */
+export function completedReport(jobExeId: number, agentId: string): ExecutionFinished {
+	const now = new Date().toISOString();
+	return {
+		jobExeId,
+		agentId,
+		status: "COMPLETED",
+		exitCode: 0,
+		products: [],
+		resultsManifest: null,
+		parseResults: [],
+		stdout: "",
+		stderr: "",
+		steps: {
+			pre: { started: now, completed: now, exitCode: 0 },
+			main: { started: now, completed: now, exitCode: 0 },
+			post: { started: now, completed: now, exitCode: 0 }
+		}
+	};
+}
+
 /**
  * A stand-in node agent for P2: it registers a node with room for everything and finishes
  * every execution at once, so what is measured is the control plane alone.
@@ -14,23 +35,7 @@ export function instantAgent(name = "node-agent"): ServiceSchema {
 		actions: {
 			run: {
 				handler(this: any, ctx: Context<ExecutionSpec>) {
-					const now = new Date().toISOString();
-					const finished: ExecutionFinished = {
-						jobExeId: ctx.params.jobExeId,
-						agentId: this.broker.nodeID,
-						status: "COMPLETED",
-						exitCode: 0,
-						products: [],
-						resultsManifest: null,
-						parseResults: [],
-						stdout: "",
-						stderr: "",
-						steps: {
-							pre: { started: now, completed: now, exitCode: 0 },
-							main: { started: now, completed: now, exitCode: 0 },
-							post: { started: now, completed: now, exitCode: 0 }
-						}
-					};
+					const finished = completedReport(ctx.params.jobExeId, this.broker.nodeID);
 					setImmediate(() =>
 						this.broker
 							.call("scheduler.exeFinished", finished)

@@ -1,11 +1,7 @@
 import { randomUUID } from "crypto";
 import { connect, type NatsConnection } from "nats";
-import type {
-	ExecutionFinished,
-	ExecutionSpec,
-	NodeHeartbeatAnswer,
-	Resources
-} from "../../lib/agent/protocol";
+import { completedReport } from "./instant-agent";
+import type { ExecutionSpec, NodeHeartbeatAnswer, Resources } from "../../lib/agent/protocol";
 
 /**
  * Many node agents in one process, for P6 (Nomad's C1M measured its scheduler against simulated
@@ -149,23 +145,7 @@ export class SimulatedAgents {
 		const worker = async () => {
 			while (next < work.length) {
 				const [id, jobExeId] = work[next++];
-				const now = new Date().toISOString();
-				const report: ExecutionFinished = {
-					jobExeId,
-					agentId: id,
-					status: "COMPLETED",
-					exitCode: 0,
-					products: [],
-					resultsManifest: null,
-					parseResults: [],
-					stdout: "",
-					stderr: "",
-					steps: {
-						pre: { started: now, completed: now, exitCode: 0 },
-						main: { started: now, completed: now, exitCode: 0 },
-						post: { started: now, completed: now, exitCode: 0 }
-					}
-				};
+				const report = completedReport(jobExeId, id);
 				// the real agent retries a report until it is answered
 				for (;;) {
 					try {
