@@ -46,6 +46,8 @@ interface Figures {
 	codes: string;
 	/** CPU milliseconds per request of the service, PostgreSQL (null: not ours) and this client */
 	cpu: { service: number; pg: number | null; client: number };
+	/** the service's largest RSS during the run, MiB */
+	rssMiB: number;
 }
 
 /** A list measured with a mix of requests. */
@@ -116,13 +118,16 @@ async function main() {
 			};
 		};
 		const measure = async (draw: () => string, connections: number): Promise<Figures> => {
+			const during = rssSampler(servicePid);
 			await run(api, draw, connections, WARMUP_SECONDS);
 			const before = cpuNow();
 			const { total, ...raw } = await run(api, draw, connections, SECONDS);
 			const after = cpuNow();
+			const rssMiB = during.stop();
 			const perRequest = (a: number, b: number) => ((a - b) / Math.max(1, total)) * 1000;
 			return {
 				...raw,
+				rssMiB,
 				cpu: {
 					service: perRequest(after.service, before.service),
 					pg:
@@ -272,6 +277,7 @@ function printTable(
 				.map(ms => (ms === null ? "-" : ms.toFixed(2)))
 				.join(" / ")
 				.padStart(20),
+			f.rssMiB.toFixed(0).padStart(4),
 			target.padEnd(26),
 			met
 		].join(" ");
@@ -285,6 +291,7 @@ function printTable(
 			"errors".padStart(6),
 			"÷version".padStart(9),
 			"CPU ms/req svc/pg/cli".padStart(20),
+			"RSS".padStart(4),
 			"target".padEnd(26),
 			"met"
 		].join(" ")
@@ -314,7 +321,7 @@ function printTable(
 		`service RSS, largest sample over all runs: ${maxRss.toFixed(0)} MiB (target <= ${TARGET.rssMiB} MiB): ${maxRss <= TARGET.rssMiB ? "yes" : "no"}`
 	);
 	console.log(
-		"req/s: mean over the run; p50, p99: milliseconds; ÷version: req/s over /version/'s; CPU per request of the service, PostgreSQL and this load generator"
+		"req/s: mean over the run; p50, p99: milliseconds; ÷version: req/s over /version/'s; CPU per request of the service, PostgreSQL and this load generator; RSS: the service's largest during the run, MiB"
 	);
 }
 

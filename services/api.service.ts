@@ -25,6 +25,7 @@ type Req = IncomingMessage & {
 	$ctx?: Context<unknown, RequestMeta>;
 	$params: Record<string, unknown>;
 	$alias?: { keys?: { name: string }[] };
+	$action?: { name: string };
 	$route?: unknown;
 	$requestId?: string;
 	body?: unknown;
@@ -128,6 +129,7 @@ function route(path: string) {
 			ctx.meta.apiRoot = `${proto}://${host}${path}`;
 			ctx.meta.path = (req.originalUrl || req.url || "").split("?")[0];
 			ctx.meta.query = req.query || {};
+			ctx.meta.jsonTextFor = req.$action?.name;
 		},
 
 		onAfterCall(

@@ -1,6 +1,6 @@
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
-import { ListMixin } from "../mixins/list.mixin";
+import { cachedListAction } from "../mixins/list.mixin";
 import type { ExecutionLogs } from "../lib/agent/protocol";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import {
@@ -8,9 +8,9 @@ import {
 	getJobExeDetails,
 	getJobExeListRow,
 	JOB_EXE_LIST,
+	JOB_EXE_RECORD,
 	loadStoredLogs,
 	type StoredLogs,
-	serializeJobExe,
 	serializeJobExeLogs,
 	type JobExeListRow
 } from "../lib/models/job-exe";
@@ -39,9 +39,11 @@ type JobExecutionsThis = Service & JobExecutionsMethods;
 
 const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMethods> = {
 	name: "job-executions",
-	mixins: [DbMixin(), ListMixin<JobExeListRow>(JOB_EXE_LIST, rows => rows.map(serializeJobExe))],
+	mixins: [DbMixin()],
 
 	actions: {
+		list: cachedListAction(JOB_EXE_LIST, JOB_EXE_RECORD, "/api/job-executions/"),
+
 		get: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			async handler(this: JobExecutionsThis, ctx: Context<{ id: number }, RequestMeta>) {

@@ -7,14 +7,14 @@ import {
 } from "moleculer";
 import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
-import { listAction, ListMixin } from "../mixins/list.mixin";
+import { cachedListAction } from "../mixins/list.mixin";
+import { attachInputFiles } from "../lib/models/file-records";
 import {
 	getJobDetails,
 	JOB_LIST,
-	JOB_UPDATES_LIST,
-	serializeJob,
-	serializeJobUpdates,
-	type JobListRow
+	JOB_RECORD,
+	JOB_UPDATE_RECORD,
+	JOB_UPDATES_LIST
 } from "../lib/models/job";
 import { cancelJobTransaction, checkJobUpdate } from "../lib/queue/cancel";
 import type { RequestMeta } from "../types/meta";
@@ -37,15 +37,18 @@ const AGENT_CANCEL_TIMEOUT_MS = 10000;
  */
 const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 	name: "jobs",
-	mixins: [DbMixin(), ListMixin<JobListRow>(JOB_LIST, rows => rows.map(serializeJob))],
+	mixins: [DbMixin()],
 
 	actions: {
-		updates: listAction<JobListRow>(
+		list: cachedListAction(JOB_LIST, JOB_RECORD, "/api/jobs/"),
+
+		updates: cachedListAction(
 			JOB_UPDATES_LIST,
-			function (rows, ctx) {
-				return serializeJobUpdates(this.db, rows, ctx.meta.apiRoot);
-			},
-			"/api/jobs/updates/"
+			JOB_UPDATE_RECORD,
+			"/api/jobs/updates/",
+			function (_keys, records, ctx) {
+				return attachInputFiles(this.db, records, ctx.meta.apiRoot);
+			}
 		),
 
 		get: {

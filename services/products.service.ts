@@ -1,13 +1,13 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
-import { listAction } from "../mixins/list.mixin";
+import { cachedListAction } from "../mixins/list.mixin";
+import { attachSourceFiles } from "../lib/models/file-records";
 import {
 	getProductDetails,
 	PRODUCT_LIST,
-	PRODUCT_UPDATES_LIST,
-	serializeProduct,
-	serializeProductUpdates,
-	type ProductRow
+	PRODUCT_RECORD,
+	PRODUCT_UPDATE_RECORD,
+	PRODUCT_UPDATES_LIST
 } from "../lib/models/product-file";
 import { parseFileRef } from "../lib/models/scale-file";
 import type { RequestMeta } from "../types/meta";
@@ -22,18 +22,15 @@ const ProductsService: ServiceSchema = {
 	mixins: [DbMixin()],
 
 	actions: {
-		list: listAction<ProductRow>(
-			PRODUCT_LIST,
-			(rows, ctx) => rows.map(row => serializeProduct(row, ctx.meta.apiRoot)),
-			"/api/products/"
-		),
+		list: cachedListAction(PRODUCT_LIST, PRODUCT_RECORD, "/api/products/"),
 
-		updates: listAction<ProductRow>(
+		updates: cachedListAction(
 			PRODUCT_UPDATES_LIST,
-			function (rows, ctx) {
-				return serializeProductUpdates(this.db, rows, ctx.meta.apiRoot);
-			},
-			"/api/products/updates/"
+			PRODUCT_UPDATE_RECORD,
+			"/api/products/updates/",
+			function (keys, _records, ctx) {
+				return attachSourceFiles(this.db, keys, ctx.meta.apiRoot);
+			}
 		),
 
 		/** By id, or by file name (Scale's second URL pattern for the same view). */

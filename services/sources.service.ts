@@ -1,11 +1,12 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
-import { listAction } from "../mixins/list.mixin";
-import { parseFileRef, serializeSourceFile, type ScaleFileRow } from "../lib/models/scale-file";
+import { cachedListAction } from "../mixins/list.mixin";
+import { parseFileRef } from "../lib/models/scale-file";
 import {
 	getSourceDetails,
-	serializeSourceUpdates,
 	SOURCE_LIST,
+	SOURCE_RECORD,
+	SOURCE_UPDATE_RECORD,
 	SOURCE_UPDATES_LIST
 } from "../lib/models/source-file";
 import type { RequestMeta } from "../types/meta";
@@ -20,15 +21,11 @@ const SourcesService: ServiceSchema = {
 	mixins: [DbMixin()],
 
 	actions: {
-		list: listAction<ScaleFileRow>(
-			SOURCE_LIST,
-			(rows, ctx) => rows.map(row => serializeSourceFile(row, ctx.meta.apiRoot)),
-			"/api/sources/"
-		),
+		list: cachedListAction(SOURCE_LIST, SOURCE_RECORD, "/api/sources/"),
 
-		updates: listAction<ScaleFileRow>(
+		updates: cachedListAction(
 			SOURCE_UPDATES_LIST,
-			(rows, ctx) => serializeSourceUpdates(rows, ctx.meta.apiRoot),
+			SOURCE_UPDATE_RECORD,
 			"/api/sources/updates/"
 		),
 

@@ -8,6 +8,11 @@ export interface RequestMeta {
 	path?: string;
 	/** the request's query parameters as parsed (repeated ones as arrays) */
 	query?: Record<string, unknown>;
+	/**
+	 * the action the gateway called: that action may answer JSON text (with `$responseType`)
+	 * instead of an object, which the gateway sends as it is; any other caller gets objects
+	 */
+	jsonTextFor?: string;
 	/** set by an action: the status to answer with */
 	$statusCode?: number;
 	/** set by an action: a path under the API root for the `Location` header, e.g. `/errors/5/` */

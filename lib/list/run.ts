@@ -40,22 +40,30 @@ function referencesOthers(sql: string, alias: string): boolean {
 	return false;
 }
 
-/** The page statement: the rows chosen from `from` by key, then joined, with the capped count. */
-export function pageSql(source: ListSource, p: ParsedList): string {
+/**
+ * The page statement: the rows chosen from `from` by key, then joined, with the capped count.
+ * `select` replaces the SELECT list and `joins` the joins brought in after the page is chosen
+ * (a list of cached records reads only its keys and versions, lib/list/cached-list.ts).
+ */
+export function pageSql(
+	source: ListSource,
+	p: ParsedList,
+	select = source.columns,
+	joins = source.joins
+): string {
 	const cappedCount = `(SELECT count(*) FROM (SELECT 1 FROM ${source.from} WHERE ${p.where}
 		LIMIT ${EXACT_COUNT_LIMIT + 1}) capped) AS __total`;
 	const window = `WHERE ${p.where} ORDER BY ${p.orderBy} LIMIT ${p.limit + 1} OFFSET ${p.offset}`;
 	if (!source.joins || !source.key) {
-		return `SELECT ${source.columns}, ${cappedCount} FROM ${source.from} ${window}`;
+		return `SELECT ${select}, ${cappedCount} FROM ${source.from} ${window}`;
 	}
 	const alias = source.key.split(".")[0];
-	// An order on a referenced record's column needs its join to choose the page.
-	const chooseFrom = referencesOthers(p.orderBy, alias)
-		? `${source.from} ${source.joins}`
-		: source.from;
-	return `SELECT ${source.columns}, ${cappedCount}
+	// An order on a referenced record's column needs its join to choose the page, and to order it.
+	const orderJoins = referencesOthers(p.orderBy, alias);
+	const chooseFrom = orderJoins ? `${source.from} ${source.joins}` : source.from;
+	return `SELECT ${select}, ${cappedCount}
 		FROM (SELECT ${source.key} AS __key FROM ${chooseFrom} ${window}) page
-		JOIN ${source.from} ON ${source.key} = page.__key ${source.joins}
+		JOIN ${source.from} ON ${source.key} = page.__key ${orderJoins ? source.joins : (joins ?? "")}
 		ORDER BY ${p.orderBy}`;
 }
 
@@ -68,15 +76,43 @@ export async function estimateRows(
 	from: string,
 	where: string,
 	bind: unknown[],
-	atLeast: number
+	atLeast: number,
+	now = Date.now()
 ): Promise<number> {
-	const [plan] = await select<{ "QUERY PLAN": any }>(
-		db,
-		`EXPLAIN (FORMAT JSON) SELECT 1 FROM ${from} WHERE ${where}`,
-		bind
-	);
-	const estimate = Number(plan["QUERY PLAN"][0]?.Plan?.["Plan Rows"] ?? 0);
-	return Math.max(atLeast, Math.round(estimate));
+	// a time bound counts to the minute: `started=P7D` moves with the clock, its estimate hardly
+	const key = `${from}\u0000${where}\u0000${JSON.stringify(bind, (_, v) =>
+		typeof v === "string" && ISO_TIME.test(v) ? Math.floor(Date.parse(v) / 60000) : v
+	)}`;
+	let kept = estimates.get(key);
+	if (kept === undefined || now - kept.at > ESTIMATE_KEPT_MS) {
+		const [plan] = await select<{ "QUERY PLAN": any }>(
+			db,
+			`EXPLAIN (FORMAT JSON) SELECT 1 FROM ${from} WHERE ${where}`,
+			bind
+		);
+		kept = {
+			rows: Math.round(Number(plan["QUERY PLAN"][0]?.Plan?.["Plan Rows"] ?? 0)),
+			at: now
+		};
+		if (estimates.size >= ESTIMATES_KEPT) estimates.clear();
+		estimates.set(key, kept);
+	}
+	return Math.max(atLeast, kept.rows);
+}
+
+/**
+ * The planner's estimates are kept this long: they come from statistics, which change only when
+ * the table is analyzed, and asking costs an EXPLAIN (planning and a round trip) per list request
+ * once the statement itself has become an index read of a page.
+ */
+const ESTIMATE_KEPT_MS = 10000;
+const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
+const ESTIMATES_KEPT = 1000;
+const estimates = new Map<string, { rows: number; at: number }>();
+
+/** Drops the kept estimates: the next of each is asked for (tests that change statistics). */
+export function forgetEstimates(): void {
+	estimates.clear();
 }
 
 /** Counts the rows matching `where`: exact up to EXACT_COUNT_LIMIT, the estimate beyond. */
@@ -114,20 +150,25 @@ export async function runLookups(
 	return looked;
 }
 
-/**
- * Answers a list request: one page of rows (one more fetched to learn whether a next page
- * exists) and the count, in one statement; a second runs only for a page past the end or a
- * count beyond EXACT_COUNT_LIMIT (an EXPLAIN, which reads no rows). A filter with a lookup
- * costs one small statement before them.
- */
-export async function runList<Row, Out>(
+/** The request's filters, order and page, its lookups run. */
+export async function parseList(
 	db: Sequelize,
 	source: ListSource,
-	req: ListRequest,
-	serialize: (rows: Row[]) => Out[] | Promise<Out[]>
-): Promise<Envelope<Out>> {
-	const p = parseListQuery(req.query, source, req.now, await runLookups(db, source, req.query));
-	const rows = await selectPrepared<Row & { __total?: string }>(db, pageSql(source, p), p.bind);
+	req: ListRequest
+): Promise<ParsedList> {
+	return parseListQuery(req.query, source, req.now, await runLookups(db, source, req.query));
+}
+
+/**
+ * Whether a next page exists and the list's count, from a page statement's rows (one past the
+ * page, each with the capped count `__total`): the extra row and `__total` are taken off.
+ */
+export async function pageCount(
+	db: Sequelize,
+	source: ListSource,
+	p: ParsedList,
+	rows: { __total?: string }[]
+): Promise<{ hasMore: boolean; count: number }> {
 	const hasMore = rows.length > p.limit;
 	if (hasMore) rows.pop();
 	const capped = rows.length > 0 ? Number(rows[0].__total) : null;
@@ -142,6 +183,24 @@ export async function runList<Row, Out>(
 				: capped <= EXACT_COUNT_LIMIT
 					? capped
 					: await estimateRows(db, source.from, p.where, p.bind, Math.max(capped, seen));
+	return { hasMore, count };
+}
+
+/**
+ * Answers a list request: one page of rows (one more fetched to learn whether a next page
+ * exists) and the count, in one statement; a second runs only for a page past the end or a
+ * count beyond EXACT_COUNT_LIMIT (an EXPLAIN, which reads no rows). A filter with a lookup
+ * costs one small statement before them.
+ */
+export async function runList<Row, Out>(
+	db: Sequelize,
+	source: ListSource,
+	req: ListRequest,
+	serialize: (rows: Row[]) => Out[] | Promise<Out[]>
+): Promise<Envelope<Out>> {
+	const p = await parseList(db, source, req);
+	const rows = await selectPrepared<Row & { __total?: string }>(db, pageSql(source, p), p.bind);
+	const { hasMore, count } = await pageCount(db, source, p, rows);
 	return buildEnvelope({
 		count,
 		page: p.page,

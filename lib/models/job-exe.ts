@@ -2,6 +2,7 @@ import type { Sequelize, Transaction } from "sequelize";
 import { serializeNode, type NodeRow } from "./node";
 import { select } from "../db/connection";
 import { NotFoundError } from "../errors";
+import type { RecordSpec } from "../list/cached-list";
 import type { ListSource } from "../list/run";
 import { serializeError, type ErrorRow } from "./error";
 import {
@@ -136,6 +137,19 @@ export function serializeJobExe(row: JobExeListRow) {
 const ORDERABLE_EXE_FIELDS = JOB_EXE_BASE_FIELDS.filter(
 	f => !["job_id", "node_id", "error_id"].includes(f)
 );
+
+/**
+ * Execution records are current while the execution's row, its job's, its type's and its
+ * error's are unchanged, and its node's hostname, port and slave_id (a node's row changes at
+ * every heartbeat; the record shows only these).
+ */
+export const JOB_EXE_RECORD: RecordSpec<JobExeListRow> = {
+	name: "job-exe",
+	version: `concat(x.xmin, '|', j.xmin, '|', jt.xmin, '|', er.xmin, '|', n.port, '|', n.slave_id,
+		'|', n.hostname)`,
+	versionJoins: JOB_EXE_JOINS,
+	record: row => serializeJobExe(row)
+};
 
 export const JOB_EXE_LIST: ListSource = {
 	from: "job_exe x",

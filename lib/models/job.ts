@@ -5,6 +5,7 @@ import type { JobInterface } from "../documents/types";
 import { NotFoundError } from "../errors";
 import { formatDatetime } from "../list/iso8601";
 import type { ListFilter } from "../list/params";
+import type { RecordSpec } from "../list/cached-list";
 import type { ListSource } from "../list/run";
 import { serializeError, type ErrorRow } from "./error";
 import { serializeJobType, type JobTypeRow } from "./job-type";
@@ -328,6 +329,26 @@ export const JOB_LIST: ListSource = {
 };
 
 /**
+ * Job records are current while the job's row, its type's and its error's are unchanged: a
+ * revision never changes, and an event's fields are fixed before any of its jobs is visible (the
+ * transaction that processes it creates them).
+ */
+export const JOB_RECORD: RecordSpec<JobListRow> = {
+	name: "job",
+	version: "concat(j.xmin, '|', jt.xmin, '|', er.xmin)",
+	versionJoins: `LEFT JOIN job_type jt ON jt.id = j.job_type_id
+		LEFT JOIN error er ON er.id = j.error_id`,
+	record: row => serializeJob(row)
+};
+
+/** Job update records without their input files, which are attached apart (see jobs.updates). */
+export const JOB_UPDATE_RECORD: RecordSpec<JobListRow> = {
+	...JOB_RECORD,
+	name: "job-update",
+	refs: row => inputFileIds(row.data)
+};
+
+/**
  * GET /jobs/updates/: jobs whose status changed in the range (on last_status_change, which its
  * own index serves), oldest change first as in Scale, each with its input files.
  */
@@ -364,27 +385,6 @@ function resultFileIds(results: JobRow["results"]): number[] {
 			ids.push(...output.file_ids.filter((id): id is number => typeof id === "number"));
 	}
 	return [...new Set(ids)];
-}
-
-/**
- * Job records of the updates list: each with `input_files`, the files its data names (their
- * download URLs under `apiRoot` where their workspace has no base URL).
- */
-export async function serializeJobUpdates(db: Sequelize, rows: JobListRow[], apiRoot?: string) {
-	const files = await loadFiles(
-		db,
-		rows.flatMap(row => inputFileIds(row.data))
-	);
-	return rows.map(row => {
-		const { data, ...rest } = row;
-		return {
-			...serializeJob(rest),
-			input_files: inputFileIds(data)
-				.map(id => files.get(id))
-				.filter((f): f is ScaleFileRow => f !== undefined)
-				.map(f => serializeScaleFile(f, apiRoot))
-		};
-	});
 }
 
 /** Job records (JobListRow) by id, in one query; ids not found are absent. */

@@ -2,7 +2,9 @@ import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
 import { NotFoundError } from "../errors";
 import { formatDatetime } from "../list/iso8601";
+import type { RecordSpec } from "../list/cached-list";
 import type { ListSource } from "../list/run";
+import { FILE_VERSION } from "./file-records";
 import {
 	JOB_TYPE_BASE_FIELDS,
 	jobTypeCategoryFilter,
@@ -37,8 +39,8 @@ export type ProductRow = ScaleFileRow & JobTypeBaseColumns;
  */
 export const RELATED_LIMIT = 1000;
 
-/** Products only: an inlined sub-select, so the partial indexes on products apply. */
-const PRODUCTS = "(SELECT * FROM scale_file WHERE file_type = 'PRODUCT') f";
+/** Products only: an inlined sub-select, so the partial indexes on products apply (`xmin`: a record's version). */
+const PRODUCTS = "(SELECT *, xmin FROM scale_file WHERE file_type = 'PRODUCT') f";
 
 const PRODUCT_JOINS = `LEFT JOIN workspace w ON w.id = f.workspace_id
 	LEFT JOIN job_type jt ON jt.id = f.job_type_id`;
@@ -112,34 +114,24 @@ export function productUpdate(
 	return { action: "UNPUBLISHED", when: date(row.unpublished) };
 }
 
-/**
- * Product update records: each with `update` and `source_files`, the source files linked to it
- * as ancestors (directly or through other products), read for the whole page in one query.
- */
-export async function serializeProductUpdates(db: Sequelize, rows: ProductRow[], apiRoot?: string) {
-	if (rows.length === 0) return [];
-	const sources = await selectPrepared<ScaleFileRow & { product_id: number }>(
-		db,
-		`SELECT DISTINCT ON (l.descendant_id, f.id) l.descendant_id AS product_id, ${FILE_COLUMNS}
-		 FROM file_ancestry_link l JOIN scale_file f ON f.id = l.ancestor_id
-			JOIN workspace w ON w.id = f.workspace_id
-		 WHERE l.descendant_id = ANY($1::int[]) AND f.file_type = 'SOURCE'
-		 ORDER BY l.descendant_id, f.id`,
-		[rows.map(row => row.id)]
-	);
-	const byProduct = new Map<number, ReturnType<typeof serializeSourceFile>[]>();
-	for (const source of sources) {
-		const list = byProduct.get(source.product_id) ?? [];
-		// the record takes the file's fields by name: product_id stays behind
-		list.push(serializeSourceFile(source, apiRoot));
-		byProduct.set(source.product_id, list);
-	}
-	return rows.map(row => ({
+/** Product records, current while the file's row, its workspace's and its job type's are unchanged. */
+export const PRODUCT_RECORD: RecordSpec<ProductRow> = {
+	name: "product",
+	version: `concat(${FILE_VERSION}, '|', jt.xmin)`,
+	versionJoins: PRODUCT_JOINS,
+	byApiRoot: true,
+	record: (row, apiRoot) => serializeProduct(row, apiRoot)
+};
+
+/** Product update records with `update`; `source_files` are attached apart (attachSourceFiles). */
+export const PRODUCT_UPDATE_RECORD: RecordSpec<ProductRow> = {
+	...PRODUCT_RECORD,
+	name: "product-update",
+	record: (row, apiRoot) => ({
 		...serializeProduct(row, apiRoot),
-		update: productUpdate(row),
-		source_files: byProduct.get(row.id) ?? []
-	}));
-}
+		update: productUpdate(row)
+	})
+};
 
 /**
  * The products made from a file (directly or further down), oldest first, RELATED_LIMIT at most:

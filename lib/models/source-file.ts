@@ -2,7 +2,9 @@ import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
 import { NotFoundError } from "../errors";
 import { formatDatetime } from "../list/iso8601";
+import type { RecordSpec } from "../list/cached-list";
 import type { ListSource } from "../list/run";
+import { FILE_VERSION } from "./file-records";
 import { INGEST_BASE_COLUMNS, serializeIngestBase, type IngestRow } from "./ingest";
 import { loadDescendantProducts, RELATED_LIMIT, serializeProduct } from "./product-file";
 import {
@@ -25,8 +27,9 @@ import {
  * unless told otherwise.
  */
 export const SOURCE_LIST: ListSource = {
-	// Sources only: an inlined sub-select, so the partial indexes on sources apply.
-	from: "(SELECT * FROM scale_file WHERE file_type = 'SOURCE') f",
+	// Sources only: an inlined sub-select, so the partial indexes on sources apply (`xmin`: a
+	// record's version).
+	from: "(SELECT *, xmin FROM scale_file WHERE file_type = 'SOURCE') f",
 	joins: "LEFT JOIN workspace w ON w.id = f.workspace_id",
 	key: "f.id",
 	columns: FILE_COLUMNS,
@@ -55,10 +58,21 @@ export function sourceUpdate(
 	return { action: "CREATED", when: date(row.created) };
 }
 
-/** Source file update records: each with `update`. */
-export function serializeSourceUpdates(rows: ScaleFileRow[], apiRoot?: string) {
-	return rows.map(row => ({ ...serializeSourceFile(row, apiRoot), update: sourceUpdate(row) }));
-}
+/** Source records, current while the file's row and its workspace's are unchanged. */
+export const SOURCE_RECORD: RecordSpec<ScaleFileRow> = {
+	name: "source",
+	version: FILE_VERSION,
+	versionJoins: SOURCE_LIST.joins!,
+	byApiRoot: true,
+	record: (row, apiRoot) => serializeSourceFile(row, apiRoot)
+};
+
+/** Source update records: each with `update`. */
+export const SOURCE_UPDATE_RECORD: RecordSpec<ScaleFileRow> = {
+	...SOURCE_RECORD,
+	name: "source-update",
+	record: (row, apiRoot) => ({ ...serializeSourceFile(row, apiRoot), update: sourceUpdate(row) })
+};
 
 /**
  * GET /sources/{id}/ (or /sources/{file_name}/, source file names being unique): the source

@@ -1,0 +1,158 @@
+import type { Sequelize } from "sequelize";
+import { selectPrepared } from "../db/connection";
+import { buildEnvelope } from "./envelope";
+import { jsonBuffer, recordCache, type CachedRecord, type RecordCache } from "./record-cache";
+import { pageCount, pageSql, parseList, type ListRequest, type ListSource } from "./run";
+
+/**
+ * Lists answered from cached records (lib/list/record-cache.ts): the page statement reads each
+ * row's key and version only; the records whose version is unchanged come from the cache, the
+ * others are read whole, serialized and kept. The answer is the envelope's JSON, UTF-8.
+ */
+
+/** How a list's records are made and when they are current. */
+export interface RecordSpec<Row> {
+	/** names this kind of record in the cache (a list and its updates view differ) */
+	name: string;
+	/**
+	 * SQL text over the list's `from` and `versionJoins` that changes whenever anything the
+	 * record shows changes: the `xmin` of each row it shows columns of, or the columns themselves
+	 * where a row changes often for other reasons (a node's heartbeat).
+	 */
+	version: string;
+	/** the joins `version` reads */
+	versionJoins: string;
+	/** whether a record depends on the call's API root (download URLs) */
+	byApiRoot?: boolean;
+	/** the record of a row read with the list's columns */
+	record(row: Row, apiRoot: string | undefined): unknown;
+	/** ids of the records it embeds that are read apart, kept with it (a job's input files) */
+	refs?(row: Row): number[];
+}
+
+/**
+ * Adds to each record what is read apart from it, for the whole page at once: for each record,
+ * the parts of the JSON members appended to it (`"input_files":[`, each file, `]`).
+ */
+export type Attach = (keys: number[], records: CachedRecord[]) => Promise<Buffer[][]>;
+
+const COMMA = Buffer.from(",");
+const CLOSE = Buffer.from("}");
+const END = Buffer.from("]}");
+
+/** `items` with `separator` between them, each Buffer once: the parts of a JSON array's body. */
+export function joined(items: Buffer[], separator: Buffer = COMMA): Buffer[] {
+	const parts: Buffer[] = [];
+	items.forEach((item, i) => {
+		if (i > 0) parts.push(separator);
+		parts.push(item);
+	});
+	return parts;
+}
+
+/** Where a kind of record is read whole: a list's table, joins, key and columns. */
+export type RecordSource = Pick<ListSource, "from" | "joins" | "key" | "columns">;
+
+/** The list envelope for the request as JSON, UTF-8. */
+export async function runCachedList<Row>(
+	db: Sequelize,
+	source: ListSource,
+	spec: RecordSpec<Row>,
+	req: ListRequest,
+	apiRoot: string | undefined,
+	attach?: Attach
+): Promise<Buffer> {
+	const p = await parseList(db, source, req);
+	const keys = await selectPrepared<{ __key: number; __version: string; __total?: string }>(
+		db,
+		pageSql(
+			source,
+			p,
+			`${source.key} AS __key, ${spec.version} AS __version`,
+			spec.versionJoins
+		),
+		p.bind
+	);
+	const { hasMore, count } = await pageCount(db, source, p, keys);
+	const found = await recordsOf(db, source, spec, keys, apiRoot);
+	const present = keys.map(k => k.__key).filter(key => found.has(key));
+	const records = present.map(key => found.get(key)!);
+	const members = attach && records.length > 0 ? await attach(present, records) : null;
+	const envelope = JSON.stringify(
+		buildEnvelope({
+			count,
+			page: p.page,
+			pageSize: p.pageSize,
+			hasMore,
+			results: [],
+			baseUrl: req.baseUrl,
+			path: req.path,
+			query: req.query
+		})
+	);
+	// `results` is the envelope's last member: its `[]}` becomes the records' array
+	const parts: Buffer[] = [Buffer.from(envelope.slice(0, -2))];
+	records.forEach((record, i) => {
+		if (i > 0) parts.push(COMMA);
+		if (members === null) parts.push(record.json);
+		else parts.push(record.json.subarray(0, -1), COMMA, ...members[i], CLOSE);
+	});
+	parts.push(END);
+	return Buffer.concat(parts);
+}
+
+/**
+ * Each database connection's records apart: versions are a database's own, and a process may
+ * hold connections to several (tests do).
+ */
+const scopes = new WeakMap<Sequelize, number>();
+let nextScope = 0;
+function scopeOf(db: Sequelize): number {
+	let scope = scopes.get(db);
+	if (scope === undefined) scopes.set(db, (scope = nextScope++));
+	return scope;
+}
+
+/**
+ * The records of the rows by key: cached where the version matches, the others read whole (with
+ * their version, read in the same statement as their columns) and kept. A row gone between the
+ * two statements is absent.
+ */
+export async function recordsOf<Row>(
+	db: Sequelize,
+	source: RecordSource,
+	spec: RecordSpec<Row>,
+	keys: { __key: number; __version: string }[],
+	apiRoot: string | undefined,
+	cache: RecordCache = recordCache
+): Promise<Map<number, CachedRecord>> {
+	const prefix = `${scopeOf(db)}:${spec.name}:${spec.byApiRoot ? (apiRoot ?? "") : ""}:`;
+	const found = new Map<number, CachedRecord>();
+	const missing: number[] = [];
+	for (const { __key: key, __version: version } of keys) {
+		const record = cache.get(prefix + key, version);
+		if (record === undefined) missing.push(key);
+		else found.set(key, record);
+	}
+	if (missing.length > 0) {
+		const rows = await selectPrepared<Row & { __key: number; __version: string }>(
+			db,
+			`SELECT ${source.columns}, ${source.key} AS __key, ${spec.version} AS __version
+			 FROM ${source.from} ${source.joins ?? ""} WHERE ${source.key} = ANY($1::int[])`,
+			[missing]
+		);
+		for (const row of rows) {
+			const { __key: key, __version: version } = row;
+			delete (row as { __key?: number }).__key;
+			delete (row as { __version?: string }).__version;
+			const entry: CachedRecord = {
+				version,
+				json: jsonBuffer(spec.record(row, apiRoot)),
+				refs: spec.refs?.(row)
+			};
+			cache.set(prefix + key, entry);
+			found.set(key, entry);
+		}
+	}
+	return found;
+}

@@ -1,0 +1,211 @@
+import { promises as fs } from "fs";
+import os from "os";
+import path from "path";
+import { createTestDatabase, type TestDatabase } from "../helpers/db";
+import { request, startServices, type TestApi } from "../helpers/broker";
+import { addFileJobType, addNode, runToCompletion } from "../helpers/completion";
+
+/**
+ * The lists answer records kept by version (lib/list/cached-list.ts): a record is answered from
+ * the cache only while every row it shows is unchanged. Each change here is made in SQL, as any
+ * writer might, without touching `last_modified`; the next request must show it.
+ */
+
+let tdb: TestDatabase;
+let app: TestApi;
+let api: string;
+let rawDir: string;
+let outDir: string;
+const ids = { raw: 0, out: 0, kml: 0, node: 0, source: 0, job: 0, exe: 0, product: 0 };
+
+async function query<T = Record<string, any>>(sql: string, bind: unknown[] = []): Promise<T[]> {
+	const [rows] = await tdb.db.query(sql, { bind });
+	return rows as T[];
+}
+
+async function get(pathAndQuery: string, root = api): Promise<any> {
+	const reply = await request("GET", `${root}${pathAndQuery}`);
+	if (reply.status !== 200) throw new Error(`GET ${pathAndQuery}: ${reply.status} ${reply.text}`);
+	return reply.body;
+}
+
+/** The one record of a list (each list here has one). */
+async function only(pathAndQuery: string): Promise<any> {
+	const body = await get(pathAndQuery);
+	expect(body.count).toBe(1);
+	return body.results[0];
+}
+
+const LISTS = [
+	"/jobs/",
+	"/jobs/updates/",
+	"/job-executions/",
+	"/products/",
+	"/products/updates/",
+	"/sources/",
+	"/sources/updates/"
+];
+
+beforeAll(async () => {
+	tdb = await createTestDatabase();
+	rawDir = await fs.mkdtemp(path.join(os.tmpdir(), "list-cache-raw-"));
+	outDir = await fs.mkdtemp(path.join(os.tmpdir(), "list-cache-out-"));
+	const config = (dir: string) =>
+		JSON.stringify({ version: "1.0", broker: { type: "host", host_path: dir } });
+	const ws = await query<{ id: number }>(
+		`INSERT INTO workspace (name, json_config) VALUES ('raw', $1), ('out', $2) RETURNING id`,
+		[config(rawDir), config(outDir)]
+	);
+	ids.raw = ws[0].id;
+	ids.out = ws[1].id;
+	ids.kml = await addFileJobType(tdb.db, "kml", { title: "KML" });
+	ids.node = await addNode(tdb.db, "n1.example");
+	const [source] = await query<{ id: number }>(
+		`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
+			file_size, uuid, is_parsed)
+		 VALUES ('SOURCE', $1, 'scene.tif', 'in/scene.tif', 'image/tiff', 10, md5('s'), false)
+		 RETURNING id`,
+		[ids.raw]
+	);
+	ids.source = source.id;
+	app = await startServices(tdb.url, [
+		"api",
+		"queue",
+		"jobs",
+		"job-executions",
+		"products",
+		"sources",
+		"files"
+	]);
+	api = app.api;
+	const run = await runToCompletion(tdb.db, {
+		api,
+		jobTypeId: ids.kml,
+		inputFileId: ids.source,
+		workspaceId: ids.out,
+		nodeId: ids.node,
+		agentId: app.broker.nodeID,
+		products: [
+			{
+				outputName: "result",
+				filePath: "kml/scene.kml",
+				fileName: "scene.kml",
+				mediaType: "text/xml",
+				size: 5
+			}
+		]
+	});
+	ids.job = run.jobId;
+	ids.exe = run.exeId;
+	const [product] = await query<{ id: number }>(
+		`SELECT id FROM scale_file WHERE job_exe_id = $1`,
+		[ids.exe]
+	);
+	ids.product = product.id;
+}, 120000);
+
+afterAll(async () => {
+	await app?.stop();
+	await tdb?.drop();
+	for (const dir of [rawDir, outDir]) if (dir) await fs.rm(dir, { recursive: true, force: true });
+});
+
+describe("lists of cached records", () => {
+	it("answer the same JSON again, and the same envelope to callers other than the gateway", async () => {
+		for (const list of LISTS) {
+			const first = await request("GET", `${api}${list}`);
+			expect(first.status).toBe(200);
+			expect(first.headers.get("content-type")).toBe("application/json; charset=utf-8");
+			expect(first.body.results).toHaveLength(1);
+			const again = await request("GET", `${api}${list}`);
+			expect(again.text).toBe(first.text);
+		}
+		const called = await app.broker.call("jobs.list", {});
+		expect(called).toEqual(await get("/jobs/"));
+		const updates: any = await app.broker.call("jobs.updates", {});
+		expect(updates.results[0].input_files.map((f: any) => f.id)).toEqual([ids.source]);
+	});
+
+	it("give each API root its own download URLs", async () => {
+		const root = api.replace(/\/api$/, "");
+		expect((await only("/sources/")).url).toBe(`${root}/api/files/${ids.source}/download/`);
+		const v3 = await get("/sources/", `${root}/api/v3`);
+		expect(v3.results[0].url).toBe(`${root}/api/v3/files/${ids.source}/download/`);
+		expect((await only("/sources/")).url).toBe(`${root}/api/files/${ids.source}/download/`);
+	});
+
+	it("show a change of the job's own row", async () => {
+		expect((await only("/jobs/")).priority).not.toBe(7);
+		await query(`UPDATE job SET priority = 7 WHERE id = $1`, [ids.job]);
+		expect((await only("/jobs/")).priority).toBe(7);
+		expect((await only("/jobs/updates/")).priority).toBe(7);
+		expect((await only("/job-executions/")).job.priority).toBe(7);
+	});
+
+	it("show a change of the job type", async () => {
+		expect((await only("/products/")).job_type.title).toBe("KML");
+		await query(`UPDATE job_type SET title = 'Footprints', is_paused = true WHERE id = $1`, [
+			ids.kml
+		]);
+		const job = await only("/jobs/");
+		expect(job.job_type).toMatchObject({ title: "Footprints", is_paused: true });
+		expect((await only("/job-executions/")).job.job_type.title).toBe("Footprints");
+		expect((await only("/products/")).job_type.title).toBe("Footprints");
+		expect((await only("/products/updates/")).job_type.title).toBe("Footprints");
+	});
+
+	it("show a change of the error", async () => {
+		const [error] = await query<{ id: number; title: string }>(
+			`SELECT id, title FROM error ORDER BY id LIMIT 1`
+		);
+		await query(`UPDATE job SET error_id = $2 WHERE id = $1`, [ids.job, error.id]);
+		expect((await only("/jobs/")).error).toMatchObject({ id: error.id, title: error.title });
+		await query(`UPDATE error SET title = 'Renamed error' WHERE id = $1`, [error.id]);
+		expect((await only("/jobs/")).error.title).toBe("Renamed error");
+	});
+
+	it("show a change of the node's hostname, not of its heartbeat", async () => {
+		expect((await only("/job-executions/")).node.hostname).toBe("n1.example");
+		await query(`UPDATE node SET last_heartbeat = now() WHERE id = $1`, [ids.node]);
+		expect((await only("/job-executions/")).node.hostname).toBe("n1.example");
+		await query(`UPDATE node SET hostname = 'n9.example' WHERE id = $1`, [ids.node]);
+		expect((await only("/job-executions/")).node.hostname).toBe("n9.example");
+	});
+
+	it("show a change of a workspace in the files' URLs, embedded files included", async () => {
+		await query(`UPDATE workspace SET base_url = 'https://cdn.example/raw/' WHERE id = $1`, [
+			ids.raw
+		]);
+		const url = "https://cdn.example/raw/in/scene.tif";
+		expect((await only("/sources/")).url).toBe(url);
+		expect((await only("/sources/updates/")).url).toBe(url);
+		expect((await only("/jobs/updates/")).input_files[0].url).toBe(url);
+		expect((await only("/products/updates/")).source_files[0].url).toBe(url);
+	});
+
+	it("show a change of a source file, embedded in other records too", async () => {
+		expect((await only("/sources/updates/")).update.action).toBe("CREATED");
+		await query(
+			`UPDATE scale_file SET is_parsed = true, parsed = '2024-05-01T00:00:00Z' WHERE id = $1`,
+			[ids.source]
+		);
+		expect((await only("/sources/updates/")).update).toEqual({
+			action: "PARSED",
+			when: "2024-05-01T00:00:00.000Z"
+		});
+		expect((await only("/sources/?is_parsed=true")).is_parsed).toBe(true);
+		const product = await only("/products/updates/");
+		expect(product.source_files[0]).toMatchObject({ id: ids.source, is_parsed: true });
+		expect((await only("/jobs/updates/")).input_files[0].is_parsed).toBe(true);
+	});
+
+	it("show a change of a product and leave out one no longer listed", async () => {
+		await query(`UPDATE scale_file SET is_operational = false WHERE id = $1`, [ids.product]);
+		expect((await only("/products/")).is_operational).toBe(false);
+		await query(
+			`UPDATE scale_file SET is_deleted = true, deleted = '2024-06-01T00:00:00Z' WHERE id = $1`,
+			[ids.product]
+		);
+		expect((await only("/products/updates/")).update.action).toBe("DELETED");
+	});
+});
