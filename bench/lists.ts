@@ -12,6 +12,7 @@
  *   npm run bench:seed && npm run bench:lists      (the embedded database under data/bench-p4)
  *   DATABASE_URL=postgres://... npm run bench:lists
  *   BENCH_SECONDS=20 npm run bench:lists
+ *   BENCH_ONLY=/jobs/?status,/products/ npm run bench:lists     (those mixes only)
  */
 import os from "os";
 import { Client } from "pg";
@@ -102,7 +103,11 @@ async function main() {
 		const statuses: string[] = (
 			await client.query("SELECT DISTINCT status FROM job ORDER BY status")
 		).rows.map(r => r.status);
-		const mixes = listMixes(names, nodes, statuses);
+		// BENCH_ONLY=jobs,products: the mixes whose label holds one of these, and no page 500
+		const only = (process.env.BENCH_ONLY ?? "").split(",").filter(Boolean);
+		const mixes = listMixes(names, nodes, statuses).filter(
+			mix => only.length === 0 || only.some(part => mix.label.includes(part))
+		);
 
 		service = await startService(database.url, { SERVICES: SERVICES.join(",") });
 		const api = service.api;
@@ -142,7 +147,7 @@ async function main() {
 		const lists: [string, Figures][] = [];
 		for (const mix of mixes) lists.push([mix.label, await measure(mix.draw, CONNECTIONS)]);
 		const deep: [string, Figures][] = [];
-		for (const list of ["/jobs/", "/job-executions/"]) {
+		for (const list of only.length === 0 ? ["/jobs/", "/job-executions/"] : []) {
 			const path = `${list}?page=500&page_size=${PAGE_SIZE}`;
 			deep.push([path, await measure(() => path, DEEP_CONNECTIONS)]);
 		}

@@ -178,6 +178,8 @@ export class EmbeddedPostgres {
 				"-c",
 				"max_connections=200",
 				"-c",
+				`shared_buffers=${sharedBuffersMiB()}MB`,
+				"-c",
 				"fsync=on"
 			],
 			// its own process group: a Ctrl-C at the terminal reaches our process, which stops
@@ -247,4 +249,14 @@ export class EmbeddedPostgres {
 		await done;
 		this.proc = null;
 	}
+}
+
+/**
+ * PostgreSQL's page cache: a quarter of the machine's memory, as PostgreSQL's documentation
+ * advises for a server of its own, between its default 128 MiB and 1 GiB. With the default, the
+ * lists' pages of a million jobs and executions were read from the operating system's cache at
+ * every request (docs/decisions.md, "Lists").
+ */
+export function sharedBuffersMiB(totalBytes = os.totalmem()): number {
+	return Math.min(1024, Math.max(128, Math.floor(totalBytes / 4 / 1024 / 1024)));
 }

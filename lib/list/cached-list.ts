@@ -1,7 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
 import { buildEnvelope } from "./envelope";
-import { jsonBuffer, recordCache, type CachedRecord, type RecordCache } from "./record-cache";
+import { recordCache, type CachedRecord, type RecordCache } from "./record-cache";
 import { pageCount, pageSql, parseList, type ListRequest, type ListSource } from "./run";
 
 /**
@@ -116,7 +116,8 @@ function scopeOf(db: Sequelize): number {
 /**
  * The records of the rows by key: cached where the version matches, the others read whole (with
  * their version, read in the same statement as their columns) and kept. A row gone between the
- * two statements is absent.
+ * two statements is absent. The records answered are copies, in one Buffer: the cache's slabs
+ * are reused while a response is being put together.
  */
 export async function recordsOf<Row>(
 	db: Sequelize,
@@ -127,32 +128,51 @@ export async function recordsOf<Row>(
 	cache: RecordCache = recordCache
 ): Promise<Map<number, CachedRecord>> {
 	const prefix = `${scopeOf(db)}:${spec.name}:${spec.byApiRoot ? (apiRoot ?? "") : ""}:`;
-	const found = new Map<number, CachedRecord>();
-	const missing: number[] = [];
-	for (const { __key: key, __version: version } of keys) {
-		const record = cache.get(prefix + key, version);
-		if (record === undefined) missing.push(key);
-		else found.set(key, record);
-	}
-	if (missing.length > 0) {
+	const made = new Map<number, CachedRecord>();
+	const gone = new Set<number>();
+	for (;;) {
+		// From here to the copy nothing waits, so no slab is reused in between.
+		const found = new Map<number, CachedRecord>();
+		const missing: number[] = [];
+		for (const { __key: key, __version: version } of keys) {
+			if (gone.has(key)) continue;
+			const record = made.get(key) ?? cache.get(prefix + key, version);
+			if (record === undefined) missing.push(key);
+			else found.set(key, record);
+		}
+		if (missing.length === 0) return copied(found);
+		// A record found before this wait and forgotten during it is read again next time round.
 		const rows = await selectPrepared<Row & { __key: number; __version: string }>(
 			db,
 			`SELECT ${source.columns}, ${source.key} AS __key, ${spec.version} AS __version
 			 FROM ${source.from} ${source.joins ?? ""} WHERE ${source.key} = ANY($1::int[])`,
 			[missing]
 		);
+		for (const key of missing) gone.add(key);
 		for (const row of rows) {
 			const { __key: key, __version: version } = row;
 			delete (row as { __key?: number }).__key;
 			delete (row as { __version?: string }).__version;
-			const entry: CachedRecord = {
-				version,
-				json: jsonBuffer(spec.record(row, apiRoot)),
-				refs: spec.refs?.(row)
-			};
-			cache.set(prefix + key, entry);
-			found.set(key, entry);
+			gone.delete(key);
+			made.set(
+				key,
+				cache.set(prefix + key, version, spec.record(row, apiRoot), spec.refs?.(row))
+			);
 		}
 	}
-	return found;
+}
+
+/** The records with their JSON copied out of the cache, into one Buffer. */
+function copied(records: Map<number, CachedRecord>): Map<number, CachedRecord> {
+	let length = 0;
+	for (const record of records.values()) length += record.json.length;
+	const buffer = Buffer.allocUnsafe(length);
+	let offset = 0;
+	const copies = new Map<number, CachedRecord>();
+	for (const [key, record] of records) {
+		const end = offset + record.json.copy(buffer, offset);
+		copies.set(key, { ...record, json: buffer.subarray(offset, end) });
+		offset = end;
+	}
+	return copies;
 }

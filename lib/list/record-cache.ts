@@ -5,70 +5,116 @@
  * serializes only the others: a page costs PostgreSQL an index read instead of forty columns per
  * record, and the service a lookup instead of parsing and serializing them (docs/decisions.md,
  * "Lists"). Nothing is ever answered from here without the database's word that it is current.
- * Records are Buffers, each its own allocation outside the JavaScript heap: a page is sent as
- * one Buffer.concat of them, where joining strings and encoding the result cost ten times more.
  *
- * The least recently used records go first once their bytes pass `maxBytes`.
+ * The JSON is written into slabs of 1 MiB allocated once and reused in turn: when the slabs are
+ * full, the oldest is emptied (its records forgotten) and filled again. The cache's memory is
+ * thus fixed, outside the JavaScript heap, and never fragmented; a page is sent as one
+ * Buffer.concat of views into the slabs, where joining strings and encoding the result as UTF-8
+ * cost ten times more.
  */
 export interface CachedRecord {
 	version: string;
-	/** the record's JSON, UTF-8 */
+	/** the record's JSON, UTF-8 (a view into a slab: valid until the slab is reused) */
 	json: Buffer;
 	/** ids of the records this one embeds and that are read apart (a job's input files) */
 	refs?: number[];
 }
 
-export class RecordCache {
-	private readonly entries = new Map<string, CachedRecord>();
-	private bytes = 0;
+interface Entry extends CachedRecord {
+	slab: number;
+	/** the slab's fill count when written: the record is gone once the slab is filled again */
+	fill: number;
+}
 
-	constructor(private readonly maxBytes: number) {}
+export const SLAB_BYTES = 1024 * 1024;
+
+export class RecordCache {
+	private readonly entries = new Map<string, Entry>();
+	private readonly slabs: Buffer[] = [];
+	/** per slab: how many times it has been filled, and the keys written into it this time */
+	private readonly fills: number[] = [];
+	private readonly keys: string[][] = [];
+	private current = -1;
+	private offset = 0;
+	private readonly slabCount: number;
+
+	constructor(
+		maxBytes: number,
+		private readonly slabBytes = SLAB_BYTES
+	) {
+		this.slabCount = Math.floor(maxBytes / slabBytes);
+	}
 
 	/** The record kept under `key` when it was made from `version`, else undefined. */
 	get(key: string, version: string): CachedRecord | undefined {
 		const entry = this.entries.get(key);
 		if (entry === undefined || entry.version !== version) return undefined;
-		// a Map iterates in insertion order: inserted again, the entry is the newest
-		this.entries.delete(key);
-		this.entries.set(key, entry);
 		return entry;
 	}
 
-	set(key: string, entry: CachedRecord): void {
-		const old = this.entries.get(key);
-		if (old !== undefined) {
-			this.bytes -= old.json.length;
+	/**
+	 * Keeps `value`'s JSON under `key` for `version`; answers the record, whether kept or not
+	 * (not when the cache has no room at all or the record is larger than a slab).
+	 */
+	set(key: string, version: string, value: unknown, refs?: number[]): CachedRecord {
+		const text = JSON.stringify(value);
+		const length = Buffer.byteLength(text);
+		if (this.slabCount === 0 || length > this.slabBytes) {
 			this.entries.delete(key);
+			return { version, json: Buffer.from(text), refs };
 		}
-		if (entry.json.length > this.maxBytes) return;
+		if (this.current < 0 || this.offset + length > this.slabBytes) this.nextSlab();
+		const slab = this.slabs[this.current];
+		slab.write(text, this.offset);
+		const entry: Entry = {
+			version,
+			json: slab.subarray(this.offset, this.offset + length),
+			refs,
+			slab: this.current,
+			fill: this.fills[this.current]
+		};
+		this.offset += length;
 		this.entries.set(key, entry);
-		this.bytes += entry.json.length;
-		for (const [oldest, value] of this.entries) {
-			if (this.bytes <= this.maxBytes) break;
-			this.entries.delete(oldest);
-			this.bytes -= value.json.length;
-		}
+		this.keys[this.current].push(key);
+		return entry;
 	}
 
+	/** Moves on to the next slab, forgetting the records it held. */
+	private nextSlab(): void {
+		this.current = (this.current + 1) % this.slabCount;
+		this.offset = 0;
+		if (this.slabs[this.current] === undefined) {
+			this.slabs[this.current] = Buffer.allocUnsafeSlow(this.slabBytes);
+			this.fills[this.current] = 0;
+			this.keys[this.current] = [];
+			return;
+		}
+		const fill = this.fills[this.current];
+		for (const key of this.keys[this.current]) {
+			const entry = this.entries.get(key);
+			// a key written again since lives in a later slab
+			if (entry !== undefined && entry.slab === this.current && entry.fill === fill)
+				this.entries.delete(key);
+		}
+		this.keys[this.current] = [];
+		this.fills[this.current] = fill + 1;
+	}
+
+	/** the records kept */
 	get size(): number {
 		return this.entries.size;
 	}
 
-	/** the bytes of JSON held */
-	get length(): number {
-		return this.bytes;
-	}
-
-	clear(): void {
-		this.entries.clear();
-		this.bytes = 0;
+	/** the bytes of the slabs allocated */
+	get allocated(): number {
+		return this.slabs.length * this.slabBytes;
 	}
 }
 
-/** The records' size limit: LIST_CACHE_MB (MiB of JSON, default 48; 0 turns it off). */
+/** The records' size limit: LIST_CACHE_MB (MiB of JSON, default 32; 0 turns it off). */
 export function recordCacheBytes(env: NodeJS.ProcessEnv = process.env): number {
 	const text = env.LIST_CACHE_MB;
-	const mb = text === undefined || text === "" ? 48 : Number(text);
+	const mb = text === undefined || text === "" ? 32 : Number(text);
 	if (!Number.isFinite(mb) || mb < 0)
 		throw new Error(`LIST_CACHE_MB must be a number of MiB, 0 or more (got "${text}")`);
 	return Math.floor(mb * 1024 * 1024);
@@ -76,11 +122,3 @@ export function recordCacheBytes(env: NodeJS.ProcessEnv = process.env): number {
 
 /** The process's one cache of list records, shared by every list service it runs. */
 export const recordCache = new RecordCache(recordCacheBytes());
-
-/** `value` as JSON in a Buffer of its own (not a slice of Node's shared pool, which a kept record would pin). */
-export function jsonBuffer(value: unknown): Buffer {
-	const text = JSON.stringify(value);
-	const buffer = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
-	buffer.write(text);
-	return buffer;
-}

@@ -1,61 +1,68 @@
-import { jsonBuffer, RecordCache, recordCacheBytes } from "../../lib/list/record-cache";
+import { RecordCache, recordCacheBytes } from "../../lib/list/record-cache";
 
-const rec = (version: string, text: string) => ({ version, json: Buffer.from(text) });
+const text = (record: { json: Buffer } | undefined) => record?.json.toString();
 
 describe("RecordCache", () => {
 	it("answers a record only for the version it was made from", () => {
-		const cache = new RecordCache(1000);
-		cache.set("job:1", rec("10|3|", '{"id":1}'));
-		expect(cache.get("job:1", "10|3|")?.json.toString()).toBe('{"id":1}');
+		const cache = new RecordCache(1000, 100);
+		cache.set("job:1", "10|3|", { id: 1 });
+		expect(text(cache.get("job:1", "10|3|"))).toBe('{"id":1}');
 		expect(cache.get("job:1", "11|3|")).toBeUndefined();
 		expect(cache.get("job:2", "10|3|")).toBeUndefined();
 	});
 
-	it("replaces a record kept under the same key and counts its bytes once", () => {
-		const cache = new RecordCache(1000);
-		cache.set("job:1", rec("1", "x".repeat(100)));
-		cache.set("job:1", rec("2", "y".repeat(40)));
-		expect(cache.size).toBe(1);
-		expect(cache.length).toBe(40);
+	it("answers the latest record kept under a key, with its refs", () => {
+		const cache = new RecordCache(1000, 100);
+		cache.set("job:1", "1", { v: 1 });
+		const made = cache.set("job:1", "2", { v: 2 }, [7, 8]);
+		expect(text(made)).toBe('{"v":2}');
 		expect(cache.get("job:1", "1")).toBeUndefined();
-		expect(cache.get("job:1", "2")?.json.toString()).toBe("y".repeat(40));
+		expect(cache.get("job:1", "2")).toMatchObject({ refs: [7, 8] });
+		expect(cache.size).toBe(1);
 	});
 
-	it("drops the least recently used records once past its bytes", () => {
-		const cache = new RecordCache(300);
-		cache.set("a", rec("1", "a".repeat(100)));
-		cache.set("b", rec("1", "b".repeat(100)));
-		cache.set("c", rec("1", "c".repeat(100)));
-		expect(cache.get("a", "1")).toBeDefined(); // a is now the newest
-		cache.set("d", rec("1", "d".repeat(100)));
-		expect(cache.get("b", "1")).toBeUndefined();
-		expect(["a", "c", "d"].map(k => cache.get(k, "1") !== undefined)).toEqual([
-			true,
-			true,
-			true
-		]);
-		expect(cache.length).toBe(300);
+	it("keeps UTF-8 JSON of any text", () => {
+		const cache = new RecordCache(1000, 100);
+		cache.set("a", "1", { name: "Zürich → 東京 🛰" });
+		expect(JSON.parse(text(cache.get("a", "1"))!)).toEqual({ name: "Zürich → 東京 🛰" });
 	});
 
-	it("keeps nothing larger than itself, and nothing at all at size 0", () => {
-		const cache = new RecordCache(10);
-		cache.set("big", rec("1", "x".repeat(11)));
-		expect(cache.size).toBe(0);
+	it("reuses its slabs in turn, forgetting the records of the one it fills again", () => {
+		// three slabs of 20 bytes; each record `{"n":"xxxxxxxxxx"}` is 18 bytes, one per slab
+		const cache = new RecordCache(60, 20);
+		const value = (c: string) => ({ n: c.repeat(10) });
+		for (const key of ["a", "b", "c"]) cache.set(key, "1", value(key));
+		expect(cache.size).toBe(3);
+		expect(cache.allocated).toBe(60);
+		cache.set("d", "1", value("d"));
+		expect(cache.get("a", "1")).toBeUndefined();
+		expect(["b", "c", "d"].map(k => text(cache.get(k, "1")))).toEqual(
+			["b", "c", "d"].map(k => JSON.stringify(value(k)))
+		);
+		expect(cache.allocated).toBe(60);
+		// b written again lives in a later slab: emptying b's first slab leaves it
+		cache.set("b", "2", value("B"));
+		cache.set("e", "1", value("e"));
+		expect(text(cache.get("b", "2"))).toBe(JSON.stringify(value("B")));
+		expect(cache.get("c", "1")).toBeUndefined();
+	});
+
+	it("keeps nothing larger than a slab, and nothing at all at size 0, yet answers the record", () => {
+		const cache = new RecordCache(100, 10);
+		expect(text(cache.set("big", "1", { n: "x".repeat(20) }))).toBe(
+			JSON.stringify({ n: "x".repeat(20) })
+		);
+		expect(cache.get("big", "1")).toBeUndefined();
 		const off = new RecordCache(0);
-		off.set("a", rec("1", "{}"));
+		expect(text(off.set("a", "1", {}))).toBe("{}");
 		expect(off.get("a", "1")).toBeUndefined();
-	});
-
-	it("makes each record a Buffer of its own, not a slice of Node's pool", () => {
-		const json = jsonBuffer({ id: 1, name: "é" });
-		expect(JSON.parse(json.toString())).toEqual({ id: 1, name: "é" });
-		expect(json.buffer.byteLength).toBe(json.length);
+		expect(off.allocated).toBe(0);
 	});
 });
 
 describe("recordCacheBytes", () => {
-	it("reads LIST_CACHE_MB in MiB, 48 by default", () => {
-		expect(recordCacheBytes({})).toBe(48 * 1024 * 1024);
+	it("reads LIST_CACHE_MB in MiB, 32 by default", () => {
+		expect(recordCacheBytes({})).toBe(32 * 1024 * 1024);
 		expect(recordCacheBytes({ LIST_CACHE_MB: "0" })).toBe(0);
 		expect(recordCacheBytes({ LIST_CACHE_MB: "1.5" })).toBe(1.5 * 1024 * 1024);
 	});
