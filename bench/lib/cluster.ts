@@ -4,6 +4,7 @@ import os from "os";
 import path from "path";
 import { spawn, type ChildProcess } from "child_process";
 import type { Sequelize } from "sequelize";
+import { CONTROL_NODE_OPTIONS } from "../../lib/cluster/node-process";
 import { EmbeddedPostgres } from "../../lib/db/embedded";
 import { createSequelize } from "../../lib/db/connection";
 import { migrate } from "../../lib/db/migrate";
@@ -50,8 +51,12 @@ export async function startService(
 ): Promise<{ api: string; proc: ChildProcess; workDir: string; stop(): Promise<void> }> {
 	const port = await freePort();
 	const workDir = fs.mkdtempSync(path.join(os.tmpdir(), "scale-bench-agent-"));
-	// BENCH_SERVICE_NODE_ARGS: options for the service's node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"
-	const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(" ").filter(Boolean);
+	// the service's node runs with the options `npm start` gives it, unless BENCH_SERVICE_NODE_ARGS
+	// replaces them (e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"; "" for node's defaults)
+	const nodeArgs =
+		process.env.BENCH_SERVICE_NODE_ARGS === undefined
+			? CONTROL_NODE_OPTIONS
+			: process.env.BENCH_SERVICE_NODE_ARGS.split(" ").filter(Boolean);
 	const proc = spawn(
 		process.execPath,
 		[...nodeArgs, path.join(PROJECT_ROOT, "dist", "bin", "start.js")],

@@ -6,7 +6,7 @@ import { EmbeddedPostgres } from "../db/embedded";
 import { createSequelize } from "../db/connection";
 import { migrate } from "../db/migrate";
 import { startNatsServer, type RunningNatsServer } from "./nats-server";
-import { AGENT_NODE_OPTIONS, NodeProcess } from "./node-process";
+import { AGENT_NODE_OPTIONS, CONTROL_NODE_OPTIONS, NodeProcess } from "./node-process";
 
 export interface LocalClusterOptions {
 	/** where PostgreSQL, the agents' work directories and the credentials live */
@@ -134,22 +134,30 @@ export class LocalCluster {
 		const control = o.controlServices ?? ALL_SERVICES.filter(s => s !== "node-agent");
 		for (let i = 0; i < o.controlPlanes; i++)
 			this.controls.push(
-				this.node(`control-${i + 1}`, {
-					...common,
-					SERVICES: control.join(","),
-					DATABASE_URL: this.databaseUrl,
-					PORT: String(o.apiPort + i),
-					DATA_DIR: o.dataDir
-				})
+				this.node(
+					`control-${i + 1}`,
+					{
+						...common,
+						SERVICES: control.join(","),
+						DATABASE_URL: this.databaseUrl,
+						PORT: String(o.apiPort + i),
+						DATA_DIR: o.dataDir
+					},
+					CONTROL_NODE_OPTIONS
+				)
 			);
 		for (const extra of o.extra ?? [])
 			this.extras.push(
-				this.node(extra.name, {
-					...common,
-					SERVICES: extra.services.join(","),
-					DATABASE_URL: this.databaseUrl,
-					DATA_DIR: o.dataDir
-				})
+				this.node(
+					extra.name,
+					{
+						...common,
+						SERVICES: extra.services.join(","),
+						DATABASE_URL: this.databaseUrl,
+						DATA_DIR: o.dataDir
+					},
+					CONTROL_NODE_OPTIONS
+				)
 			);
 		for (let i = 0; i < o.agents; i++) {
 			const workDir = path.join(o.dataDir, `agent-${i + 1}`);

@@ -14,6 +14,16 @@ const START_SCRIPT = path.join(PROJECT_ROOT, "dist", "bin", "start.js");
  */
 export const AGENT_NODE_OPTIONS = ["--max-semi-space-size=1"];
 
+/**
+ * Node's options for a control-plane process (and the all-in-one `npm start`): semi-spaces of at
+ * most 8 MiB, and the old generation let grow to twice what it held after a collection rather
+ * than V8's own factor (up to four times under load). Serving the lists at concurrency 32 on a
+ * million rows, the process's RSS peaked at ~340 MiB without them and ~240 MiB with them, for
+ * the same requests per second within the machine's noise; P1–P3 unchanged
+ * (docs/decisions.md, "Lists").
+ */
+export const CONTROL_NODE_OPTIONS = ["--max-semi-space-size=8", "--heap-growing-percent=100"];
+
 export interface NodeProcessOptions {
 	/** what its output lines are prefixed with, and its NODE_ID */
 	name: string;
