@@ -338,7 +338,9 @@ export function isConnected(row: NodeRow, c: Connectivity): boolean {
 }
 
 // The job type's summary columns only: its documents (interface, error mapping), read whole with
-// row_to_json, made /nodes/status/ cost ~27 ms per request with 191 running executions.
+// row_to_json, made /nodes/status/ cost ~27 ms per request with 191 running executions. Node by
+// node (LATERAL), so each reads the partial index of running executions by node: given all the
+// page's nodes at once, the planner read every live execution (~2,800 QUEUED and RUNNING, 10 ms).
 const RUNNING_EXE_SQL = `
 	SELECT e.id, e.status, e.command_arguments, e.timeout, e.pre_started, e.pre_completed,
 		e.pre_exit_code, e.job_started, e.job_completed, e.job_exit_code, e.post_started,
@@ -352,9 +354,11 @@ const RUNNING_EXE_SQL = `
 			.join(", ")},
 		CASE WHEN er.id IS NULL THEN NULL ELSE json_build_object('id', er.id, 'name', er.name,
 			'title', er.title, 'description', er.description, 'category', er.category) END AS error
-	FROM job_exe e JOIN job j ON j.id = e.job_id JOIN job_type t ON t.id = j.job_type_id
+	FROM unnest($1::int[]) AS wanted(node_id)
+		CROSS JOIN LATERAL (SELECT * FROM job_exe x
+			WHERE x.node_id = wanted.node_id AND x.status = 'RUNNING') e
+		JOIN job j ON j.id = e.job_id JOIN job_type t ON t.id = j.job_type_id
 		LEFT JOIN error er ON er.id = e.error_id
-	WHERE e.status = 'RUNNING' AND e.node_id = ANY($1::int[])
 	ORDER BY e.last_modified, e.id`;
 
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
