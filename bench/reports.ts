@@ -6,6 +6,7 @@
  * >= 1,000 requests/s.
  *
  *   npm run bench:seed && npm run bench:reports      DATABASE_URL=postgres://... npm run bench:reports
+ *   BENCH_ONLY=/nodes/status/ npm run bench:reports   (those mixes only, beside /version/)
  */
 import { createSequelize } from "../lib/db/connection";
 import { migrate } from "../lib/db/migrate";
@@ -107,7 +108,15 @@ async function main() {
 				await new Promise(r => setTimeout(r, 100));
 			}
 		};
-		for (const [label, draw] of mixes) {
+		// BENCH_ONLY=/nodes/status/,/queue/: the mixes whose label holds one of these (and /version/)
+		const only = (process.env.BENCH_ONLY ?? "").split(",").filter(Boolean);
+		const chosen = mixes.filter(
+			([label]) =>
+				label === "/version/" ||
+				only.length === 0 ||
+				only.some(part => label.includes(part))
+		);
+		for (const [label, draw] of chosen) {
 			// each mix alone: the requests a slow one left queued are answered first
 			await idle();
 			await run(service.api, draw, CONNECTIONS, 2);
