@@ -22,6 +22,11 @@ export interface RecordSpec<Row> {
 	version: string;
 	/** the joins `version` reads */
 	versionJoins: string;
+	/**
+	 * The small tables whose rows the record embeds, by their generation (migration 0011: raised
+	 * by any change to the table) rather than their rows' `xmin`s, read once per statement
+	 */
+	generations?: ("job_type" | "error" | "workspace")[];
 	/** whether a record depends on the call's API root (download URLs) */
 	byApiRoot?: boolean;
 	/** the record of a row read with the list's columns */
@@ -50,6 +55,22 @@ export function joined(items: Buffer[], separator: Buffer = COMMA): Buffer[] {
 	return parts;
 }
 
+/** The SELECT items of a record's version (see versionOf): its rows' part and its generations. */
+export function versionSelect(spec: Pick<RecordSpec<unknown>, "version" | "generations">): string {
+	const names = spec.generations ?? [];
+	const generations =
+		names.length === 0
+			? "''"
+			: `(SELECT string_agg(generation::text, '.' ORDER BY name) FROM list_generation
+				WHERE name IN (${names.map(n => `'${n}'`).join(", ")}))`;
+	return `${spec.version} AS __version, ${generations} AS __generation`;
+}
+
+/** A record's version from a row read with versionSelect's items. */
+export function versionOf(row: { __version: string; __generation: string }): string {
+	return `${row.__version}|${row.__generation}`;
+}
+
 /** Where a kind of record is read whole: a list's table, joins, key and columns. */
 export type RecordSource = Pick<ListSource, "from" | "joins" | "key" | "columns">;
 
@@ -63,17 +84,18 @@ export async function runCachedList<Row>(
 	attach?: Attach
 ): Promise<Buffer> {
 	const p = await parseList(db, source, req);
-	const keys = await selectPrepared<{ __key: number; __version: string; __total?: string }>(
+	const rows = await selectPrepared<{
+		__key: number;
+		__version: string;
+		__generation: string;
+		__total?: string;
+	}>(
 		db,
-		pageSql(
-			source,
-			p,
-			`${source.key} AS __key, ${spec.version} AS __version`,
-			spec.versionJoins
-		),
+		pageSql(source, p, `${source.key} AS __key, ${versionSelect(spec)}`, spec.versionJoins),
 		p.bind
 	);
-	const { hasMore, count } = await pageCount(db, source, p, keys);
+	const { hasMore, count } = await pageCount(db, source, p, rows);
+	const keys = rows.map(row => ({ __key: row.__key, __version: versionOf(row) }));
 	const found = await recordsOf(db, source, spec, keys, apiRoot);
 	const present = keys.map(k => k.__key).filter(key => found.has(key));
 	const records = present.map(key => found.get(key)!);
@@ -142,17 +164,21 @@ export async function recordsOf<Row>(
 		}
 		if (missing.length === 0) return copied(found);
 		// A record found before this wait and forgotten during it is read again next time round.
-		const rows = await selectPrepared<Row & { __key: number; __version: string }>(
+		const rows = await selectPrepared<
+			Row & { __key: number; __version: string; __generation: string }
+		>(
 			db,
-			`SELECT ${source.columns}, ${source.key} AS __key, ${spec.version} AS __version
+			`SELECT ${source.columns}, ${source.key} AS __key, ${versionSelect(spec)}
 			 FROM ${source.from} ${source.joins ?? ""} WHERE ${source.key} = ANY($1::int[])`,
 			[missing]
 		);
 		for (const key of missing) gone.add(key);
 		for (const row of rows) {
-			const { __key: key, __version: version } = row;
+			const { __key: key } = row;
+			const version = versionOf(row);
 			delete (row as { __key?: number }).__key;
 			delete (row as { __version?: string }).__version;
+			delete (row as { __generation?: string }).__generation;
 			gone.delete(key);
 			made.set(
 				key,

@@ -1,6 +1,13 @@
 import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
-import { joined, recordsOf, type RecordSource, type RecordSpec } from "../list/cached-list";
+import {
+	joined,
+	recordsOf,
+	versionOf,
+	versionSelect,
+	type RecordSource,
+	type RecordSpec
+} from "../list/cached-list";
 import type { CachedRecord } from "../list/record-cache";
 import { FILE_COLUMNS, serializeScaleFile, type ScaleFileRow } from "./scale-file";
 
@@ -9,8 +16,8 @@ import { FILE_COLUMNS, serializeScaleFile, type ScaleFileRow } from "./scale-fil
  * update's `source_files`), cached by version like the lists' own (lib/list/cached-list.ts).
  */
 
-/** A file record is current while the file's row and its workspace's are unchanged. */
-export const FILE_VERSION = "concat(f.xmin, '|', w.xmin)";
+/** A file record is current while the file's row and the workspaces are unchanged. */
+export const FILE_VERSION = "f.xmin::text";
 
 const FILE_SOURCE: RecordSource = {
 	from: "scale_file f",
@@ -22,7 +29,8 @@ const FILE_SOURCE: RecordSource = {
 const FILE_RECORD: RecordSpec<ScaleFileRow> = {
 	name: "file",
 	version: FILE_VERSION,
-	versionJoins: FILE_SOURCE.joins!,
+	versionJoins: "",
+	generations: ["workspace"],
 	byApiRoot: true,
 	record: (row, apiRoot) => serializeScaleFile(row, apiRoot)
 };
@@ -45,13 +53,18 @@ export async function attachInputFiles(
 					db,
 					FILE_SOURCE,
 					FILE_RECORD,
-					await selectPrepared<{ __key: number; __version: string }>(
-						db,
-						`SELECT f.id AS __key, ${FILE_VERSION} AS __version
-						 FROM scale_file f JOIN workspace w ON w.id = f.workspace_id
-						 WHERE f.id = ANY($1::int[])`,
-						[ids]
-					),
+					(
+						await selectPrepared<{
+							__key: number;
+							__version: string;
+							__generation: string;
+						}>(
+							db,
+							`SELECT f.id AS __key, ${versionSelect(FILE_RECORD)}
+							 FROM scale_file f WHERE f.id = ANY($1::int[])`,
+							[ids]
+						)
+					).map(row => ({ __key: row.__key, __version: versionOf(row) })),
 					apiRoot
 				);
 	return records.map(r => [
@@ -70,17 +83,21 @@ export async function attachSourceFiles(
 	productIds: number[],
 	apiRoot: string | undefined
 ): Promise<Buffer[][]> {
-	const links = await selectPrepared<{ product_id: number; __key: number; __version: string }>(
+	const links = await selectPrepared<{
+		product_id: number;
+		__key: number;
+		__version: string;
+		__generation: string;
+	}>(
 		db,
 		`SELECT DISTINCT ON (l.descendant_id, f.id) l.descendant_id AS product_id,
-			f.id AS __key, ${FILE_VERSION} AS __version
+			f.id AS __key, ${versionSelect(FILE_RECORD)}
 		 FROM file_ancestry_link l JOIN scale_file f ON f.id = l.ancestor_id
-			JOIN workspace w ON w.id = f.workspace_id
 		 WHERE l.descendant_id = ANY($1::int[]) AND f.file_type = 'SOURCE'
 		 ORDER BY l.descendant_id, f.id`,
 		[productIds]
 	);
-	const unique = new Map(links.map(l => [l.__key, l]));
+	const unique = new Map(links.map(l => [l.__key, { __key: l.__key, __version: versionOf(l) }]));
 	const files = await recordsOf(db, FILE_SOURCE, FILE_RECORD, [...unique.values()], apiRoot);
 	const byProduct = new Map<number, Buffer[]>();
 	for (const link of links) {

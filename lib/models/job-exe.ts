@@ -139,15 +139,15 @@ const ORDERABLE_EXE_FIELDS = JOB_EXE_BASE_FIELDS.filter(
 );
 
 /**
- * Execution records are current while the execution's row, its job's, its type's and its
- * error's are unchanged, and its node's hostname, port and slave_id (a node's row changes at
+ * Execution records are current while the execution's row, its job's, the job types and the
+ * errors are unchanged, and its node's hostname, port and slave_id (a node's row changes at
  * every heartbeat; the record shows only these).
  */
 export const JOB_EXE_RECORD: RecordSpec<JobExeListRow> = {
 	name: "job-exe",
-	version: `concat(x.xmin, '|', j.xmin, '|', jt.xmin, '|', er.xmin, '|', n.port, '|', n.slave_id,
-		'|', n.hostname)`,
-	versionJoins: JOB_EXE_JOINS,
+	version: `concat(x.xmin, '|', j.xmin, '|', n.port, '|', n.slave_id, '|', n.hostname)`,
+	versionJoins: `LEFT JOIN job j ON j.id = x.job_id LEFT JOIN node n ON n.id = x.node_id`,
+	generations: ["job_type", "error"],
 	record: row => serializeJobExe(row)
 };
 

@@ -329,15 +329,15 @@ export const JOB_LIST: ListSource = {
 };
 
 /**
- * Job records are current while the job's row, its type's and its error's are unchanged: a
+ * Job records are current while the job's row, the job types and the errors are unchanged: a
  * revision never changes, and an event's fields are fixed before any of its jobs is visible (the
  * transaction that processes it creates them).
  */
 export const JOB_RECORD: RecordSpec<JobListRow> = {
 	name: "job",
-	version: "concat(j.xmin, '|', jt.xmin, '|', er.xmin)",
-	versionJoins: `LEFT JOIN job_type jt ON jt.id = j.job_type_id
-		LEFT JOIN error er ON er.id = j.error_id`,
+	version: "j.xmin::text",
+	versionJoins: "",
+	generations: ["job_type", "error"],
 	record: row => serializeJob(row)
 };
 

@@ -114,11 +114,12 @@ export function productUpdate(
 	return { action: "UNPUBLISHED", when: date(row.unpublished) };
 }
 
-/** Product records, current while the file's row, its workspace's and its job type's are unchanged. */
+/** Product records, current while the file's row, the workspaces and the job types are unchanged. */
 export const PRODUCT_RECORD: RecordSpec<ProductRow> = {
 	name: "product",
-	version: `concat(${FILE_VERSION}, '|', jt.xmin)`,
-	versionJoins: PRODUCT_JOINS,
+	version: FILE_VERSION,
+	versionJoins: "",
+	generations: ["workspace", "job_type"],
 	byApiRoot: true,
 	record: (row, apiRoot) => serializeProduct(row, apiRoot)
 };

@@ -58,11 +58,12 @@ export function sourceUpdate(
 	return { action: "CREATED", when: date(row.created) };
 }
 
-/** Source records, current while the file's row and its workspace's are unchanged. */
+/** Source records, current while the file's row and the workspaces are unchanged. */
 export const SOURCE_RECORD: RecordSpec<ScaleFileRow> = {
 	name: "source",
 	version: FILE_VERSION,
-	versionJoins: SOURCE_LIST.joins!,
+	versionJoins: "",
+	generations: ["workspace"],
 	byApiRoot: true,
 	record: (row, apiRoot) => serializeSourceFile(row, apiRoot)
 };
