@@ -167,4 +167,34 @@ describe("a recipe advancing", () => {
 			expect(after.completed).not.toBeNull();
 		}
 	});
+
+	it("places a freed job by its recipe's age: ahead of work that arrived after the recipe", async () => {
+		const older = await newDiamond();
+		await new Promise(r => setTimeout(r, 20));
+		const newer = await newDiamond();
+		const [type] = await query<{ id: number }>(`SELECT id FROM job_type WHERE name = 'a'`);
+		const single = await post("/queue/new-job/", {
+			job_type_id: type.id,
+			job_data: { input_data: [], output_data: [] }
+		});
+		let jobs = await jobsOf(older);
+		await complete([await place(jobs.A.id)]);
+		jobs = await jobsOf(older);
+		const newerA = (await jobsOf(newer)).A.id;
+		const order = (
+			await query<{ job_id: number }>(
+				`SELECT job_id FROM queue WHERE job_id = ANY($1::int[]) ORDER BY priority, queued, id`,
+				[[jobs.B.id, jobs.C.id, newerA, single.id]]
+			)
+		).map(r => r.job_id);
+		// B and C, queued last, come first: their recipe arrived before the others
+		expect(order.slice(0, 2).sort()).toEqual([jobs.B.id, jobs.C.id].sort());
+		expect(order.slice(2)).toEqual([newerA, single.id]);
+		// the jobs themselves say when they were queued
+		const [b] = await query<{ queued: Date }>(`SELECT queued FROM job WHERE id = $1`, [
+			jobs.B.id
+		]);
+		const [a] = await query<{ queued: Date }>(`SELECT queued FROM job WHERE id = $1`, [newerA]);
+		expect(b.queued.getTime()).toBeGreaterThan(a.queued.getTime());
+	});
 });
