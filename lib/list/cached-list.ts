@@ -180,10 +180,14 @@ export async function recordsOf<Row>(
 			delete (row as { __version?: string }).__version;
 			delete (row as { __generation?: string }).__generation;
 			gone.delete(key);
-			made.set(
-				key,
-				cache.set(prefix + key, version, spec.record(row, apiRoot), spec.refs?.(row))
+			const kept = cache.set(
+				prefix + key,
+				version,
+				spec.record(row, apiRoot),
+				spec.refs?.(row)
 			);
+			// a copy: another wait may come before the page's copy (a record forgotten meanwhile)
+			made.set(key, { ...kept, json: Buffer.from(kept.json) });
 		}
 	}
 }
