@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
 import { listParamsSchema, REPEATABLE } from "../mixins/list.mixin";
@@ -36,6 +36,17 @@ interface NewJobAnswer {
 	details: JobDetails;
 }
 
+/** What the handlers call on the service besides its database (its methods). */
+interface QueueMethods {
+	writeNewJobs(posted: PostedJob[]): Promise<(NewJobAnswer | Error)[]>;
+	queueChanged(count: number): void;
+	recordLoad(): Promise<number>;
+	jobPage(ctx: Context<unknown, RequestMeta>, ids: number[]): Promise<unknown>;
+}
+/** The service as its handlers see it: its methods and the batcher of new jobs (from `created`). */
+type QueueThis = Service &
+	QueueMethods & { newJobs?: MicroBatcher<PostedJob, NewJobAnswer | Error> };
+
 const INT4_MAX = 2147483647;
 const ID = { type: "integer", minimum: 1, maximum: INT4_MAX };
 
@@ -66,7 +77,7 @@ const REQUEUE_SCHEMA = {
  * clock records every minute (rule `scale-job-load`). After every commit that adds to the queue it emits `queue.changed`
  * ({count}), the scheduler's wake-up; the database stays the truth.
  */
-const QueueService: ServiceSchema = {
+const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 	name: "queue",
 	mixins: [DbMixin()],
 
@@ -78,14 +89,14 @@ const QueueService: ServiceSchema = {
 				properties: { job_type_id: ID, job_data: { type: "object" } }
 			} as any,
 			async handler(
-				this: any,
+				this: QueueThis,
 				ctx: Context<{ job_type_id: number; job_data?: unknown }, RequestMeta>
 			) {
 				// New jobs posted together are written in one statement (atomic without a
 				// transaction) and their details read in one more, before this request wakes the
 				// scheduler: the answer shows the job QUEUED unless a pass woken by something else
 				// claimed it in that moment (then it shows the job as it is).
-				const queued: NewJobAnswer | Error = await this.newJobs.add({
+				const queued: NewJobAnswer | Error = await this.newJobs!.add({
 					request: {
 						jobTypeId: ctx.params.job_type_id,
 						jobData: ctx.params.job_data ?? {}
@@ -116,7 +127,7 @@ const QueueService: ServiceSchema = {
 				properties: { recipe_type_id: ID, recipe_data: { type: "object" } }
 			} as any,
 			async handler(
-				this: any,
+				this: QueueThis,
 				ctx: Context<{ recipe_type_id: number; recipe_data?: unknown }, RequestMeta>
 			) {
 				// on the pg client (poolTransaction): a recipe's writes are a dozen small statements
@@ -144,7 +155,7 @@ const QueueService: ServiceSchema = {
 
 		requeueJobs: {
 			params: REQUEUE_SCHEMA as any,
-			async handler(this: any, ctx: Context<RequeueFilters, RequestMeta>) {
+			async handler(this: QueueThis, ctx: Context<RequeueFilters, RequestMeta>) {
 				const result = await this.db.transaction((t: Transaction) =>
 					requeueJobs(this.db, t, ctx.params)
 				);
@@ -155,7 +166,7 @@ const QueueService: ServiceSchema = {
 		},
 
 		status: {
-			async handler(this: any) {
+			async handler(this: QueueThis) {
 				return getQueueStatus(this.db);
 			}
 		},
@@ -164,7 +175,7 @@ const QueueService: ServiceSchema = {
 			params: listParamsSchema(
 				Object.fromEntries(LOAD_FILTERS.map(name => [name, REPEATABLE]))
 			) as any,
-			handler(this: any, ctx: Context<Record<string, unknown>, RequestMeta>) {
+			handler(this: QueueThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return getJobLoad(this.db, {
 					query: ctx.meta.query ?? ctx.params,
 					baseUrl: ctx.meta.baseUrl ?? "http://127.0.0.1",
@@ -178,7 +189,7 @@ const QueueService: ServiceSchema = {
 		 * (the `scale-job-load` rule of the triggers service) does it every minute.
 		 */
 		recordLoad: {
-			async handler(this: any) {
+			async handler(this: QueueThis) {
 				return { rows: await this.recordLoad() };
 			}
 		}
@@ -189,7 +200,10 @@ const QueueService: ServiceSchema = {
 		 * Queues new jobs posted together; answers each its job's details (file URLs under the
 		 * API root its request used) or its refusal.
 		 */
-		async writeNewJobs(this: any, posted: PostedJob[]): Promise<(NewJobAnswer | Error)[]> {
+		async writeNewJobs(
+			this: QueueThis,
+			posted: PostedJob[]
+		): Promise<(NewJobAnswer | Error)[]> {
 			const queued = await queueEachNewJob(
 				this.db,
 				posted.map(p => p.request),
@@ -227,11 +241,11 @@ const QueueService: ServiceSchema = {
 			);
 		},
 
-		queueChanged(this: any, count: number) {
+		queueChanged(this: QueueThis, count: number) {
 			this.broker.emit("queue.changed", { count });
 		},
 
-		async recordLoad(this: any): Promise<number> {
+		async recordLoad(this: QueueThis): Promise<number> {
 			return this.db.transaction((t: Transaction) => recordJobLoad(this.db, t));
 		},
 
@@ -239,7 +253,7 @@ const QueueService: ServiceSchema = {
 		 * A page of the given jobs as job records, in the order of the jobs list (last_modified,
 		 * then id), in the list envelope; paging from the request's query.
 		 */
-		async jobPage(this: any, ctx: Context<unknown, RequestMeta>, ids: number[]) {
+		async jobPage(this: QueueThis, ctx: Context<unknown, RequestMeta>, ids: number[]) {
 			const query = ctx.meta.query ?? {};
 			const paging = parseListQuery(
 				{ page: query.page, page_size: query.page_size },
@@ -266,7 +280,7 @@ const QueueService: ServiceSchema = {
 		}
 	},
 
-	created(this: any) {
+	created(this: QueueThis) {
 		// New jobs posted at the same time are written together: one statement and one commit
 		// for all of them (each still checked, and answered, on its own).
 		this.newJobs = new MicroBatcher<PostedJob, NewJobAnswer | Error>(
@@ -275,8 +289,8 @@ const QueueService: ServiceSchema = {
 		);
 	},
 
-	async stopped(this: any) {
-		await this.newJobs.drain();
+	async stopped(this: QueueThis) {
+		await this.newJobs?.drain();
 	}
 };
 
