@@ -100,13 +100,21 @@ export function cachedListAction<Row>(
 				ctx.meta.apiRoot,
 				attachHere
 			);
-			if (ctx.meta.jsonTextFor !== undefined && ctx.meta.jsonTextFor === ctx.action?.name) {
-				ctx.meta.$responseType = "application/json; charset=utf-8";
-				return json;
-			}
-			return JSON.parse(json.toString());
+			return jsonAnswer(ctx, json);
 		}
 	};
+}
+
+/**
+ * An answer made as JSON text (UTF-8): sent as it is when the gateway called the action (it names
+ * the action in `jsonTextFor`), parsed for any other caller (`broker.call`, the REPL).
+ */
+export function jsonAnswer(ctx: Context<unknown, RequestMeta>, json: Buffer): unknown {
+	if (ctx.meta.jsonTextFor !== undefined && ctx.meta.jsonTextFor === ctx.action?.name) {
+		ctx.meta.$responseType = "application/json; charset=utf-8";
+		return json;
+	}
+	return JSON.parse(json.toString());
 }
 
 /** Gives a service a `list` action (see listAction) over `source`. */

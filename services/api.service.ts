@@ -177,6 +177,12 @@ const ApiService: ServiceSchema<ApiSettings> = {
 	},
 
 	methods: {
+		// A body handed to the socket as a Buffer: a JSON string of 60–300 KB written as it is cost
+		// several times more (measured in docs/decisions.md, "Responses as Buffers").
+		encodeResponse(_req: Req, _res: ServerResponse, data: unknown) {
+			return Buffer.from(JSON.stringify(data));
+		},
+
 		authenticate(req: Req) {
 			const tokens = this.settings.apiTokens;
 			if (tokens.length === 0) return null;

@@ -1,6 +1,12 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
-import { LIST_PARAMS, listParamsSchema, listRequest, REPEATABLE } from "../mixins/list.mixin";
+import {
+	jsonAnswer,
+	LIST_PARAMS,
+	listParamsSchema,
+	listRequest,
+	REPEATABLE
+} from "../mixins/list.mixin";
 import { NotFoundError } from "../lib/errors";
 import { buildEnvelope } from "../lib/list/envelope";
 import { computeDailyMetrics } from "../lib/metrics/compute";
@@ -101,10 +107,11 @@ const MetricsService: ServiceSchema = {
 					group: REPEATABLE
 				}
 			} as any,
-			handler(this: Service, ctx: Context<Query & { name: string }, RequestMeta>) {
+			async handler(this: Service, ctx: Context<Query & { name: string }, RequestMeta>) {
 				const type = typeNamed(ctx.params.name);
 				const request = listRequest(ctx, `/api/metrics/${type.name}/plot-data/`);
-				return getPlotData(this.db, type, parsePlotQuery(type, request.query), request);
+				const plot = parsePlotQuery(type, request.query);
+				return jsonAnswer(ctx, await getPlotData(this.db, type, plot, request));
 			}
 		}
 	}

@@ -5,12 +5,10 @@ import { NotFoundError } from "../lib/errors";
 import { schedulerLeader } from "../lib/models/status";
 import { runList } from "../lib/list/run";
 import { DbMixin } from "../mixins/db.mixin";
-import { listParamsSchema } from "../mixins/list.mixin";
+import { jsonAnswer, listParamsSchema } from "../mixins/list.mixin";
 import {
 	clearAgent,
 	executionsToStop,
-	getNodeDetails,
-	getNodesStatus,
 	heartbeatNode,
 	NODE_LIST_ACTIVE,
 	NODE_LIST_ALL,
@@ -21,6 +19,7 @@ import {
 	updateNode,
 	type NodeRow
 } from "../lib/models/node";
+import { getNodeDetails, getNodesStatus } from "../lib/models/node-status";
 import { ERRORS } from "../lib/scheduling/failure";
 import { finishExecutions } from "../lib/scheduling/finish";
 import { findForgottenExecutions } from "../lib/scheduling/lost";
@@ -91,8 +90,8 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		status: {
 			params: listParamsSchema() as any,
-			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
-				return getNodesStatus(
+			async handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
+				const json = await getNodesStatus(
 					this.db,
 					{
 						query: ctx.meta.query ?? ctx.params,
@@ -101,6 +100,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 					},
 					this.connectivity()
 				);
+				return jsonAnswer(ctx, json);
 			}
 		},
 

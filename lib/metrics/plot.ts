@@ -1,7 +1,8 @@
 import type { Sequelize } from "sequelize";
 import { select } from "../db/connection";
 import { FieldError } from "../errors";
-import { buildEnvelope, type Envelope } from "../list/envelope";
+import { AnswerCache, generationsOf } from "../list/answer-cache";
+import { buildEnvelope } from "../list/envelope";
 import { formatDatetime, Iso8601Error, parseDatetime, parseDuration } from "../list/iso8601";
 import { queryList } from "../list/params";
 import { serializeStrikeBase } from "../models/ingest";
@@ -235,17 +236,40 @@ export interface PlotData {
 	values: PlotValue[];
 }
 
+/** Answers kept per database (tests hold several in one process): 16 MiB each at most. */
+const ANSWER_BYTES = 16 * 1024 * 1024;
+const answers = new WeakMap<Sequelize, AnswerCache>();
+
 /**
- * The plot data of the page's columns, one entry per column. Without choice_id the values of a
- * day are aggregated across choices by the column's aggregate (sum for the counts); with one,
- * that choice's values; with several, each choice's values with its `id`. Oldest first.
+ * The plot data of the page's columns as the envelope's JSON (UTF-8), one entry per column.
+ * Without choice_id the values of a day are aggregated across choices by the column's aggregate
+ * (sum for the counts); with one, that choice's values; with several, each choice's values with
+ * its `id`. Oldest first.
+ *
+ * The metrics tables change only when a day is computed, so an answer is kept until its metrics
+ * table or its choices' table changes (their generations, read at every request): the web UI's
+ * failure rates (sixty job types, four columns, 90 days: ~300 KB) cost ~13 ms of the service's
+ * time to read and serialize at every poll.
  */
 export async function getPlotData(
 	db: Sequelize,
 	type: MetricsType,
 	plot: PlotQuery,
 	request: ListRequest
-): Promise<Envelope<PlotData>> {
+): Promise<Buffer> {
+	let cache = answers.get(db);
+	if (cache === undefined) answers.set(db, (cache = new AnswerCache(ANSWER_BYTES)));
+	const key = JSON.stringify([type.name, plot, request.baseUrl, request.path, request.query]);
+	// read before the data: a change after it makes the answer kept under an older version
+	const version = await generationsOf(db, [type.table, CHOICES[type.choice].table]);
+	const kept = cache.get(key, version);
+	if (kept !== undefined) return kept;
+	const json = Buffer.from(JSON.stringify(await plotData(db, type, plot, request)));
+	cache.set(key, version, json);
+	return json;
+}
+
+async function plotData(db: Sequelize, type: MetricsType, plot: PlotQuery, request: ListRequest) {
 	await checkChoices(db, type, plot.choiceIds);
 	const offset = (plot.page - 1) * plot.pageSize;
 	const columns = plot.columns.slice(offset, offset + plot.pageSize);

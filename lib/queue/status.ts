@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { select } from "../db/connection";
+import { selectPrepared } from "../db/connection";
 import { formatDatetime } from "../list/iso8601";
 import { JOB_TYPE_BASE_FIELDS, jobTypeBaseOf, type JobTypeBaseColumns } from "../models/job";
 
@@ -36,7 +36,7 @@ export async function getQueueStatus(db: Sequelize): Promise<{
 	results: QueueStatusResult[];
 	queue_status: QueueStatusEntry[];
 }> {
-	const rows = await select<
+	const rows = await selectPrepared<
 		JobTypeBaseColumns & {
 			count: number;
 			longest_queued: Date;

@@ -358,6 +358,54 @@ describe("GET /metrics/{name}/plot-data/", () => {
 	});
 });
 
+describe("plot data kept between requests", () => {
+	it("answers anew once its metrics table or its choices change, and the same until then", async () => {
+		const url = `/metrics/job-types/plot-data/?${RANGE}&choice_id=${ids.a}&column=total_count`;
+		const values = async () => (await get(url)).results[0].values;
+		expect(await values()).toEqual([
+			{ date: "2024-01-01", value: 3 },
+			{ date: "2024-01-02", value: 4 }
+		]);
+		await query(
+			`UPDATE metrics_job_type SET total_count = 9 WHERE job_type_id = $1 AND occurred = '2024-01-01'`,
+			[ids.a]
+		);
+		expect(await values()).toEqual([
+			{ date: "2024-01-01", value: 9 },
+			{ date: "2024-01-02", value: 4 }
+		]);
+		await query(
+			`UPDATE metrics_job_type SET total_count = 3 WHERE job_type_id = $1 AND occurred = '2024-01-01'`,
+			[ids.a]
+		);
+		expect((await values())[0].value).toBe(3);
+
+		// a choice that goes away is no choice any more, though the answer was kept
+		const [{ id: gone }] = await query<{ id: number }>(
+			`INSERT INTO job_type (name, version, category, interface) VALUES ('jt-gone', '1.0', 'test', '{}')
+			 RETURNING id`
+		);
+		const byGone = `/metrics/job-types/plot-data/?${RANGE}&choice_id=${gone}&column=total_count`;
+		expect((await get(byGone)).results[0].values).toEqual([]);
+		await query(`DELETE FROM job_type WHERE id = $1`, [gone]);
+		expectJsonError(await request("GET", `${api}${byGone}`), 400, /^choice_id: /);
+	});
+
+	it("answers broker callers the envelope as an object", async () => {
+		const body = await app.broker.call("metrics.plotData", {
+			name: "job-types",
+			choice_id: String(ids.b),
+			column: "total_count",
+			started: "2024-01-01T00:00:00Z",
+			ended: "2024-01-31T00:00:00Z"
+		});
+		expect(body).toMatchObject({
+			count: 1,
+			results: [{ min_x: "2024-01-01", max_x: "2024-01-03", min_y: 3, max_y: 5 }]
+		});
+	});
+});
+
 describe("metrics.compute (the action the clock's rule and the REPL use)", () => {
 	it("computes a day, answering the rows written, and refuses a day that is not one", async () => {
 		const rows = await app.broker.call("metrics.compute", { day: "2031-02-03" });

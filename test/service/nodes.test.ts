@@ -524,6 +524,41 @@ describe("GET /nodes/status/", () => {
 		expect(old.body.results.find((r: any) => r.node.id === id).job_exe_counts).toEqual([]);
 	});
 
+	it("shows at once a change to a running execution, its job or its job type", async () => {
+		const { id } = await register();
+		const { exeId, jobId, typeId } = await runningExe(id);
+		const shown = async () => {
+			const reply = await request("GET", `${api}/nodes/status/?page_size=1000`);
+			const entry = reply.body.results.find((r: any) => r.node.id === id);
+			return entry.job_exes_running.find((e: any) => e.id === exeId);
+		};
+		const details = async () =>
+			(await request("GET", `${api}/nodes/${id}/`)).body.job_exes_running[0];
+		expect(await shown()).toMatchObject({ timeout: 60, job: { priority: 10 } });
+		expect(await details()).toMatchObject({ id: exeId, timeout: 60 });
+
+		await q(`UPDATE job_exe SET timeout = 90 WHERE id = $1`, [exeId]);
+		expect((await shown()).timeout).toBe(90);
+		expect((await details()).timeout).toBe(90);
+		await q(`UPDATE job SET priority = 3 WHERE id = $1`, [jobId]);
+		expect((await shown()).job.priority).toBe(3);
+		await q(`UPDATE job_type SET title = 'Renamed' WHERE id = $1`, [typeId]);
+		expect((await shown()).job.job_type.title).toBe("Renamed");
+		expect((await details()).job.job_type.title).toBe("Renamed");
+
+		await q(`UPDATE job_exe SET status = 'COMPLETED', ended = now() WHERE id = $1`, [exeId]);
+		expect(await shown()).toBeUndefined();
+		expect((await request("GET", `${api}/nodes/${id}/`)).body.job_exes_running).toEqual([]);
+	});
+
+	it("answers broker callers the envelope as an object", async () => {
+		const { id } = await register();
+		const { exeId } = await runningExe(id);
+		const body: any = await broker.call("nodes.status", { page_size: 1000 });
+		const entry = body.results.find((r: any) => r.node.id === id);
+		expect(entry.job_exes_running.map((e: any) => e.id)).toEqual([exeId]);
+	});
+
 	it("pages its entries", async () => {
 		await register();
 		await register();

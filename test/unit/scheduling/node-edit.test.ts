@@ -1,4 +1,5 @@
-import { isConnected, parseBoolParam, parseNodeEdit, type NodeRow } from "../../../lib/models/node";
+import { parseBoolParam, parseNodeEdit, type NodeRow } from "../../../lib/models/node";
+import { isConnected } from "../../../lib/models/node-status";
 
 function problem(fn: () => unknown): { message: string; code: number; plainText: boolean } {
 	try {
