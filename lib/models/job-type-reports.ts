@@ -1,5 +1,5 @@
-import type { Sequelize } from "sequelize";
-import { selectPrepared } from "../db/connection";
+import type { Sequelize, Transaction } from "sequelize";
+import { select, selectPrepared, write } from "../db/connection";
 import { buildEnvelope, type Envelope } from "../list/envelope";
 import { formatDatetime } from "../list/iso8601";
 import { parseListQuery, type ListSpec, type ParsedList } from "../list/params";
@@ -225,18 +225,102 @@ export async function getRunningJobTypes(
 
 interface FailureRow extends JobTypeBaseColumns {
 	__total: number;
+	__deltas: number;
 	error_id: number;
 	count: number;
 	first_error: Date | null;
 	last_error: Date | null;
 }
 
-/** SYSTEM errors are a handful of rows: their ids select FAILED jobs on the job's own columns. */
-const FAILURE_GROUPS = `SELECT j.job_type_id, j.error_id, count(*)::int AS count,
-		min(j.last_status_change) AS first_error, max(j.last_status_change) AS last_error
-	FROM job j
-	WHERE j.status = 'FAILED' AND j.error_id IN (SELECT id FROM error WHERE category = 'SYSTEM')
-	GROUP BY j.job_type_id, j.error_id`;
+/** A group's first and last times read off the FAILED jobs' index: two probes. */
+const probe = (fn: "min" | "max", g: string) =>
+	`(SELECT ${fn}(j.last_status_change) FROM job j WHERE j.status = 'FAILED'
+		AND j.error_id = ${g}.error_id AND j.job_type_id = ${g}.job_type_id)`;
+
+/** Deltas (of `from`, chosen by `where`) by group: added count, widened times, any removal. */
+const deltaGroups = (from: string, where = "") => `SELECT job_type_id, error_id,
+		sum(delta)::int AS n, min(at) FILTER (WHERE delta > 0) AS lo,
+		max(at) FILTER (WHERE delta > 0) AS hi, bool_or(delta < 0) AS removed
+	FROM ${from} ${where} GROUP BY job_type_id, error_id`;
+
+const SYSTEM = "error_id IN (SELECT id FROM error WHERE category = 'SYSTEM')";
+
+/**
+ * The FAILED jobs of SYSTEM errors by job type and error (migration 0013): each group's kept
+ * count and times, with its deltas not yet folded in; a group with a removal among them reads its
+ * times off the index (the removed job may have been its first or last).
+ */
+const FAILURE_GROUPS = `SELECT g.job_type_id, g.error_id, g.count,
+		CASE WHEN g.removed THEN ${probe("min", "g")} ELSE g.first_error END AS first_error,
+		CASE WHEN g.removed THEN ${probe("max", "g")} ELSE g.last_error END AS last_error
+	FROM (
+		SELECT COALESCE(k.job_type_id, d.job_type_id) AS job_type_id,
+			COALESCE(k.error_id, d.error_id) AS error_id,
+			COALESCE(k.count, 0) + COALESCE(d.n, 0) AS count,
+			LEAST(k.first_error, d.lo) AS first_error, GREATEST(k.last_error, d.hi) AS last_error,
+			COALESCE(d.removed, false) AS removed
+		FROM (SELECT * FROM failed_job_count WHERE ${SYSTEM}) k
+			FULL JOIN (${deltaGroups("failed_job_delta", `WHERE ${SYSTEM}`)}) d
+			ON d.job_type_id = k.job_type_id AND d.error_id = k.error_id
+	) g
+	WHERE g.count > 0`;
+
+/** Deltas beyond which a reader folds them into the counts (~0.1 ms of reading per 1,000). */
+export const FOLD_DELTAS = 1000;
+
+/**
+ * Folds the deltas into the counts (in `t`, or a transaction of its own), unless another
+ * transaction is doing so (a transaction-level advisory lock: two folds at once could wait on
+ * each other's count rows). The rows deleted are those this statement sees committed; any
+ * committed later stay for the next fold. Answers the deltas folded. Readers of the report fold
+ * past FOLD_DELTAS; the clock's `scale-job-load` rule folds every minute.
+ */
+export async function foldFailedJobDeltas(db: Sequelize, t?: Transaction): Promise<number> {
+	const fold = async (tx: Transaction) => {
+		const [lock] = await select<{ got: boolean }>(
+			db,
+			`SELECT pg_try_advisory_xact_lock(hashtext('failed_job_delta')) AS got`,
+			[],
+			tx
+		);
+		if (!lock.got) return 0;
+		const [row] = await write<{
+			n: number;
+			removed: { job_type_id: number; error_id: number }[];
+		}>(
+			db,
+			`WITH folded AS (DELETE FROM failed_job_delta RETURNING *),
+			 d AS (${deltaGroups("folded")}),
+			 kept AS (
+				INSERT INTO failed_job_count (job_type_id, error_id, count, first_error, last_error)
+				SELECT job_type_id, error_id, n, lo, hi FROM d
+				ON CONFLICT (error_id, job_type_id) DO UPDATE SET
+					count = failed_job_count.count + EXCLUDED.count,
+					first_error = LEAST(failed_job_count.first_error, EXCLUDED.first_error),
+					last_error = GREATEST(failed_job_count.last_error, EXCLUDED.last_error)
+			 )
+			 SELECT (SELECT count(*) FROM folded)::int AS n,
+				COALESCE((SELECT json_agg(json_build_object('job_type_id', job_type_id,
+					'error_id', error_id)) FROM d WHERE removed), '[]') AS removed`,
+			[],
+			tx
+		);
+		// A removed job may have been its group's first or last: those read again off the index
+		// (a statement of its own: the fold's changes are not visible inside its own statement).
+		await write(db, `DELETE FROM failed_job_count WHERE count = 0`, [], tx);
+		await write(
+			db,
+			`UPDATE failed_job_count c SET first_error = ${probe("min", "c")},
+				last_error = ${probe("max", "c")}
+			 FROM json_to_recordset($1::json) AS r(job_type_id int, error_id int)
+			 WHERE c.job_type_id = r.job_type_id AND c.error_id = r.error_id`,
+			[JSON.stringify(row.removed)],
+			tx
+		);
+		return row.n;
+	};
+	return t ? fold(t) : db.transaction(fold);
+}
 
 /**
  * Each job type and SYSTEM error its FAILED jobs failed with: the count and the first and last
@@ -253,11 +337,23 @@ export async function getSystemFailures(
 		 SELECT ${JT_COLUMNS}, f.error_id, f.count, f.first_error, f.last_error,
 			e.name AS er_name, e.title AS er_title, e.description AS er_description,
 			e.category AS er_category, e.is_builtin AS er_is_builtin, e.created AS er_created,
-			e.last_modified AS er_last_modified, count(*) OVER ()::int AS __total
+			e.last_modified AS er_last_modified, count(*) OVER ()::int AS __total,
+			(SELECT count(*) FROM (SELECT FROM failed_job_delta LIMIT $3) d)::int AS __deltas
 		 FROM failures f JOIN job_type jt ON jt.id = f.job_type_id JOIN error e ON e.id = f.error_id
 		 ORDER BY f.last_error DESC NULLS LAST, jt.id, e.id LIMIT $1 OFFSET $2`,
-		[p.limit + 1, p.offset]
+		[p.limit + 1, p.offset, FOLD_DELTAS + 1]
 	);
+	const deltas =
+		rows.length > 0
+			? rows[0].__deltas
+			: (
+					await selectPrepared<{ n: number }>(
+						db,
+						`SELECT count(*)::int AS n FROM (SELECT FROM failed_job_delta LIMIT $1) d`,
+						[FOLD_DELTAS + 1]
+					)
+				)[0].n;
+	if (deltas > FOLD_DELTAS) await foldFailedJobDeltas(db);
 	const hasMore = rows.length > p.limit;
 	if (hasMore) rows.pop();
 	const count = rows.length > 0 ? rows[0].__total : await countOf(db, FAILURE_GROUPS);

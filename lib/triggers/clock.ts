@@ -3,6 +3,7 @@ import { select, write } from "../db/connection";
 import { isDue, type ClockTriggerConfiguration } from "../documents/trigger-configuration";
 import { computeDailyMetrics } from "../metrics/compute";
 import { recordJobLoad } from "../queue/load";
+import { foldFailedJobDeltas } from "../models/job-type-reports";
 
 /**
  * The clock (Scale's job/clock.py): every minute each active CLOCK rule whose schedule has come
@@ -52,7 +53,11 @@ export function dueMetricsDays(lastOccurred: Date | null, occurred: Date): strin
  * (lib/metrics/compute.ts) and records the days it ran for in daily_metrics_day.
  */
 export const PROCESSORS: Record<string, ClockProcessor> = {
-	"scale-job-load": async (db, t) => ({ rows: await recordJobLoad(db, t) }),
+	// and the FAILED job counts' deltas folded (migration 0013), on the same once-a-minute tick
+	"scale-job-load": async (db, t) => ({
+		rows: await recordJobLoad(db, t),
+		failedJobDeltas: await foldFailedJobDeltas(db, t)
+	}),
 	"scale-daily-metrics": async (db, t, tick) => {
 		const days = dueMetricsDays(tick.lastOccurred, tick.occurred);
 		const rows = { jobTypes: 0, ingests: 0, errors: 0 };

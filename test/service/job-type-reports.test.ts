@@ -1,6 +1,8 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { addFileJobType } from "../helpers/completion";
 import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
+import { FOLD_DELTAS, foldFailedJobDeltas } from "../../lib/models/job-type-reports";
+import * as migration from "../../migrations/0013-failed-job-counts";
 
 /**
  * The job type reports (/job-types/status/, /running/, /system-failures/) over real HTTP and
@@ -296,6 +298,121 @@ describe("GET /job-types/system-failures/", () => {
 		expect(second.results[0].error.id).toBe(ids.sys2);
 		expect(second.next).toBeNull();
 		expect((await get("/job-types/system-failures/?page=2")).results).toEqual([]);
+	});
+});
+
+describe("system failures counted as jobs change (migration 0013)", () => {
+	const failures = async () =>
+		(await get("/job-types/system-failures/")).results.map((r: any) => [
+			r.job_type.id,
+			r.error.id,
+			r.count,
+			r.first_error,
+			r.last_error
+		]);
+
+	test("a requeue, a new failure, a changed error and a deleted job move the counts; a fold keeps them", async () => {
+		const before = await failures();
+		expect(before).toEqual([
+			[ids.a, ids.sys1, 2, t(10), t(0.5)],
+			[ids.b, ids.sys2, 1, t(24), t(24)]
+		]);
+		const [{ id: oldest }] = await query<{ id: number }>(
+			`SELECT id FROM job WHERE job_type_id = $1 AND error_id = $2 AND status = 'FAILED'
+			 ORDER BY last_status_change LIMIT 1`,
+			[ids.a, ids.sys1]
+		);
+		// requeued: no longer a failure, and the first error is the next one
+		await query(`UPDATE job SET status = 'QUEUED' WHERE id = $1`, [oldest]);
+		expect((await failures())[0]).toEqual([ids.a, ids.sys1, 1, t(0.5), t(0.5)]);
+		// failed again later, with the other SYSTEM error
+		await query(
+			`UPDATE job SET status = 'FAILED', error_id = $2, last_status_change = $3 WHERE id = $1`,
+			[oldest, ids.sys2, t(0.1)]
+		);
+		expect(await failures()).toEqual([
+			[ids.a, ids.sys2, 1, t(0.1), t(0.1)],
+			[ids.a, ids.sys1, 1, t(0.5), t(0.5)],
+			[ids.b, ids.sys2, 1, t(24), t(24)]
+		]);
+		// an error that is not SYSTEM any more: not a system failure
+		await query(`UPDATE job SET error_id = $2 WHERE id = $1`, [oldest, ids.alg]);
+		expect(await failures()).toEqual([
+			[ids.a, ids.sys1, 1, t(0.5), t(0.5)],
+			[ids.b, ids.sys2, 1, t(24), t(24)]
+		]);
+		const [{ n: deltas }] = await query<{ n: number }>(
+			`SELECT count(*)::int AS n FROM failed_job_delta`
+		);
+		expect(deltas).toBeGreaterThan(0);
+		const folded = await foldFailedJobDeltas(tdb.db);
+		expect(folded).toBe(deltas);
+		expect(await query(`SELECT * FROM failed_job_delta`)).toEqual([]);
+		expect(await failures()).toEqual([
+			[ids.a, ids.sys1, 1, t(0.5), t(0.5)],
+			[ids.b, ids.sys2, 1, t(24), t(24)]
+		]);
+		// deleted: gone from the counts (its type's only SYSTEM failure)
+		const [{ id: bFailure }] = await query<{ id: number }>(
+			`SELECT id FROM job WHERE job_type_id = $1 AND error_id = $2`,
+			[ids.b, ids.sys2]
+		);
+		await query(`DELETE FROM job WHERE id = $1`, [bFailure]);
+		expect(await failures()).toEqual([[ids.a, ids.sys1, 1, t(0.5), t(0.5)]]);
+		await foldFailedJobDeltas(tdb.db);
+		expect(await query(`SELECT * FROM failed_job_count WHERE count = 0`)).toEqual([]);
+		// what is kept is what the jobs say, times included
+		expect(
+			await query(
+				`SELECT first_error, last_error FROM failed_job_count
+				 WHERE job_type_id = $1 AND error_id = $2`,
+				[ids.a, ids.sys1]
+			)
+		).toEqual([{ first_error: new Date(t(0.5)), last_error: new Date(t(0.5)) }]);
+		expect(await failures()).toEqual([[ids.a, ids.sys1, 1, t(0.5), t(0.5)]]);
+	});
+
+	test("the migration counts the FAILED jobs already there", async () => {
+		const shown = await failures();
+		const qi = tdb.db.getQueryInterface();
+		await migration.down({ context: qi, name: "0013", path: "" });
+		await migration.up({ context: qi, name: "0013", path: "" });
+		expect(await query(`SELECT * FROM failed_job_delta`)).toEqual([]);
+		const counted = `SELECT job_type_id, error_id, count::int, first_error, last_error FROM failed_job_count
+			ORDER BY job_type_id, error_id`;
+		const grouped = `SELECT job_type_id, error_id, count(*)::int AS count,
+			min(last_status_change) AS first_error, max(last_status_change) AS last_error FROM job
+			WHERE status = 'FAILED' AND error_id IS NOT NULL GROUP BY job_type_id, error_id
+			ORDER BY job_type_id, error_id`;
+		expect((await query(counted)).length).toBeGreaterThan(0);
+		expect(await query(counted)).toEqual(await query(grouped));
+		expect(await failures()).toEqual(shown);
+	});
+
+	test("a reader folds the deltas once they pass FOLD_DELTAS", async () => {
+		const [event] = await query<{ id: number }>(
+			`INSERT INTO trigger_event (type) VALUES ('TEST') RETURNING id`
+		);
+		await query(
+			`INSERT INTO job (job_type_id, job_type_rev_id, event_id, status, error_id, priority,
+				timeout, max_tries, data, last_status_change)
+			 SELECT $1, (SELECT id FROM job_type_rev WHERE job_type_id = $1), $2, 'FAILED', $3, 5, 0,
+				1, '{}', $4
+			 FROM generate_series(1, $5::int)`,
+			[ids.c, event.id, ids.sys2, t(3), FOLD_DELTAS + 1]
+		);
+		const body = await get("/job-types/system-failures/");
+		expect(body.results[1]).toMatchObject({
+			job_type: { id: ids.c },
+			error: { id: ids.sys2 },
+			count: FOLD_DELTAS + 1
+		});
+		expect(await query(`SELECT * FROM failed_job_delta`)).toEqual([]);
+		expect(
+			await query(`SELECT count FROM failed_job_count WHERE job_type_id = $1`, [ids.c])
+		).toEqual([{ count: FOLD_DELTAS + 1 }]);
+		expect((await get("/job-types/system-failures/")).results[1].count).toBe(FOLD_DELTAS + 1);
+		await query(`DELETE FROM job WHERE job_type_id = $1`, [ids.c]);
 	});
 });
 
