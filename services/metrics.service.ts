@@ -86,8 +86,11 @@ const MetricsService: ServiceSchema = {
 
 		get: {
 			params: NAME as any,
-			handler(this: Service, ctx: Context<{ name: string }, RequestMeta>) {
-				return getMetricsDetails(this.db, typeNamed(ctx.params.name));
+			async handler(this: Service, ctx: Context<{ name: string }, RequestMeta>) {
+				return jsonAnswer(
+					ctx,
+					await getMetricsDetails(this.db, typeNamed(ctx.params.name))
+				);
 			}
 		},
 

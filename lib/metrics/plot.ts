@@ -56,24 +56,26 @@ const CHOICES: Record<
 	}
 };
 
-/** A type's details: its definition and, as choices, the records that have metrics rows. */
-export async function getMetricsDetails(db: Sequelize, type: MetricsType) {
-	const choice = CHOICES[type.choice];
-	const rows = await select(
-		db,
-		`SELECT ${choice.columns} FROM ${choice.table} c
-		 WHERE EXISTS (SELECT 1 FROM ${type.table} m WHERE m.${type.choiceColumn} = c.id)
-		 ORDER BY c.id`
-	);
-	const { name, title, description, filters, columns } = serializeMetricsType(type);
-	return {
-		name,
-		title,
-		description,
-		filters,
-		columns,
-		choices: rows.map(row => choice.serialize(row))
-	};
+/** A type's details (JSON): its definition and, as choices, the records that have metrics rows. */
+export function getMetricsDetails(db: Sequelize, type: MetricsType): Promise<Buffer> {
+	return keptAnswer(db, JSON.stringify(["details", type.name]), type, async () => {
+		const choice = CHOICES[type.choice];
+		const rows = await select(
+			db,
+			`SELECT ${choice.columns} FROM ${choice.table} c
+			 WHERE EXISTS (SELECT 1 FROM ${type.table} m WHERE m.${type.choiceColumn} = c.id)
+			 ORDER BY c.id`
+		);
+		const { name, title, description, filters, columns } = serializeMetricsType(type);
+		return {
+			name,
+			title,
+			description,
+			filters,
+			columns,
+			choices: rows.map(row => choice.serialize(row))
+		};
+	});
 }
 
 export interface PlotQuery {
@@ -241,32 +243,43 @@ const ANSWER_BYTES = 16 * 1024 * 1024;
 const answers = new WeakMap<Sequelize, AnswerCache>();
 
 /**
+ * The answer (JSON) under `key`, made by `make` unless kept since the type's metrics table and its
+ * choices' table last changed. The metrics tables change only when a day is computed, so their
+ * answers are kept until then (their generations are read at every request): the web UI's failure
+ * rates (sixty job types, four columns, 90 days: ~300 KB) cost ~13 ms of the service's time to read
+ * and serialize at every poll.
+ */
+async function keptAnswer(
+	db: Sequelize,
+	key: string,
+	type: MetricsType,
+	make: () => Promise<unknown>
+): Promise<Buffer> {
+	let cache = answers.get(db);
+	if (cache === undefined) answers.set(db, (cache = new AnswerCache(ANSWER_BYTES)));
+	// read before the data: a change after it makes the answer kept under an older version
+	const version = await generationsOf(db, [type.table, CHOICES[type.choice].table]);
+	const kept = cache.get(key, version);
+	if (kept !== undefined) return kept;
+	const json = Buffer.from(JSON.stringify(await make()));
+	cache.set(key, version, json);
+	return json;
+}
+
+/**
  * The plot data of the page's columns as the envelope's JSON (UTF-8), one entry per column.
  * Without choice_id the values of a day are aggregated across choices by the column's aggregate
  * (sum for the counts); with one, that choice's values; with several, each choice's values with
  * its `id`. Oldest first.
- *
- * The metrics tables change only when a day is computed, so an answer is kept until its metrics
- * table or its choices' table changes (their generations, read at every request): the web UI's
- * failure rates (sixty job types, four columns, 90 days: ~300 KB) cost ~13 ms of the service's
- * time to read and serialize at every poll.
  */
-export async function getPlotData(
+export function getPlotData(
 	db: Sequelize,
 	type: MetricsType,
 	plot: PlotQuery,
 	request: ListRequest
 ): Promise<Buffer> {
-	let cache = answers.get(db);
-	if (cache === undefined) answers.set(db, (cache = new AnswerCache(ANSWER_BYTES)));
 	const key = JSON.stringify([type.name, plot, request.baseUrl, request.path, request.query]);
-	// read before the data: a change after it makes the answer kept under an older version
-	const version = await generationsOf(db, [type.table, CHOICES[type.choice].table]);
-	const kept = cache.get(key, version);
-	if (kept !== undefined) return kept;
-	const json = Buffer.from(JSON.stringify(await plotData(db, type, plot, request)));
-	cache.set(key, version, json);
-	return json;
+	return keptAnswer(db, key, type, () => plotData(db, type, plot, request));
 }
 
 async function plotData(db: Sequelize, type: MetricsType, plot: PlotQuery, request: ListRequest) {

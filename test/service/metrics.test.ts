@@ -391,6 +391,27 @@ describe("plot data kept between requests", () => {
 		expectJsonError(await request("GET", `${api}${byGone}`), 400, /^choice_id: /);
 	});
 
+	it("answers a type's choices anew once its metrics table or a choice changes", async () => {
+		const choiceIds = async () =>
+			(await get("/metrics/job-types/")).choices.map((c: any) => c.id);
+		const before = await choiceIds();
+		expect(before).not.toContain(others[0]);
+		await query(
+			`INSERT INTO metrics_job_type (job_type_id, occurred, total_count) VALUES ($1, '2024-01-05', 1)`,
+			[others[0]]
+		);
+		expect(await choiceIds()).toEqual([...before, others[0]].sort((a, b) => a - b));
+		await query(`UPDATE job_type SET title = 'Retitled' WHERE id = $1`, [others[0]]);
+		const retitled = (await get("/metrics/job-types/")).choices.find(
+			(c: any) => c.id === others[0]
+		);
+		expect(retitled.title).toBe("Retitled");
+		await query(`DELETE FROM metrics_job_type WHERE job_type_id = $1`, [others[0]]);
+		expect(await choiceIds()).toEqual(before);
+		const direct: any = await app.broker.call("metrics.get", { name: "job-types" });
+		expect(direct.choices.map((c: any) => c.id)).toEqual(before);
+	});
+
 	it("answers broker callers the envelope as an object", async () => {
 		const body = await app.broker.call("metrics.plotData", {
 			name: "job-types",
