@@ -1,6 +1,6 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
-import { LIST_PARAMS, listRequest } from "../mixins/list.mixin";
+import { jsonAnswer, LIST_PARAMS, listRequest } from "../mixins/list.mixin";
 import {
 	getJobTypeStatus,
 	getRunningJobTypes,
@@ -39,8 +39,9 @@ const JobTypeReportsService: ServiceSchema = {
 	actions: {
 		status: {
 			params: reportParams(true),
-			handler(this: Service, ctx: ReportContext) {
-				return getJobTypeStatus(this.db, listRequest(ctx, "/api/job-types/status/"));
+			async handler(this: Service, ctx: ReportContext) {
+				const request = listRequest(ctx, "/api/job-types/status/");
+				return jsonAnswer(ctx, await getJobTypeStatus(this.db, request));
 			}
 		},
 
@@ -53,11 +54,9 @@ const JobTypeReportsService: ServiceSchema = {
 
 		systemFailures: {
 			params: reportParams(false),
-			handler(this: Service, ctx: ReportContext) {
-				return getSystemFailures(
-					this.db,
-					listRequest(ctx, "/api/job-types/system-failures/")
-				);
+			async handler(this: Service, ctx: ReportContext) {
+				const request = listRequest(ctx, "/api/job-types/system-failures/");
+				return jsonAnswer(ctx, await getSystemFailures(this.db, request));
 			}
 		}
 	}

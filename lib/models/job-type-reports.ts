@@ -3,8 +3,8 @@ import { select, selectPrepared, write } from "../db/connection";
 import { buildEnvelope, type Envelope } from "../list/envelope";
 import { formatDatetime } from "../list/iso8601";
 import { parseListQuery, type ListSpec, type ParsedList } from "../list/params";
-import { serializeError, type ErrorRow } from "./error";
 import { JOB_TYPE_BASE_FIELDS, jobTypeBaseOf, type JobTypeBaseColumns } from "./job";
+import { errorsAt, generationOf, jobTypesAt } from "./kept-records";
 
 /**
  * Scale 3.0's job type reports (JobTypeManager.get_status, get_running_status and
@@ -65,34 +65,23 @@ function date(d: Date | null): string | null {
 
 // ---- GET /job-types/status/ -------------------------------------------------------------------
 
-/** The page's columns, by which its job types' counts are gathered. */
-const PAGE_COLUMNS = [
-	"job_type_id",
-	...JOB_TYPE_BASE_FIELDS.filter(f => f !== "id").map(f => `jt_${f}`),
-	"__total",
-	"__order"
-]
-	.map(c => `page.${c}`)
-	.join(", ");
-
-interface StatusRow extends JobTypeBaseColumns {
-	__total: number;
-	statuses: (string | null)[];
-	categories: (string | null)[];
-	counts: (number | null)[];
-	most_recents: (Date | null)[];
+interface StatusRow {
+	__generation: string;
+	job_type_id: number | null;
+	status: string;
+	category: string | null;
+	count: number;
+	most_recent: Date;
 }
 
 /**
  * Every job type (by last_modified, then id, as Scale ordered them), each with its jobs counted
  * by status, and FAILED ones by error category too: jobs whose last status change lies in
  * [started, ended], plus every RUNNING job whatever its time. `started` defaults to 3 hours
- * before now, `ended` to now; each is an ISO-8601 datetime or a duration back from now.
+ * before now, `ended` to now; each is an ISO-8601 datetime or a duration back from now. The
+ * envelope's JSON, UTF-8: the job types are the kept records (lib/models/kept-records.ts).
  */
-export async function getJobTypeStatus(
-	db: Sequelize,
-	req: ReportRequest
-): Promise<Envelope<unknown>> {
+export async function getJobTypeStatus(db: Sequelize, req: ReportRequest): Promise<Buffer> {
 	const now = req.now ?? new Date();
 	const { page, page_size, started, ended } = req.query;
 	const given = started !== undefined && started !== null && started !== "";
@@ -108,64 +97,68 @@ export async function getJobTypeStatus(
 		reportSpec("j.last_status_change"),
 		now
 	);
-	// Two branches, each on its own index: RUNNING jobs on the partial index of unfinished jobs
-	// by type, the others in range on (job_type_id, last_status_change, id).
+	// Two branches, each on its own index: RUNNING jobs on the jobs' (status, ...) index, the
+	// others in range on last_status_change. The job type generation comes in the same statement
+	// (one row, whatever the counts), so the job types shown are at least as new as the counts.
 	const rows = await selectPrepared<StatusRow>(
 		db,
-		`WITH page AS (
-			SELECT ${JT_COLUMNS}, count(*) OVER ()::int AS __total,
-				row_number() OVER (ORDER BY jt.last_modified, jt.id) AS __order
-			FROM job_type jt ORDER BY jt.last_modified, jt.id LIMIT $3 OFFSET $4
-		 ), jobs AS (
-			SELECT j.job_type_id, j.status, j.error_id, j.last_status_change
-			FROM job j
-			WHERE j.status = 'RUNNING' AND j.job_type_id IN (SELECT job_type_id FROM page)
-			UNION ALL
-			SELECT j.job_type_id, j.status, j.error_id, j.last_status_change
-			FROM job j
-			WHERE j.status <> 'RUNNING' AND j.job_type_id IN (SELECT job_type_id FROM page)
-				AND j.last_status_change >= $1 AND j.last_status_change <= $2
-		 ), counts AS (
+		`SELECT g.__generation, c.job_type_id, c.status, c.category, c.count, c.most_recent
+		 FROM (SELECT ${generationOf("job_type")} AS __generation) g
+		 LEFT JOIN (
 			SELECT jobs.job_type_id, jobs.status,
 				CASE WHEN jobs.status = 'FAILED' THEN e.category END AS category,
 				count(*)::int AS count, max(jobs.last_status_change) AS most_recent
-			FROM jobs LEFT JOIN error e ON e.id = jobs.error_id
+			FROM (
+				SELECT j.job_type_id, j.status, j.error_id, j.last_status_change
+				FROM job j WHERE j.status = 'RUNNING'
+				UNION ALL
+				SELECT j.job_type_id, j.status, j.error_id, j.last_status_change
+				FROM job j
+				WHERE j.status <> 'RUNNING' AND j.last_status_change >= $1
+					AND j.last_status_change <= $2
+			) jobs LEFT JOIN error e ON e.id = jobs.error_id
 			GROUP BY 1, 2, 3
-		 )
-		 SELECT ${PAGE_COLUMNS},
-			array_agg(c.status ORDER BY c.status, c.category) AS statuses,
-			array_agg(c.category ORDER BY c.status, c.category) AS categories,
-			array_agg(c.count ORDER BY c.status, c.category) AS counts,
-			array_agg(c.most_recent ORDER BY c.status, c.category) AS most_recents
-		 FROM page LEFT JOIN counts c ON c.job_type_id = page.job_type_id
-		 GROUP BY ${PAGE_COLUMNS}
-		 ORDER BY page.__order`,
-		[p.started, p.ended, p.limit + 1, p.offset]
+		 ) c ON true
+		 ORDER BY c.job_type_id, c.status, c.category`,
+		[p.started, p.ended]
 	);
-	const hasMore = rows.length > p.limit;
-	if (hasMore) rows.pop();
-	const count = rows.length > 0 ? rows[0].__total : await countOf(db, "SELECT id FROM job_type");
-	return envelope(
+	const jobTypes = await jobTypesAt(db, rows[0].__generation);
+	const counts = new Map<number, unknown[]>();
+	for (const row of rows) {
+		if (row.job_type_id === null) continue;
+		const list = counts.get(row.job_type_id) ?? [];
+		list.push({
+			status: row.status,
+			count: row.count,
+			most_recent: date(row.most_recent),
+			category: row.category
+		});
+		counts.set(row.job_type_id, list);
+	}
+	const shown = jobTypes.ordered.slice(p.offset, p.offset + p.limit);
+	return envelopeJson(
 		req,
 		p,
-		count,
-		hasMore,
-		rows.map(row => ({
-			job_type: jobTypeBaseOf(row),
-			job_counts: row.statuses.flatMap((status, i) =>
-				status === null
-					? []
-					: [
-							{
-								status,
-								count: row.counts[i],
-								most_recent: date(row.most_recents[i]),
-								category: row.categories[i]
-							}
-						]
-			)
-		}))
+		jobTypes.ordered.length,
+		jobTypes.ordered.length > p.offset + p.limit,
+		shown.map(
+			jt =>
+				`{"job_type":${jt.json},"job_counts":${JSON.stringify(counts.get(jt.row.job_type_id) ?? [])}}`
+		)
 	);
+}
+
+/** The envelope's JSON (UTF-8) with `entries` (JSON texts) as its results. */
+function envelopeJson(
+	req: ReportRequest,
+	p: ParsedList,
+	count: number,
+	hasMore: boolean,
+	entries: string[]
+): Buffer {
+	const empty = JSON.stringify(envelope(req, p, count, hasMore, []));
+	// `results` is the envelope's last member: its `[]}` becomes the entries' array
+	return Buffer.from(`${empty.slice(0, -2)}${entries.join(",")}]}`);
 }
 
 /** The total of a report whose page came back empty (past its end, or none at all). */
@@ -223,9 +216,12 @@ export async function getRunningJobTypes(
 
 // ---- GET /job-types/system-failures/ ----------------------------------------------------------
 
-interface FailureRow extends JobTypeBaseColumns {
-	__total: number;
+interface FailureRow {
+	__job_type_generation: string;
+	__error_generation: string;
 	__deltas: number;
+	__total: number | null;
+	job_type_id: number | null;
 	error_id: number;
 	count: number;
 	first_error: Date | null;
@@ -326,57 +322,43 @@ export async function foldFailedJobDeltas(db: Sequelize, t?: Transaction): Promi
  * Each job type and SYSTEM error its FAILED jobs failed with: the count and the first and last
  * time (the jobs' last status change), the latest error first (then by type and error id).
  */
-export async function getSystemFailures(
-	db: Sequelize,
-	req: ReportRequest
-): Promise<Envelope<unknown>> {
+export async function getSystemFailures(db: Sequelize, req: ReportRequest): Promise<Buffer> {
 	const p = parsePaging(req.query);
-	const rows = await selectPrepared<FailureRow & { [k: `er_${string}`]: unknown }>(
+	// One row at least (the generations and the deltas' count), the page's groups beside it.
+	const rows = await selectPrepared<FailureRow>(
 		db,
-		`WITH failures AS (${FAILURE_GROUPS})
-		 SELECT ${JT_COLUMNS}, f.error_id, f.count, f.first_error, f.last_error,
-			e.name AS er_name, e.title AS er_title, e.description AS er_description,
-			e.category AS er_category, e.is_builtin AS er_is_builtin, e.created AS er_created,
-			e.last_modified AS er_last_modified, count(*) OVER ()::int AS __total,
-			(SELECT count(*) FROM (SELECT FROM failed_job_delta LIMIT $3) d)::int AS __deltas
-		 FROM failures f JOIN job_type jt ON jt.id = f.job_type_id JOIN error e ON e.id = f.error_id
-		 ORDER BY f.last_error DESC NULLS LAST, jt.id, e.id LIMIT $1 OFFSET $2`,
+		`SELECT g.*, f.job_type_id, f.error_id, f.count, f.first_error, f.last_error, f.__total
+		 FROM (
+			SELECT ${generationOf("job_type")} AS __job_type_generation,
+				${generationOf("error")} AS __error_generation,
+				(SELECT count(*) FROM (SELECT FROM failed_job_delta LIMIT $3) d)::int AS __deltas
+		 ) g LEFT JOIN (
+			SELECT f.*, count(*) OVER ()::int AS __total FROM (${FAILURE_GROUPS}) f
+			ORDER BY f.last_error DESC NULLS LAST, f.job_type_id, f.error_id LIMIT $1 OFFSET $2
+		 ) f ON true
+		 ORDER BY f.last_error DESC NULLS LAST, f.job_type_id, f.error_id`,
 		[p.limit + 1, p.offset, FOLD_DELTAS + 1]
 	);
-	const deltas =
-		rows.length > 0
-			? rows[0].__deltas
-			: (
-					await selectPrepared<{ n: number }>(
-						db,
-						`SELECT count(*)::int AS n FROM (SELECT FROM failed_job_delta LIMIT $1) d`,
-						[FOLD_DELTAS + 1]
-					)
-				)[0].n;
-	if (deltas > FOLD_DELTAS) await foldFailedJobDeltas(db);
-	const hasMore = rows.length > p.limit;
-	if (hasMore) rows.pop();
-	const count = rows.length > 0 ? rows[0].__total : await countOf(db, FAILURE_GROUPS);
-	return envelope(
-		req,
-		p,
-		count,
-		hasMore,
-		rows.map(row => ({
-			job_type: jobTypeBaseOf(row),
-			error: serializeError({
-				id: row.error_id,
-				name: row.er_name,
-				title: row.er_title,
-				description: row.er_description,
-				category: row.er_category,
-				is_builtin: row.er_is_builtin,
-				created: row.er_created,
-				last_modified: row.er_last_modified
-			} as ErrorRow),
+	const [first] = rows;
+	if (first.__deltas > FOLD_DELTAS) await foldFailedJobDeltas(db);
+	const jobTypes = await jobTypesAt(db, first.__job_type_generation);
+	const errors = await errorsAt(db, first.__error_generation);
+	const groups = rows.filter(row => row.job_type_id !== null);
+	const hasMore = groups.length > p.limit;
+	if (hasMore) groups.pop();
+	const count = groups.length > 0 ? first.__total! : await countOf(db, FAILURE_GROUPS);
+	const entries: string[] = [];
+	for (const row of groups) {
+		const jobType = jobTypes.byId.get(row.job_type_id!);
+		const error = errors.byId.get(row.error_id);
+		// gone since the counts were read (a newer generation): not shown
+		if (jobType === undefined || error === undefined) continue;
+		const numbers = JSON.stringify({
 			count: row.count,
 			first_error: date(row.first_error),
 			last_error: date(row.last_error)
-		}))
-	);
+		});
+		entries.push(`{"job_type":${jobType.json},"error":${error.json},${numbers.slice(1)}`);
+	}
+	return envelopeJson(req, p, count, hasMore, entries);
 }

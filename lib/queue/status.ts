@@ -1,7 +1,8 @@
 import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
 import { formatDatetime } from "../list/iso8601";
-import { JOB_TYPE_BASE_FIELDS, jobTypeBaseOf, type JobTypeBaseColumns } from "../models/job";
+import { jobTypeBaseOf } from "../models/job";
+import { generationOf, jobTypesAt } from "../models/kept-records";
 
 /** One entry of GET /queue/status/: the queued executions of one job type. */
 export interface QueueStatusEntry {
@@ -36,45 +37,50 @@ export async function getQueueStatus(db: Sequelize): Promise<{
 	results: QueueStatusResult[];
 	queue_status: QueueStatusEntry[];
 }> {
-	const rows = await selectPrepared<
-		JobTypeBaseColumns & {
-			count: number;
-			longest_queued: Date;
-			highest_priority: number;
-		}
-	>(
+	// Grouped on the queue alone, then ordered by its job types: ~30% less of PostgreSQL's time
+	// than grouping the join (2,635 queued executions of P4's database). The job types' fields
+	// come from the kept records (lib/models/kept-records.ts), at least as new as the counts.
+	const rows = await selectPrepared<{
+		__generation: string;
+		job_type_id: number | null;
+		count: number;
+		longest_queued: Date;
+		highest_priority: number;
+	}>(
 		db,
-		// grouped on the queue alone, then joined: ~30% less of PostgreSQL's time than grouping
-		// the join (2,635 queued executions of P4's database)
-		`WITH g AS (
-			SELECT job_type_id, count(*)::int AS count, min(queued) AS longest_queued,
-				min(priority) AS highest_priority
-			FROM queue GROUP BY job_type_id
-		 )
-		 SELECT g.count, g.longest_queued, g.highest_priority, jt.id AS job_type_id,
-			${JOB_TYPE_BASE_FIELDS.filter(f => f !== "id")
-				.map(f => `jt.${f} AS jt_${f}`)
-				.join(", ")}
-		 FROM g JOIN job_type jt ON jt.id = g.job_type_id
-		 ORDER BY jt.is_paused, g.highest_priority, g.longest_queued, jt.id`
+		`SELECT g.__generation, q.job_type_id, q.count, q.longest_queued, q.highest_priority
+		 FROM (SELECT ${generationOf("job_type")} AS __generation) g
+		 LEFT JOIN (
+			SELECT c.*, jt.is_paused FROM (
+				SELECT job_type_id, count(*)::int AS count, min(queued) AS longest_queued,
+					min(priority) AS highest_priority
+				FROM queue GROUP BY job_type_id
+			) c JOIN job_type jt ON jt.id = c.job_type_id
+		 ) q ON true
+		 ORDER BY q.is_paused, q.highest_priority, q.longest_queued, q.job_type_id`
 	);
+	const jobTypes = await jobTypesAt(db, rows[0].__generation);
+	const shown = rows.flatMap(row => {
+		const jobType = row.job_type_id === null ? undefined : jobTypes.byId.get(row.job_type_id);
+		return jobType === undefined ? [] : [{ ...row, jobType: jobType.row }];
+	});
 	return {
-		count: rows.length,
+		count: shown.length,
 		next: null,
 		previous: null,
-		results: rows.map(row => ({
-			job_type: jobTypeBaseOf(row),
+		results: shown.map(row => ({
+			job_type: jobTypeBaseOf(row.jobType),
 			count: row.count,
 			longest_queued: formatDatetime(row.longest_queued),
 			highest_priority: row.highest_priority
 		})),
-		queue_status: rows.map(row => ({
+		queue_status: shown.map(row => ({
 			count: row.count,
 			longest_queued: formatDatetime(row.longest_queued),
-			job_type_name: row.jt_name,
-			job_type_version: row.jt_version,
+			job_type_name: row.jobType.jt_name,
+			job_type_version: row.jobType.jt_version,
 			highest_priority: row.highest_priority,
-			is_job_type_paused: row.jt_is_paused
+			is_job_type_paused: row.jobType.jt_is_paused
 		}))
 	};
 }

@@ -416,6 +416,44 @@ describe("system failures counted as jobs change (migration 0013)", () => {
 	});
 });
 
+describe("job types and errors shown as they are now", () => {
+	test("an edited job type or error shows at the next request of each report", async () => {
+		const status = async () => byType(await get("/job-types/status/"), ids.a).job_type;
+		const failure = async () =>
+			(await get("/job-types/system-failures/")).results.find(
+				(r: any) => r.job_type.id === ids.a
+			);
+		expect((await status()).title).toBe("Alpha");
+		expect((await failure()).error.title).toBe("System One");
+		await query(`UPDATE job_type SET title = 'Alpha Two', icon_code = 'f014' WHERE id = $1`, [
+			ids.a
+		]);
+		await query(`UPDATE error SET title = 'System Uno' WHERE id = $1`, [ids.sys1]);
+		expect(await status()).toMatchObject({ title: "Alpha Two", icon_code: "f014" });
+		expect(await failure()).toMatchObject({
+			job_type: { title: "Alpha Two" },
+			error: { title: "System Uno" }
+		});
+		// a new job type is listed at once
+		const added = await addFileJobType(tdb.db, "delta", { title: "Delta" });
+		const listed = (await get("/job-types/status/?page_size=1000")).results.map(
+			(r: any) => r.job_type.id
+		);
+		expect(listed).toContain(added);
+		await query(`UPDATE job_type SET title = 'Alpha', icon_code = 'f013' WHERE id = $1`, [
+			ids.a
+		]);
+		await query(`UPDATE error SET title = 'System One' WHERE id = $1`, [ids.sys1]);
+	});
+
+	test("broker callers get the envelopes as objects", async () => {
+		const body: any = await app.broker.call("job-type-reports.systemFailures", {});
+		expect(body.results[0].job_type.id).toBe(ids.a);
+		const status: any = await app.broker.call("job-type-reports.status", {});
+		expect(byType(status, ids.a).job_type.name).toBe("alpha");
+	});
+});
+
 describe("the id route beside the reports", () => {
 	test("/job-types/{id}/ still answers the job type; the reports answer without a slash too", async () => {
 		const details = await get(`/job-types/${ids.a}/`);

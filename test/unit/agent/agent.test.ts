@@ -149,10 +149,13 @@ it("still reports the result when the steps cannot be reported", async () => {
 		const s = spec({ command: "/bin/sleep", commandArguments: "0.2" });
 		r.agent.run(s);
 		expect((await r.delivered(s.jobExeId)).status).toBe("COMPLETED");
-		expect(warnings).toHaveLength(1);
-		expect(warnings[0]).toMatch(
-			new RegExp(`3 step events of executions ${s.jobExeId} were not reported: no scheduler`)
+		// the step events go in batches: one of three, or (under load) more batches of fewer
+		const pattern = new RegExp(
+			`^(\\d+) step events of executions ${s.jobExeId} were not reported: no scheduler$`
 		);
+		for (const warning of warnings) expect(warning).toMatch(pattern);
+		const counted = warnings.map(w => Number(pattern.exec(w)![1]));
+		expect(counted.reduce((a, b) => a + b, 0)).toBe(3);
 	} finally {
 		await r.agent.stop();
 	}
