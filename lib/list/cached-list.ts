@@ -55,15 +55,18 @@ export function joined(items: Buffer[], separator: Buffer = COMMA): Buffer[] {
 	return parts;
 }
 
+/** The SQL of a record's generations part (see versionOf). */
+export function generationsSql(spec: Pick<RecordSpec<unknown>, "generations">): string {
+	const names = spec.generations ?? [];
+	return names.length === 0
+		? "''"
+		: `(SELECT string_agg(generation::text, '.' ORDER BY name) FROM list_generation
+				WHERE name IN (${names.map(n => `'${n}'`).join(", ")}))`;
+}
+
 /** The SELECT items of a record's version (see versionOf): its rows' part and its generations. */
 export function versionSelect(spec: Pick<RecordSpec<unknown>, "version" | "generations">): string {
-	const names = spec.generations ?? [];
-	const generations =
-		names.length === 0
-			? "''"
-			: `(SELECT string_agg(generation::text, '.' ORDER BY name) FROM list_generation
-				WHERE name IN (${names.map(n => `'${n}'`).join(", ")}))`;
-	return `${spec.version} AS __version, ${generations} AS __generation`;
+	return `${spec.version} AS __version, ${generationsSql(spec)} AS __generation`;
 }
 
 /** A record's version from a row read with versionSelect's items. */
