@@ -1,5 +1,6 @@
 import type { Sequelize, Transaction } from "sequelize";
 import { select, selectPrepared, write } from "../db/connection";
+import { AnswerCache } from "../list/answer-cache";
 import { buildEnvelope, type Envelope } from "../list/envelope";
 import { formatDatetime } from "../list/iso8601";
 import { parseListQuery, type ListSpec, type ParsedList } from "../list/params";
@@ -224,7 +225,6 @@ export async function getRunningJobTypes(
 interface FailureRow {
 	__job_type_generation: string;
 	__error_generation: string;
-	__deltas: number;
 	__total: number | null;
 	job_type_id: number | null;
 	error_id: number;
@@ -325,27 +325,64 @@ export async function foldFailedJobDeltas(db: Sequelize, t?: Transaction): Promi
 
 /**
  * Each job type and SYSTEM error its FAILED jobs failed with: the count and the first and last
- * time (the jobs' last status change), the latest error first (then by type and error id).
+ * time (the jobs' last status change), the latest error first (then by type and error id). The
+ * answer (JSON) is kept while the FAILED jobs, job types and errors are as they were: a web UI
+ * polls it, and failures are rare beside the polls.
  */
 export async function getSystemFailures(db: Sequelize, req: ReportRequest): Promise<Buffer> {
 	const p = parsePaging(req.query);
-	// One row at least (the generations and the deltas' count), the page's groups beside it.
+	let state = await failuresState(db);
+	if (state.deltas > FOLD_DELTAS) {
+		await foldFailedJobDeltas(db);
+		state = await failuresState(db);
+	}
+	let cache = failureAnswers.get(db);
+	if (cache === undefined)
+		failureAnswers.set(db, (cache = new AnswerCache(FAILURE_ANSWER_BYTES)));
+	const key = JSON.stringify([p.page, p.pageSize, req.baseUrl, req.path, req.query]);
+	const kept = cache.get(key, state.version);
+	if (kept !== undefined) return kept;
+	// read after the state: a change meanwhile makes this answer kept under an older state
+	const json = await systemFailures(db, req, p);
+	cache.set(key, state.version, json);
+	return json;
+}
+
+/** Answers kept per database: 4 MiB each at most. */
+const FAILURE_ANSWER_BYTES = 4 * 1024 * 1024;
+const failureAnswers = new WeakMap<Sequelize, AnswerCache>();
+
+/**
+ * The state the report is made from, named exactly (migration 0014): the counts' generation
+ * (raised by every fold) and the number of deltas (between folds they are only added to), with
+ * the job types' and errors' generations.
+ */
+async function failuresState(db: Sequelize): Promise<{ version: string; deltas: number }> {
+	const [state] = await selectPrepared<{ generations: string; deltas: number }>(
+		db,
+		`SELECT (SELECT string_agg(name || ':' || generation, '.' ORDER BY name) FROM list_generation
+				WHERE name IN ('failed_job_count', 'job_type', 'error')) AS generations,
+			(SELECT count(*) FROM failed_job_delta)::int AS deltas`
+	);
+	return { version: `${state.generations}/${state.deltas}`, deltas: state.deltas };
+}
+
+async function systemFailures(db: Sequelize, req: ReportRequest, p: ParsedList): Promise<Buffer> {
+	// One row at least (the generations), the page's groups beside it.
 	const rows = await selectPrepared<FailureRow>(
 		db,
 		`SELECT g.*, f.job_type_id, f.error_id, f.count, f.first_error, f.last_error, f.__total
 		 FROM (
 			SELECT ${generationOf("job_type")} AS __job_type_generation,
-				${generationOf("error")} AS __error_generation,
-				(SELECT count(*) FROM (SELECT FROM failed_job_delta LIMIT $3) d)::int AS __deltas
+				${generationOf("error")} AS __error_generation
 		 ) g LEFT JOIN (
 			SELECT f.*, count(*) OVER ()::int AS __total FROM (${FAILURE_GROUPS}) f
 			ORDER BY f.last_error DESC NULLS LAST, f.job_type_id, f.error_id LIMIT $1 OFFSET $2
 		 ) f ON true
 		 ORDER BY f.last_error DESC NULLS LAST, f.job_type_id, f.error_id`,
-		[p.limit + 1, p.offset, FOLD_DELTAS + 1]
+		[p.limit + 1, p.offset]
 	);
 	const [first] = rows;
-	if (first.__deltas > FOLD_DELTAS) await foldFailedJobDeltas(db);
 	const jobTypes = await jobTypesAt(db, first.__job_type_generation);
 	const errors = await errorsAt(db, first.__error_generation);
 	const groups = rows.filter(row => row.job_type_id !== null);

@@ -3,6 +3,7 @@ import { addFileJobType } from "../helpers/completion";
 import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
 import { FOLD_DELTAS, foldFailedJobDeltas } from "../../lib/models/job-type-reports";
 import * as migration from "../../migrations/0013-failed-job-counts";
+import * as generation from "../../migrations/0014-failed-job-count-generation";
 
 /**
  * The job type reports (/job-types/status/, /running/, /system-failures/) over real HTTP and
@@ -375,8 +376,11 @@ describe("system failures counted as jobs change (migration 0013)", () => {
 	test("the migration counts the FAILED jobs already there", async () => {
 		const shown = await failures();
 		const qi = tdb.db.getQueryInterface();
+		// 0014 depends on 0013's table: undone first, done again after
+		await generation.down({ context: qi, name: "0014", path: "" });
 		await migration.down({ context: qi, name: "0013", path: "" });
 		await migration.up({ context: qi, name: "0013", path: "" });
+		await generation.up({ context: qi, name: "0014", path: "" });
 		expect(await query(`SELECT * FROM failed_job_delta`)).toEqual([]);
 		const counted = `SELECT job_type_id, error_id, count::int, first_error, last_error FROM failed_job_count
 			ORDER BY job_type_id, error_id`;
