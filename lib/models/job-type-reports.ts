@@ -285,6 +285,14 @@ export async function foldFailedJobDeltas(db: Sequelize, t?: Transaction): Promi
 			tx
 		);
 		if (!lock.got) return 0;
+		// nothing to fold: no write, so the counts' generation (migration 0014) stays as it is
+		const [pending] = await select<{ any: boolean }>(
+			db,
+			`SELECT EXISTS (SELECT FROM failed_job_delta) AS any`,
+			[],
+			tx
+		);
+		if (!pending.any) return 0;
 		const [row] = await write<{
 			n: number;
 			removed: { job_type_id: number; error_id: number }[];
