@@ -371,10 +371,10 @@ describe("system failures counted as jobs change (migration 0013)", () => {
 			)
 		).toEqual([{ first_error: new Date(t(0.5)), last_error: new Date(t(0.5)) }]);
 		// a fold with nothing to fold writes nothing: the kept answer stays good
-		const generation = `SELECT generation FROM list_generation WHERE name = 'failed_job_count'`;
-		const [before] = await query(generation);
+		const countsGeneration = `SELECT generation FROM list_generation WHERE name = 'failed_job_count'`;
+		const [unfolded] = await query(countsGeneration);
 		expect(await foldFailedJobDeltas(tdb.db)).toBe(0);
-		expect(await query(generation)).toEqual([before]);
+		expect(await query(countsGeneration)).toEqual([unfolded]);
 		expect(await failures()).toEqual([[ids.a, ids.sys1, 1, t(0.5), t(0.5)]]);
 	});
 
