@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema } from "moleculer";
 import type { Client } from "pg";
 import type { ExecutionFinished, ExecutionSpec, ExecutionStep } from "../lib/agent/protocol";
 import { DbMixin } from "../mixins/db.mixin";
@@ -59,6 +59,22 @@ type Item =
 	| { kind: "step"; step: ExecutionStep }
 	| { kind: "finished"; finished: ExecutionFinished }
 	| { kind: "failure"; failure: FailureRequest };
+
+/** What the action and event handlers use of the service: its methods and state (from `created`). */
+interface SchedulerMethods {
+	isLeader(): boolean;
+	onHint(ctx: Context): void;
+	wake(): void;
+	wakeCluster(): void;
+	cutOffLately(): boolean;
+	failAgentExecutions(agentId: string): Promise<void>;
+}
+/** Its state the handlers read (the rest is the methods' own, kept loosely typed). */
+type SchedulerVars = Record<string, any> & {
+	reports: MicroBatcher<Item, boolean>;
+	reconnectedAt: number;
+};
+type SchedulerThis = Service<SchedulerSettings> & SchedulerMethods & SchedulerVars;
 
 const ID = { type: "integer", minimum: 1, maximum: 2147483647 };
 const TIME = { type: "string", maxLength: 64 };
@@ -158,7 +174,7 @@ function merge(into: FinishResult, from: FinishResult): FinishResult {
  * jobs), `nodes.changed` (offers, un-pauses), `scheduler.wake` (resources freed), and a short
  * safety tick. `$node.disconnected` fails the executions of an agent that left, at once.
  */
-const SchedulerService: ServiceSchema<SchedulerSettings> = {
+const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, SchedulerVars> = {
 	name: "scheduler",
 	mixins: [DbMixin()],
 
@@ -178,14 +194,14 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 	actions: {
 		get: {
 			params: { type: "object" } as any,
-			async handler(this: any) {
+			async handler(this: SchedulerThis) {
 				return getSchedulerSettings(poolSql(this.db));
 			}
 		},
 
 		update: {
 			params: { type: "object" } as any,
-			async handler(this: any, ctx: Context<Record<string, unknown>>) {
+			async handler(this: SchedulerThis, ctx: Context<Record<string, unknown>>) {
 				const edit = parseSettingsEdit(ctx.params);
 				const settings = await updateSchedulerSettings(poolSql(this.db), edit);
 				if (!settings.is_paused) this.wakeCluster();
@@ -203,7 +219,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 				required: ["steps"],
 				properties: { steps: { type: "array", maxItems: 100000, items: STEP_SCHEMA } }
 			} as any,
-			async handler(this: any, ctx: Context<{ steps: ExecutionStep[] }>) {
+			async handler(this: SchedulerThis, ctx: Context<{ steps: ExecutionStep[] }>) {
 				for (const step of ctx.params.steps)
 					requireSender(ctx, step.agentId, "a step report");
 				const recorded: boolean[] = await Promise.all(
@@ -216,7 +232,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 		/** Agent → control plane: an execution ended. Repeats are harmless. */
 		exeFinished: {
 			params: FINISHED_SCHEMA as any,
-			async handler(this: any, ctx: Context<ExecutionFinished>) {
+			async handler(this: SchedulerThis, ctx: Context<ExecutionFinished>) {
 				requireSender(ctx, ctx.params.agentId, "a finish report");
 				await this.reports.add({ kind: "finished", finished: ctx.params });
 				return { ok: true };
@@ -225,16 +241,16 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 	},
 
 	events: {
-		"queue.changed"(this: any, ctx: Context) {
+		"queue.changed"(this: SchedulerThis, ctx: Context) {
 			this.onHint(ctx);
 		},
-		"nodes.changed"(this: any, ctx: Context) {
+		"nodes.changed"(this: SchedulerThis, ctx: Context) {
 			this.onHint(ctx);
 		},
-		"scheduler.wake"(this: any) {
+		"scheduler.wake"(this: SchedulerThis) {
 			this.wake();
 		},
-		"$node.disconnected"(this: any, ctx: Context<{ node: { id: string } }>) {
+		"$node.disconnected"(this: SchedulerThis, ctx: Context<{ node: { id: string } }>) {
 			const agentId = ctx.params?.node?.id;
 			if (agentId && this.isLeader() && !this.cutOffLately())
 				void this.failAgentExecutions(agentId);
@@ -244,7 +260,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings> = {
 		 * could renew its lease or heartbeat meanwhile, so for a lease after the reconnect nothing
 		 * is failed for want of them; an agent that really died is found when it is over.
 		 */
-		"$transporter.connected"(this: any, ctx: Context<{ wasReconnect: boolean }>) {
+		"$transporter.connected"(this: SchedulerThis, ctx: Context<{ wasReconnect: boolean }>) {
 			if (ctx.params?.wasReconnect) this.reconnectedAt = Date.now();
 		}
 	},
