@@ -1,6 +1,12 @@
 import os from "os";
 import path from "path";
-import { Errors, type Context, type ServiceSchema } from "moleculer";
+import {
+	Errors,
+	type Context,
+	type Service,
+	type ServiceBroker,
+	type ServiceSchema
+} from "moleculer";
 import type { AgentConfig } from "../lib/config";
 import { ForbiddenError, NotFoundError } from "../lib/errors";
 import { isLocalCall, LeaderView } from "../lib/agent/callers";
@@ -17,6 +23,7 @@ import type {
 	ExecutionSpec,
 	ExecutionStep,
 	NodeHeartbeat,
+	NodeHeartbeatAnswer,
 	NodeRegistration
 } from "../lib/agent/protocol";
 
@@ -57,6 +64,38 @@ interface Settings {
 	callTimeoutMs: number;
 }
 
+/** The service's methods, as its handlers and lifecycle call them. */
+interface AgentMethods {
+	launchBuiltin(spec: ExecutionSpec): ReturnType<typeof launchStrikeMonitor>;
+	warnOnce(key: string, message: string): void;
+	pause(ms: number): Promise<void>;
+	resources(): ReturnType<typeof measureResources>;
+	register(): Promise<void>;
+	heartbeat(): Promise<void>;
+	stopEnded(ids: unknown): void;
+	sendSteps(steps: ExecutionStep[]): Promise<void>;
+	deliver(report: ExecutionFinished): Promise<void>;
+}
+
+/** The service's state: set in `created` (and the agent, slave id and timers in `started`). */
+interface AgentVars {
+	agent: NodeAgent;
+	slaveId: string;
+	nodeId: number | null;
+	leaders: LeaderView;
+	warned: Map<string, number>;
+	pauses: Set<() => void>;
+	monitors: Map<number, StrikeMonitor>;
+	stopping: boolean;
+	registered: boolean;
+	registering: boolean;
+	beating: boolean;
+	beatTimer: NodeJS.Timeout;
+	pruneTimer: NodeJS.Timeout;
+}
+
+type AgentThis = Service<Settings> & AgentMethods & AgentVars;
+
 const DEFAULT_AGENT: AgentConfig = {
 	workDir: path.resolve("./data/agent"),
 	cpus: null,
@@ -76,11 +115,16 @@ function isRetryable(error: any): boolean {
 	return !(code >= 400 && code < 500);
 }
 
+/** Whether any node runs the service now (Moleculer's typings ask for a node; it is optional). */
+function serviceRuns(broker: ServiceBroker, name: string): boolean {
+	return broker.registry.hasService(name, undefined as unknown as string);
+}
+
 function isUnknownNode(answer: any): boolean {
 	return !answer || answer.ok === false || answer.nodeId === null;
 }
 
-const NodeAgentService: ServiceSchema<Settings> = {
+const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 	name: "node-agent",
 
 	settings: {
@@ -109,7 +153,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		/** Accepts an execution and runs it in the background; a repeat is accepted and ignored. */
 		run: {
 			params: EXECUTION_SPEC_SCHEMA as any,
-			async handler(this: any, ctx: Context<ExecutionSpec>) {
+			async handler(this: AgentThis, ctx: Context<ExecutionSpec>) {
 				const sender = ctx.nodeID as string;
 				if (!isLocalCall(ctx) && !(await this.leaders.isLeader(sender)))
 					throw new ForbiddenError(
@@ -140,11 +184,11 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		/** SIGTERM, then SIGKILL after killGraceMs; the execution ends CANCELED. */
 		cancel: {
 			params: JOB_EXE_ID_SCHEMA as any,
-			async handler(this: any, ctx: Context<{ jobExeId: number }>) {
+			async handler(this: AgentThis, ctx: Context<{ jobExeId: number }>) {
 				const { jobExeId } = ctx.params;
 				if (!isLocalCall(ctx)) {
 					// obeyed only when the database says the execution must not run here
-					const answer = await this.broker.call(
+					const answer = await this.broker.call<{ jobExeIds: number[] }, unknown>(
 						"nodes.mustStop",
 						{ jobExeIds: [jobExeId] },
 						{ timeout: this.settings.callTimeoutMs }
@@ -161,12 +205,12 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		/** Live stdout/stderr (their tails); NOT_FOUND when the execution is not held here. */
 		logs: {
 			params: JOB_EXE_ID_SCHEMA as any,
-			async handler(this: any, ctx: Context<{ jobExeId: number }>) {
+			async handler(this: AgentThis, ctx: Context<{ jobExeId: number }>) {
 				const sender = ctx.nodeID as string;
 				const readers = this.broker.registry
 					.getServiceList({ onlyAvailable: true })
-					.filter((svc: { name: string }) => svc.name === "job-executions")
-					.map((svc: { nodeID: string }) => svc.nodeID);
+					.filter(svc => svc.name === "job-executions")
+					.map(svc => svc.nodeID);
 				if (!isLocalCall(ctx) && !readers.includes(sender))
 					throw new ForbiddenError(
 						`node "${sender}" runs no job-executions service: logs are not sent to it`
@@ -186,12 +230,12 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		 * Back on NATS after losing it: the lease is renewed at once rather than at the next beat,
 		 * so an outage near the lease does not cost the executions held here.
 		 */
-		"$transporter.connected"(this: any, ctx: Context<{ wasReconnect: boolean }>) {
+		"$transporter.connected"(this: AgentThis, ctx: Context<{ wasReconnect: boolean }>) {
 			if (ctx.params?.wasReconnect) void this.heartbeat();
 		},
 
 		/** A node left: if it led the scheduler, the next run's sender is asked about again. */
-		"$node.disconnected"(this: any, ctx: Context<{ node: { id: string } }>) {
+		"$node.disconnected"(this: AgentThis, ctx: Context<{ node: { id: string } }>) {
 			const nodeId = ctx.params?.node?.id;
 			if (nodeId) this.leaders.forget(nodeId);
 		},
@@ -199,7 +243,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		/** A strike's configuration changed: its monitor, if it runs here, reads it again. */
 		"strike.changed": {
 			params: STRIKE_ID_SCHEMA as any,
-			handler(this: any, ctx: Context<{ strikeId: number }>) {
+			handler(this: AgentThis, ctx: Context<{ strikeId: number }>) {
 				const monitor: StrikeMonitor | undefined = this.monitors.get(ctx.params.strikeId);
 				if (monitor) void monitor.reload();
 			}
@@ -211,7 +255,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		 * Starts a strike's monitor for an execution of `scale-strike`; it calls the `ingest`
 		 * service as this agent, and is known by its strike until it ends.
 		 */
-		launchBuiltin(this: any, spec: ExecutionSpec) {
+		launchBuiltin(this: AgentThis, spec: ExecutionSpec) {
 			const strikeId = spec.task!.strikeId;
 			const monitor = new StrikeMonitor(
 				{ strikeId, jobExeId: spec.jobExeId },
@@ -234,7 +278,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		},
 
 		/** A warning, at most once a minute for the same kind of problem. */
-		warnOnce(this: any, key: string, message: string) {
+		warnOnce(this: AgentThis, key: string, message: string) {
 			const now = Date.now();
 			if ((this.warned.get(key) ?? 0) > now) return;
 			this.warned.set(key, now + 60_000);
@@ -242,7 +286,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		},
 
 		/** Waits `ms`, or less when the service stops. */
-		pause(this: any, ms: number): Promise<void> {
+		pause(this: AgentThis, ms: number): Promise<void> {
 			return new Promise(resolve => {
 				if (this.stopping) return resolve();
 				const timer = setTimeout(() => {
@@ -257,7 +301,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 			});
 		},
 
-		async resources(this: any) {
+		async resources(this: AgentThis) {
 			const agent: AgentConfig = this.settings.agent;
 			return measureResources(agent.workDir, {
 				cpus: agent.cpus,
@@ -267,7 +311,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		},
 
 		/** Registers the node, retrying until it answers (one loop at a time). */
-		async register(this: any) {
+		async register(this: AgentThis) {
 			if (this.registering) return;
 			this.registering = true;
 			try {
@@ -296,7 +340,10 @@ const NodeAgentService: ServiceSchema<Settings> = {
 							port: this.settings.port,
 							resources: await this.resources()
 						};
-						const answer = await this.broker.call("nodes.register", registration, {
+						const answer = await this.broker.call<
+							{ nodeId: number | null } | undefined,
+							NodeRegistration
+						>("nodes.register", registration, {
 							timeout: this.settings.callTimeoutMs
 						});
 						this.nodeId = answer?.nodeId ?? null;
@@ -319,9 +366,9 @@ const NodeAgentService: ServiceSchema<Settings> = {
 			}
 		},
 
-		async heartbeat(this: any) {
+		async heartbeat(this: AgentThis) {
 			if (!this.registered || this.stopping || this.beating) return;
-			if (!this.broker.registry.hasService("nodes")) {
+			if (!serviceRuns(this.broker, "nodes")) {
 				this.warnOnce("heartbeat", "no nodes service answers: heartbeats wait for one");
 				return;
 			}
@@ -333,7 +380,10 @@ const NodeAgentService: ServiceSchema<Settings> = {
 					resources: await this.resources(),
 					running: this.agent.running()
 				};
-				const answer = await this.broker.call("nodes.heartbeat", beat, {
+				const answer = await this.broker.call<
+					NodeHeartbeatAnswer | { ok: false } | undefined,
+					NodeHeartbeat
+				>("nodes.heartbeat", beat, {
 					timeout: this.settings.callTimeoutMs
 				});
 				this.warned.delete("heartbeat");
@@ -345,7 +395,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 					void this.register();
 					return;
 				}
-				this.stopEnded(answer.cancel);
+				this.stopEnded((answer as NodeHeartbeatAnswer).cancel);
 			} catch (error: any) {
 				if (error?.type === "NOT_FOUND" || (error?.code === 404 && !error?.retryable)) {
 					this.registered = false;
@@ -363,7 +413,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		 * record is the truth): a process started for one whose cancel never arrived, or came
 		 * before the run and was forgotten, is killed and reported CANCELED.
 		 */
-		stopEnded(this: any, ids: unknown) {
+		stopEnded(this: AgentThis, ids: unknown) {
 			if (!Array.isArray(ids)) return;
 			const stopped: number[] = this.agent.cancelEnded(ids.filter(Number.isInteger));
 			if (stopped.length > 0)
@@ -373,9 +423,9 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		},
 
 		/** Reports steps, best effort: a failure is logged (once a minute at most), not retried. */
-		async sendSteps(this: any, steps: ExecutionStep[]) {
+		async sendSteps(this: AgentThis, steps: ExecutionStep[]) {
 			try {
-				if (!this.broker.registry.hasService("scheduler"))
+				if (!serviceRuns(this.broker, "scheduler"))
 					throw new Error("no scheduler service answers");
 				await this.broker.call(
 					"scheduler.exeSteps",
@@ -391,10 +441,10 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		},
 
 		/** Calls scheduler.exeFinished until it answers (or the service stops). */
-		async deliver(this: any, report: ExecutionFinished) {
+		async deliver(this: AgentThis, report: ExecutionFinished) {
 			while (!this.stopping) {
 				try {
-					if (!this.broker.registry.hasService("scheduler"))
+					if (!serviceRuns(this.broker, "scheduler"))
 						throw new Errors.ServiceNotFoundError({ action: "scheduler.exeFinished" });
 					await this.broker.call("scheduler.exeFinished", report, {
 						timeout: this.settings.callTimeoutMs
@@ -426,16 +476,14 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		}
 	},
 
-	created(this: any) {
+	created(this: AgentThis) {
 		this.settings.agent = { ...DEFAULT_AGENT, ...this.settings.agent };
 		this.warned = new Map<string, number>();
 		this.leaders = new LeaderView(async (sender: string) => {
 			const senderHasNodes = this.broker.registry
 				.getServiceList({ onlyAvailable: true })
-				.some((svc: { name: string; nodeID: string }) => {
-					return svc.name === "nodes" && svc.nodeID === sender;
-				});
-			const answer = await this.broker.call(
+				.some(svc => svc.name === "nodes" && svc.nodeID === sender);
+			const answer = await this.broker.call<{ leader: string | null } | undefined, unknown>(
 				"nodes.leader",
 				{},
 				{
@@ -454,7 +502,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		this.monitors = new Map<number, StrikeMonitor>();
 	},
 
-	async started(this: any) {
+	async started(this: AgentThis) {
 		const settings: Settings = this.settings;
 		this.slaveId = await readSlaveId(settings.agent.workDir);
 		this.agent = new NodeAgent({
@@ -484,7 +532,7 @@ const NodeAgentService: ServiceSchema<Settings> = {
 		void this.register();
 	},
 
-	async stopped(this: any) {
+	async stopped(this: AgentThis) {
 		this.stopping = true;
 		clearInterval(this.beatTimer);
 		clearInterval(this.pruneTimer);
