@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "http";
-import type { Context, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
 import { ALIASES, answersInPlainText, ID_PARAMS } from "../lib/http/aliases";
 import { toHttpError } from "../lib/http/errors";
@@ -35,7 +35,10 @@ type Req = IncomingMessage & {
 
 const BODY_METHODS = ["POST", "PUT", "PATCH"];
 
-function sendError(this: any, req: Req, res: ServerResponse, err: any) {
+/** The gateway as its hooks see it: a service with the authentication method below. */
+type ApiThis = Service<ApiSettings> & { authenticate(req: Req): { token: string } | null };
+
+function sendError(this: ApiThis, req: Req, res: ServerResponse, err: any) {
 	// Body parsing (malformed JSON, too large) fails before onBeforeCall authenticates; a client
 	// without a valid token must still learn nothing but that.
 	if (req.$route) {
@@ -91,7 +94,7 @@ function route(path: string) {
 		},
 		callOptions: { timeout: 30000, retries: 0 },
 
-		onBeforeCall(this: any, ctx: Context<unknown, RequestMeta>, _route: unknown, req: Req) {
+		onBeforeCall(this: ApiThis, ctx: Context<unknown, RequestMeta>, _route: unknown, req: Req) {
 			this.authenticate(req);
 			const pathKeys = req.$alias?.keys?.map(k => k.name) || [];
 			for (const key of pathKeys) {
