@@ -1,6 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
-import { buildEnvelope } from "./envelope";
+import { envelopeHead } from "./envelope";
 import { recordCache, type CachedRecord, type RecordCache } from "./record-cache";
 import { pageCount, pageSql, parseList, type ListRequest, type ListSource } from "./run";
 
@@ -103,20 +103,8 @@ export async function runCachedList<Row>(
 	const present = keys.map(k => k.__key).filter(key => found.has(key));
 	const records = present.map(key => found.get(key)!);
 	const members = attach && records.length > 0 ? await attach(present, records) : null;
-	const envelope = JSON.stringify(
-		buildEnvelope({
-			count,
-			page: p.page,
-			pageSize: p.pageSize,
-			hasMore,
-			results: [],
-			baseUrl: req.baseUrl,
-			path: req.path,
-			query: req.query
-		})
-	);
-	// `results` is the envelope's last member: its `[]}` becomes the records' array
-	const parts: Buffer[] = [Buffer.from(envelope.slice(0, -2))];
+	const head = envelopeHead(req, p, count, hasMore);
+	const parts: Buffer[] = [Buffer.from(head)];
 	records.forEach((record, i) => {
 		if (i > 0) parts.push(COMMA);
 		if (members === null) parts.push(record.json);

@@ -33,6 +33,31 @@ export function buildEnvelope<T>(opts: EnvelopeOptions<T>): Envelope<T> {
 	};
 }
 
+/**
+ * The envelope's JSON text up to its results' opening bracket (`{"count":…,"results":[`), for an
+ * answer put together from JSON already made: `results` is the envelope's last member.
+ */
+export function envelopeHead(
+	req: Pick<EnvelopeOptions<never>, "baseUrl" | "path" | "query">,
+	paging: Pick<EnvelopeOptions<never>, "page" | "pageSize">,
+	count: number,
+	hasMore: boolean
+): string {
+	const { baseUrl, path, query } = req;
+	const { page, pageSize } = paging;
+	const envelope = buildEnvelope({
+		count,
+		page,
+		pageSize,
+		hasMore,
+		results: [],
+		baseUrl,
+		path,
+		query
+	});
+	return JSON.stringify(envelope).slice(0, -2);
+}
+
 /** The request's own URL with only `page` changed, kept where it was so links stay recognisable. */
 function pageUrl(opts: EnvelopeOptions<unknown>, page: number): string {
 	const params = new URLSearchParams();

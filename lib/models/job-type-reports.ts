@@ -1,7 +1,7 @@
 import type { Sequelize, Transaction } from "sequelize";
 import { select, selectPrepared, write } from "../db/connection";
 import { AnswerCache } from "../list/answer-cache";
-import { buildEnvelope, type Envelope } from "../list/envelope";
+import { buildEnvelope, envelopeHead, type Envelope } from "../list/envelope";
 import { formatDatetime } from "../list/iso8601";
 import { parseListQuery, type ListSpec, type ParsedList } from "../list/params";
 import { JOB_TYPE_BASE_FIELDS, jobTypeBaseOf, type JobTypeBaseColumns } from "./job";
@@ -162,9 +162,8 @@ function envelopeJson(
 	hasMore: boolean,
 	entries: string[]
 ): Buffer {
-	const empty = JSON.stringify(envelope(req, p, count, hasMore, []));
-	// `results` is the envelope's last member: its `[]}` becomes the entries' array
-	return Buffer.from(`${empty.slice(0, -2)}${entries.join(",")}]}`);
+	const head = envelopeHead(req, p, count, hasMore);
+	return Buffer.from(`${head}${entries.join(",")}]}`);
 }
 
 /** The total of a report whose page came back empty (past its end, or none at all). */

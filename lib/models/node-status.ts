@@ -9,7 +9,7 @@ import {
 	versionSelect,
 	type RecordSpec
 } from "../list/cached-list";
-import { buildEnvelope } from "../list/envelope";
+import { envelopeHead } from "../list/envelope";
 import { formatDatetime } from "../list/iso8601";
 import { parseListQuery } from "../list/params";
 import type { CachedRecord } from "../list/record-cache";
@@ -269,21 +269,9 @@ export async function getNodesStatus(
 			}))
 		])
 	);
-	const envelope = JSON.stringify(
-		buildEnvelope({
-			count,
-			page: p.page,
-			pageSize: p.pageSize,
-			hasMore,
-			results: [],
-			baseUrl: req.baseUrl,
-			path: req.path,
-			query: req.query
-		})
-	);
-	// `results` is the envelope's last member and `job_exes_running` each entry's: their `[]}`
-	// become the arrays of entries and of records
-	const parts: Buffer[] = [Buffer.from(envelope.slice(0, -2))];
+	const head = envelopeHead(req, p, count, hasMore);
+	// `job_exes_running` is each entry's last member: its `[]}` becomes the records' array
+	const parts: Buffer[] = [Buffer.from(head)];
 	nodes.forEach((n, i) => {
 		for (const column of ["__total", "__counts", "__running", "__generation"])
 			delete (n as unknown as Record<string, unknown>)[column];

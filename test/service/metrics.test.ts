@@ -362,22 +362,21 @@ describe("plot data kept between requests", () => {
 	it("answers anew once its metrics table or its choices change, and the same until then", async () => {
 		const url = `/metrics/job-types/plot-data/?${RANGE}&choice_id=${ids.a}&column=total_count`;
 		const values = async () => (await get(url)).results[0].values;
+		const setFirstDayTotal = (total: number) =>
+			query(
+				`UPDATE metrics_job_type SET total_count = $2 WHERE job_type_id = $1 AND occurred = '2024-01-01'`,
+				[ids.a, total]
+			);
 		expect(await values()).toEqual([
 			{ date: "2024-01-01", value: 3 },
 			{ date: "2024-01-02", value: 4 }
 		]);
-		await query(
-			`UPDATE metrics_job_type SET total_count = 9 WHERE job_type_id = $1 AND occurred = '2024-01-01'`,
-			[ids.a]
-		);
+		await setFirstDayTotal(9);
 		expect(await values()).toEqual([
 			{ date: "2024-01-01", value: 9 },
 			{ date: "2024-01-02", value: 4 }
 		]);
-		await query(
-			`UPDATE metrics_job_type SET total_count = 3 WHERE job_type_id = $1 AND occurred = '2024-01-01'`,
-			[ids.a]
-		);
+		await setFirstDayTotal(3);
 		expect((await values())[0].value).toBe(3);
 
 		// a choice that goes away is no choice any more, though the answer was kept
