@@ -15,6 +15,7 @@ import {
 	updateSchedulerSettings
 } from "../lib/scheduling/settings";
 import { databaseUrlOf } from "../lib/db/broker-database";
+import { watchNatsConnection } from "../lib/transport/connection-watch";
 import { requireSender } from "../lib/agent/callers";
 import { METRICS, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { buildSpecs } from "../lib/scheduling/spec";
@@ -73,6 +74,7 @@ interface SchedulerMethods {
 type SchedulerVars = Record<string, any> & {
 	reports: MicroBatcher<Item, boolean>;
 	reconnectedAt: number;
+	disconnectedAt: number;
 };
 type SchedulerThis = Service<SchedulerSettings> & SchedulerMethods & SchedulerVars;
 
@@ -432,9 +434,15 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				.catch(() => undefined);
 		},
 
-		/** Whether this process got its NATS connection back less than a lease ago. */
+		/**
+		 * Whether this process is cut off from NATS, or got its connection back less than a lease
+		 * ago: no agent could reach it meanwhile.
+		 */
 		cutOffLately(): boolean {
-			return Date.now() - this.reconnectedAt < this.settings.leaseMs;
+			return (
+				this.disconnectedAt > this.reconnectedAt ||
+				Date.now() - this.reconnectedAt < this.settings.leaseMs
+			);
 		},
 
 		/** Fails (node-lost) the executions whose agent is gone or out of its lease. */
@@ -620,6 +628,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		this.lostPending = new Set<number>();
 		this.setAsideUntil = new Map<string, number>();
 		this.reconnectedAt = 0;
+		this.disconnectedAt = 0;
 		this.reportTx = poolTransaction(this.db);
 		this.metered = this.broker.isMetricsEnabled();
 		if (this.metered)
@@ -632,6 +641,12 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 	async started() {
 		this.startedAt = Date.now();
+		// the NATS client reconnects by itself: its own statuses say when this process was cut off
+		watchNatsConnection(
+			this.broker.transit,
+			() => (this.disconnectedAt = Date.now()),
+			() => (this.reconnectedAt = Date.now())
+		);
 		this.lock = new LeaderLock({
 			url: databaseUrlOf(this.broker) as string,
 			name: this.broker.nodeID,
