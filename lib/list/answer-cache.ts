@@ -48,12 +48,19 @@ export class AnswerCache {
 	}
 }
 
+/**
+ * SQL of the generations of the tables named (`$n`, a text array), as one text that changes
+ * whenever any of them does: a sub-select, for a statement that reads more beside it.
+ */
+export const generationsSql = (param: string) =>
+	`(SELECT string_agg(name || ':' || generation, '.' ORDER BY name) FROM list_generation
+		WHERE name = ANY(${param}::text[]))`;
+
 /** The generations of the tables named, as one text that changes whenever any of them does. */
 export async function generationsOf(db: Sequelize, tables: string[]): Promise<string> {
 	const [row] = await selectPrepared<{ version: string | null }>(
 		db,
-		`SELECT string_agg(name || ':' || generation, '.' ORDER BY name) AS version
-		 FROM list_generation WHERE name = ANY($1::text[])`,
+		`SELECT ${generationsSql("$1")} AS version`,
 		[tables]
 	);
 	return row.version ?? "";

@@ -1,6 +1,6 @@
 import type { Sequelize, Transaction } from "sequelize";
 import { select, selectPrepared, write } from "../db/connection";
-import { AnswerCache } from "../list/answer-cache";
+import { AnswerCache, generationsSql } from "../list/answer-cache";
 import { buildEnvelope, envelopeHead, type Envelope } from "../list/envelope";
 import { formatDatetime } from "../list/iso8601";
 import { parseListQuery, type ListSpec, type ParsedList } from "../list/params";
@@ -367,9 +367,9 @@ const failureAnswers = new WeakMap<Sequelize, AnswerCache>();
 async function failuresState(db: Sequelize): Promise<{ version: string; deltas: number }> {
 	const [state] = await selectPrepared<{ generations: string; deltas: number }>(
 		db,
-		`SELECT (SELECT string_agg(name || ':' || generation, '.' ORDER BY name) FROM list_generation
-				WHERE name IN ('failed_job_count', 'job_type', 'error')) AS generations,
-			(SELECT count(*) FROM failed_job_delta)::int AS deltas`
+		`SELECT ${generationsSql("$1")} AS generations,
+			(SELECT count(*) FROM failed_job_delta)::int AS deltas`,
+		[["failed_job_count", "job_type", "error"]]
 	);
 	return { version: `${state.generations}/${state.deltas}`, deltas: state.deltas };
 }
