@@ -17,15 +17,35 @@ import {
 	runLookups,
 	type ListSource
 } from "../lib/list/run";
-import { JOB_LIST, JOB_UPDATES_LIST } from "../lib/models/job";
+import { cachedPageSql, type RecordSpec } from "../lib/list/cached-list";
+import { JOB_LIST, JOB_RECORD, JOB_UPDATE_RECORD, JOB_UPDATES_LIST } from "../lib/models/job";
 import { INGEST_LIST } from "../lib/models/ingest";
-import { JOB_EXE_LIST } from "../lib/models/job-exe";
-import { PRODUCT_LIST, PRODUCT_UPDATES_LIST } from "../lib/models/product-file";
-import { SOURCE_LIST, SOURCE_UPDATES_LIST } from "../lib/models/source-file";
+import { JOB_EXE_LIST, JOB_EXE_RECORD } from "../lib/models/job-exe";
+import { PRODUCT_LIST, PRODUCT_RECORD, PRODUCT_UPDATES_LIST } from "../lib/models/product-file";
+import {
+	SOURCE_LIST,
+	SOURCE_RECORD,
+	SOURCE_UPDATE_RECORD,
+	SOURCE_UPDATES_LIST
+} from "../lib/models/source-file";
 import { openP4Database } from "./lib/p4-db";
 
 /** Tables that grow with the cluster's history: never read whole by a list. */
 const LARGE_TABLES = new Set(["job", "job_exe", "scale_file", "ingest", "trigger_event"]);
+
+/**
+ * The lists of kept records (lib/list/cached-list.ts) run their own page statement, of keys and
+ * versions; the others the page statement of whole rows. (The product updates' source is the
+ * products', with the same versions.)
+ */
+const KEPT = new Map<ListSource, RecordSpec<never>>([
+	[JOB_LIST, JOB_RECORD],
+	[JOB_UPDATES_LIST, JOB_UPDATE_RECORD],
+	[JOB_EXE_LIST, JOB_EXE_RECORD],
+	[PRODUCT_LIST, PRODUCT_RECORD],
+	[SOURCE_LIST, SOURCE_RECORD],
+	[SOURCE_UPDATES_LIST, SOURCE_UPDATE_RECORD]
+]);
 
 interface PlanNode {
 	"Node Type": string;
@@ -144,7 +164,8 @@ async function main() {
 			if (query.job_type_category === "") query.job_type_category = category?.category ?? "";
 			const q = { page_size: "100", ...query };
 			const p = parseListQuery(q, source, new Date(), await runLookups(db, source, q));
-			const sql = pageSql(source, p);
+			const kept = KEPT.get(source);
+			const sql = kept ? cachedPageSql(source, kept, p) : pageSql(source, p);
 			const [explained] = await select<{ "QUERY PLAN": { Plan: PlanNode }[] }>(
 				db,
 				`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,

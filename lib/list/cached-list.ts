@@ -2,7 +2,8 @@ import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
 import { envelopeHead } from "./envelope";
 import { recordCache, type CachedRecord, type RecordCache } from "./record-cache";
-import { pageCount, pageSql, parseList, type ListRequest, type ListSource } from "./run";
+import type { ParsedList } from "./params";
+import { pageCount, pageItemsSql, parseList, type ListRequest, type ListSource } from "./run";
 
 /**
  * Lists answered from cached records (lib/list/record-cache.ts): the page statement reads each
@@ -77,6 +78,21 @@ export function versionOf(row: { __version: string; __generation: string }): str
 /** Where a kind of record is read whole: a list's table, joins, key and columns. */
 export type RecordSource = Pick<ListSource, "from" | "joins" | "key" | "columns">;
 
+/**
+ * The page statement of a list of kept records: one row with the page's keys and versions in
+ * order (`__page`, a JSON array of [key, version]), the capped count and the generations.
+ */
+export function cachedPageSql(source: ListSource, spec: RecordSpec<never>, p: ParsedList): string {
+	if (!source.key) throw new Error("a list of kept records needs its source's key");
+	return pageItemsSql(
+		{ ...source, key: source.key },
+		p,
+		`json_build_array(${source.key}, ${spec.version})`,
+		spec.versionJoins,
+		`${generationsSql(spec)} AS __generation`
+	);
+}
+
 /** The list envelope for the request as JSON, UTF-8. */
 export async function runCachedList<Row>(
 	db: Sequelize,
@@ -87,18 +103,18 @@ export async function runCachedList<Row>(
 	attach?: Attach
 ): Promise<Buffer> {
 	const p = await parseList(db, source, req);
-	const rows = await selectPrepared<{
-		__key: number;
-		__version: string;
+	const [page] = await selectPrepared<{
+		__page: [number, string][] | null;
+		__total: string;
 		__generation: string;
-		__total?: string;
-	}>(
-		db,
-		pageSql(source, p, `${source.key} AS __key, ${versionSelect(spec)}`, spec.versionJoins),
-		p.bind
-	);
-	const { hasMore, count } = await pageCount(db, source, p, rows);
-	const keys = rows.map(row => ({ __key: row.__key, __version: versionOf(row) }));
+	}>(db, cachedPageSql(source, spec, p), p.bind);
+	const items = page.__page ?? [];
+	const { hasMore, count } = await pageCount(db, source, p, items.length, Number(page.__total));
+	if (hasMore) items.pop();
+	const keys = items.map(([key, version]) => ({
+		__key: key,
+		__version: versionOf({ __version: version, __generation: page.__generation })
+	}));
 	const found = await recordsOf(db, source, spec, keys, apiRoot);
 	const present = keys.map(k => k.__key).filter(key => found.has(key));
 	const records = present.map(key => found.get(key)!);

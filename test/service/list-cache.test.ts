@@ -126,6 +126,39 @@ describe("lists of cached records", () => {
 		expect(updates.results[0].input_files.map((f: any) => f.id)).toEqual([ids.source]);
 	});
 
+	it("answer a page past the end with the list's count, and a full page with its next", async () => {
+		for (const list of LISTS) {
+			const past = await get(`${list}?page=3&page_size=1`);
+			expect({ list, count: past.count, results: past.results, next: past.next }).toEqual({
+				list,
+				count: 1,
+				results: [],
+				next: null
+			});
+			expect(past.previous).toMatch(/[?&]page=2&page_size=1$/);
+		}
+		// two jobs: the first page of one is full and has a next page
+		const [job] = await query<{ id: number }>(
+			`INSERT INTO job (job_type_id, job_type_rev_id, event_id, status, priority, timeout,
+				max_tries, data, last_status_change, last_modified)
+			 SELECT job_type_id, job_type_rev_id, event_id, 'CANCELED', priority, timeout,
+				max_tries, data, now(), now() + interval '1 second'
+			 FROM job WHERE id = $1 RETURNING id`,
+			[ids.job]
+		);
+		try {
+			const first = await get("/jobs/?page_size=1");
+			expect(first.count).toBe(2);
+			expect(first.results.map((r: any) => r.id)).toEqual([ids.job]);
+			expect(first.next).toMatch(/[?&]page_size=1&page=2$/);
+			const second = await get("/jobs/?page_size=1&page=2");
+			expect(second.results.map((r: any) => r.id)).toEqual([job.id]);
+			expect(second.next).toBeNull();
+		} finally {
+			await query("DELETE FROM job WHERE id = $1", [job.id]);
+		}
+	});
+
 	it("give each API root its own download URLs", async () => {
 		const root = api.replace(/\/api$/, "");
 		expect((await only("/sources/")).url).toBe(`${root}/api/files/${ids.source}/download/`);
