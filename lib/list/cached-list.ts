@@ -3,7 +3,14 @@ import { selectPrepared } from "../db/connection";
 import { envelopeHead } from "./envelope";
 import { recordCache, type CachedRecord, type RecordCache } from "./record-cache";
 import type { ParsedList } from "./params";
-import { pageCount, pageItemsSql, parseList, type ListRequest, type ListSource } from "./run";
+import {
+	countNeeded,
+	pageCount,
+	pageItemsSql,
+	parseList,
+	type ListRequest,
+	type ListSource
+} from "./run";
 
 /**
  * Lists answered from cached records (lib/list/record-cache.ts): the page statement reads each
@@ -82,14 +89,20 @@ export type RecordSource = Pick<ListSource, "from" | "joins" | "key" | "columns"
  * The page statement of a list of kept records: one row with the page's keys and versions in
  * order (`__page`, a JSON array of [key, version]), the capped count and the generations.
  */
-export function cachedPageSql(source: ListSource, spec: RecordSpec<never>, p: ParsedList): string {
+export function cachedPageSql(
+	source: ListSource,
+	spec: RecordSpec<never>,
+	p: ParsedList,
+	counted = true
+): string {
 	if (!source.key) throw new Error("a list of kept records needs its source's key");
 	return pageItemsSql(
 		{ ...source, key: source.key },
 		p,
 		`json_build_array(${source.key}, ${spec.version})`,
 		spec.versionJoins,
-		`${generationsSql(spec)} AS __generation`
+		`${generationsSql(spec)} AS __generation`,
+		counted
 	);
 }
 
@@ -105,11 +118,12 @@ export async function runCachedList<Row>(
 	const p = await parseList(db, source, req);
 	const [page] = await selectPrepared<{
 		__page: [number, string][] | null;
-		__total: string;
+		__total: string | null;
 		__generation: string;
-	}>(db, cachedPageSql(source, spec, p), p.bind);
+	}>(db, cachedPageSql(source, spec, p, countNeeded(source.from, p.where, p.bind)), p.bind);
 	const items = page.__page ?? [];
-	const { hasMore, count } = await pageCount(db, source, p, items.length, Number(page.__total));
+	const capped = page.__total === null ? null : Number(page.__total);
+	const { hasMore, count } = await pageCount(db, source, p, items.length, capped);
 	if (hasMore) items.pop();
 	const keys = items.map(([key, version]) => ({
 		__key: key,

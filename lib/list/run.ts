@@ -84,16 +84,19 @@ export function pageSql(source: ListSource, p: ParsedList, select = source.colum
  * page, holding the page's `item` of each row in order as a JSON array (`__page`, null when the
  * page is empty), the capped count (`__total`) and `extra`. One row instead of a row per record:
  * the client parses one JSON value where it parsed a hundred rows of several fields (~100 µs of
- * the service's CPU per request), and a page past the end still tells the count.
+ * the service's CPU per request), and a page past the end still tells the count. Without
+ * `counted`, the count is left to the planner's estimate (`__total` null; see countNeeded).
  */
 export function pageItemsSql(
 	source: ListSource & { key: string },
 	p: ParsedList,
 	item: string,
 	joins: string,
-	extra: string
+	extra: string,
+	counted = true
 ): string {
-	return `SELECT json_agg(${item} ORDER BY ${p.orderBy}) AS __page, ${cappedCountSql(source, p)},
+	const count = counted ? cappedCountSql(source, p) : "NULL AS __total";
+	return `SELECT json_agg(${item} ORDER BY ${p.orderBy}) AS __page, ${count},
 		${extra} FROM ${chosenPageSql(source, p, joins)}`;
 }
 
@@ -109,10 +112,7 @@ export async function estimateRows(
 	atLeast: number,
 	now = Date.now()
 ): Promise<number> {
-	// a time bound counts to the minute: `started=P7D` moves with the clock, its estimate hardly
-	const key = `${from}\u0000${where}\u0000${JSON.stringify(bind, (_, v) =>
-		typeof v === "string" && ISO_TIME.test(v) ? Math.floor(Date.parse(v) / 60000) : v
-	)}`;
+	const key = estimateKey(from, where, bind);
 	let kept = estimates.get(key);
 	if (kept === undefined || now - kept.at > ESTIMATE_KEPT_MS) {
 		const [plan] = await select<{ "QUERY PLAN": any }>(
@@ -130,6 +130,39 @@ export async function estimateRows(
 	return Math.max(atLeast, kept.rows);
 }
 
+/** The key of a kept estimate: a time bound counts to the minute (`started=P7D` moves with the
+ * clock, its estimate hardly). */
+function estimateKey(from: string, where: string, bind: unknown[]): string {
+	return `${from}\u0000${where}\u0000${JSON.stringify(bind, (_, v) =>
+		typeof v === "string" && ISO_TIME.test(v) ? Math.floor(Date.parse(v) / 60000) : v
+	)}`;
+}
+
+/**
+ * Above this many rows by the planner's kept estimate, a list is not counted at all: its count
+ * is the estimate (never below the rows seen), and the exact count up to EXACT_COUNT_LIMIT, ~15%
+ * of PostgreSQL's work for a page, would be thrown away. Ten times the bound, so that an estimate
+ * off by as much as the bench's worst (5%, docs/decisions.md) never skips a count that would
+ * have been exact.
+ */
+export const ESTIMATE_ONLY_ABOVE = 10 * EXACT_COUNT_LIMIT;
+
+/**
+ * Whether a page statement must count its matching rows (up to EXACT_COUNT_LIMIT + 1): not when
+ * the planner's estimate, kept from an earlier request, is above ESTIMATE_ONLY_ABOVE.
+ */
+export function countNeeded(
+	from: string,
+	where: string,
+	bind: unknown[],
+	now = Date.now()
+): boolean {
+	const kept = estimates.get(estimateKey(from, where, bind));
+	return (
+		kept === undefined || now - kept.at > ESTIMATE_KEPT_MS || kept.rows <= ESTIMATE_ONLY_ABOVE
+	);
+}
+
 /**
  * The planner's estimates are kept this long: they come from statistics, which change only when
  * the table is analyzed, and asking costs an EXPLAIN (planning and a round trip) per list request
@@ -145,8 +178,8 @@ export function forgetEstimates(): void {
 	estimates.clear();
 }
 
-/** Counts the rows matching `where`: exact up to EXACT_COUNT_LIMIT, the estimate beyond. */
-export async function countRows(
+/** Counts the rows matching `where` up to EXACT_COUNT_LIMIT + 1. */
+export async function cappedCount(
 	db: Sequelize,
 	from: string,
 	where: string,
@@ -157,7 +190,17 @@ export async function countRows(
 		`SELECT count(*) AS n FROM (SELECT 1 FROM ${from} WHERE ${where} LIMIT ${EXACT_COUNT_LIMIT + 1}) capped`,
 		bind
 	);
-	const exact = Number(n);
+	return Number(n);
+}
+
+/** Counts the rows matching `where`: exact up to EXACT_COUNT_LIMIT, the estimate beyond. */
+export async function countRows(
+	db: Sequelize,
+	from: string,
+	where: string,
+	bind: unknown[]
+): Promise<number> {
+	const exact = await cappedCount(db, from, where, bind);
 	return exact <= EXACT_COUNT_LIMIT ? exact : estimateRows(db, from, where, bind, exact);
 }
 
@@ -191,7 +234,8 @@ export async function parseList(
 
 /**
  * Whether a next page exists and the list's count, from what a page statement answered: the rows
- * it returned (up to one past the page) and its capped count (null when it returned no row).
+ * it returned (up to one past the page) and its capped count (null when it did not count: the
+ * count is then the estimate).
  */
 export async function pageCount(
 	db: Sequelize,
@@ -202,16 +246,14 @@ export async function pageCount(
 ): Promise<{ hasMore: boolean; count: number }> {
 	const hasMore = returned > p.limit;
 	const onPage = hasMore ? p.limit : returned;
-	// A page that is not full tells the count exactly, whatever its size.
-	const seen = p.offset + onPage + (hasMore ? 1 : 0);
+	// A page that is not full tells the count exactly, whatever its size; an empty page past the
+	// end tells nothing.
+	const seen = onPage > 0 ? p.offset + onPage + (hasMore ? 1 : 0) : 0;
+	if (!hasMore && (onPage > 0 || p.offset === 0)) return { hasMore, count: seen };
 	const count =
-		!hasMore && (onPage > 0 || p.offset === 0)
-			? seen
-			: capped === null
-				? await countRows(db, source.from, p.where, p.bind)
-				: capped <= EXACT_COUNT_LIMIT
-					? capped
-					: await estimateRows(db, source.from, p.where, p.bind, Math.max(capped, seen));
+		capped !== null && capped <= EXACT_COUNT_LIMIT
+			? capped
+			: await estimateRows(db, source.from, p.where, p.bind, Math.max(capped ?? 0, seen));
 	return { hasMore, count };
 }
 
@@ -234,7 +276,9 @@ export async function runList<Row, Out>(
 		source,
 		p,
 		rows.length,
-		rows.length > 0 ? Number(rows[0].__total) : null
+		rows.length > 0
+			? Number(rows[0].__total)
+			: await cappedCount(db, source.from, p.where, p.bind)
 	);
 	if (hasMore) rows.pop();
 	for (const row of rows) delete row.__total;

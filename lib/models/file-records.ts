@@ -1,10 +1,10 @@
 import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
 import {
+	generationsSql,
 	joined,
 	recordsOf,
 	versionOf,
-	versionSelect,
 	type RecordSource,
 	type RecordSpec
 } from "../list/cached-list";
@@ -35,6 +35,27 @@ const FILE_RECORD: RecordSpec<ScaleFileRow> = {
 	record: (row, apiRoot) => serializeScaleFile(row, apiRoot)
 };
 
+/** The keys and versions of the files by id, read in one row (see pageItemsSql). */
+async function fileVersions(
+	db: Sequelize,
+	ids: number[]
+): Promise<{ __key: number; __version: string }[]> {
+	const [{ files, generation }] = await selectPrepared<{
+		files: [number, string][] | null;
+		generation: string;
+	}>(
+		db,
+		`SELECT json_agg(json_build_array(f.id, ${FILE_RECORD.version})) AS files,
+			${generationsSql(FILE_RECORD)} AS generation
+		 FROM scale_file f WHERE f.id = ANY($1::int[])`,
+		[ids]
+	);
+	return (files ?? []).map(([key, version]) => ({
+		__key: key,
+		__version: versionOf({ __version: version, __generation: generation })
+	}));
+}
+
 const INPUT_FILES = Buffer.from('"input_files":[');
 const SOURCE_FILES = Buffer.from('"source_files":[');
 const END = Buffer.from("]");
@@ -49,24 +70,7 @@ export async function attachInputFiles(
 	const files =
 		ids.length === 0
 			? new Map<number, CachedRecord>()
-			: await recordsOf(
-					db,
-					FILE_SOURCE,
-					FILE_RECORD,
-					(
-						await selectPrepared<{
-							__key: number;
-							__version: string;
-							__generation: string;
-						}>(
-							db,
-							`SELECT f.id AS __key, ${versionSelect(FILE_RECORD)}
-							 FROM scale_file f WHERE f.id = ANY($1::int[])`,
-							[ids]
-						)
-					).map(row => ({ __key: row.__key, __version: versionOf(row) })),
-					apiRoot
-				);
+			: await recordsOf(db, FILE_SOURCE, FILE_RECORD, await fileVersions(db, ids), apiRoot);
 	return records.map(r => [
 		INPUT_FILES,
 		...joined((r.refs ?? []).flatMap(id => files.get(id)?.json ?? [])),
@@ -83,29 +87,35 @@ export async function attachSourceFiles(
 	productIds: number[],
 	apiRoot: string | undefined
 ): Promise<Buffer[][]> {
-	const links = await selectPrepared<{
-		product_id: number;
-		__key: number;
-		__version: string;
-		__generation: string;
+	// One row: the links as a JSON array of [product, file, version] (see pageItemsSql).
+	const [{ links, generation }] = await selectPrepared<{
+		links: [number, number, string][] | null;
+		generation: string;
 	}>(
 		db,
-		`SELECT DISTINCT ON (l.descendant_id, f.id) l.descendant_id AS product_id,
-			f.id AS __key, ${versionSelect(FILE_RECORD)}
-		 FROM file_ancestry_link l JOIN scale_file f ON f.id = l.ancestor_id
-		 WHERE l.descendant_id = ANY($1::int[]) AND f.file_type = 'SOURCE'
-		 ORDER BY l.descendant_id, f.id`,
+		`SELECT json_agg(json_build_array(product_id, file_id, version)
+				ORDER BY product_id, file_id) AS links,
+			${generationsSql(FILE_RECORD)} AS generation
+		 FROM (SELECT DISTINCT l.descendant_id AS product_id, f.id AS file_id,
+				${FILE_RECORD.version} AS version
+			FROM file_ancestry_link l JOIN scale_file f ON f.id = l.ancestor_id
+			WHERE l.descendant_id = ANY($1::int[]) AND f.file_type = 'SOURCE') linked`,
 		[productIds]
 	);
-	const unique = new Map(links.map(l => [l.__key, { __key: l.__key, __version: versionOf(l) }]));
+	const unique = new Map<number, { __key: number; __version: string }>();
+	for (const [, key, version] of links ?? [])
+		unique.set(key, {
+			__key: key,
+			__version: versionOf({ __version: version, __generation: generation })
+		});
 	const files = await recordsOf(db, FILE_SOURCE, FILE_RECORD, [...unique.values()], apiRoot);
 	const byProduct = new Map<number, Buffer[]>();
-	for (const link of links) {
-		const json = files.get(link.__key)?.json;
+	for (const [productId, key] of links ?? []) {
+		const json = files.get(key)?.json;
 		if (json === undefined) continue;
-		const list = byProduct.get(link.product_id) ?? [];
+		const list = byProduct.get(productId) ?? [];
 		list.push(json);
-		byProduct.set(link.product_id, list);
+		byProduct.set(productId, list);
 	}
 	return productIds.map(id => [SOURCE_FILES, ...joined(byProduct.get(id) ?? []), END]);
 }

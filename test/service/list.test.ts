@@ -1,6 +1,12 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
-import { EXACT_COUNT_LIMIT, forgetEstimates } from "../../lib/list/run";
+import {
+	countNeeded,
+	ESTIMATE_ONLY_ABOVE,
+	estimateRows,
+	EXACT_COUNT_LIMIT,
+	forgetEstimates
+} from "../../lib/list/run";
 
 /** Rows added on top of the 12 built-in errors. */
 const ADDED = 150000;
@@ -105,6 +111,22 @@ describe("count on a table of 150,012 errors", () => {
 		expect(body.results).toEqual([]);
 		expect(body.next).toBeNull();
 		expect(Math.abs(body.count - TOTAL)).toBeLessThanOrEqual(TOTAL * 0.1);
+	});
+
+	it("leaves a list whose kept estimate is far above the bound uncounted, until it expires", async () => {
+		forgetEstimates();
+		const all = ["error", "TRUE", []] as const;
+		const few = ["error", "name = ANY($1)", [["x-1", "x-2"]]] as const;
+		const now = Date.now();
+		// nothing kept yet: count
+		expect(countNeeded(...all, now)).toBe(true);
+		expect(await estimateRows(tdb.db, ...all, 0, now)).toBeGreaterThan(ESTIMATE_ONLY_ABOVE);
+		expect(await estimateRows(tdb.db, ...few, 0, now)).toBeLessThan(ESTIMATE_ONLY_ABOVE);
+		expect(countNeeded(...all, now)).toBe(false);
+		expect(countNeeded(...few, now)).toBe(true);
+		// kept 10 s, then asked again
+		expect(countNeeded(...all, now + 11000)).toBe(true);
+		forgetEstimates();
 	});
 
 	// Last: the UPDATE leaves dead rows that skew the planner's estimate until the next ANALYZE.
