@@ -129,19 +129,41 @@ export async function runCachedList<Row>(
 		__key: key,
 		__version: versionOf({ __version: version, __generation: page.__generation })
 	}));
+	const head = Buffer.from(envelopeHead(req, p, count, hasMore));
+	if (attach === undefined)
+		return withRecords(db, source, spec, keys, apiRoot, found => body(head, keys, found));
 	const found = await recordsOf(db, source, spec, keys, apiRoot);
 	const present = keys.map(k => k.__key).filter(key => found.has(key));
 	const records = present.map(key => found.get(key)!);
-	const members = attach && records.length > 0 ? await attach(present, records) : null;
-	const head = envelopeHead(req, p, count, hasMore);
-	const parts: Buffer[] = [Buffer.from(head)];
+	const members = records.length > 0 ? await attach(present, records) : [];
+	const parts: Buffer[] = [head];
 	records.forEach((record, i) => {
 		if (i > 0) parts.push(COMMA);
-		if (members === null) parts.push(record.json);
-		else parts.push(record.json.subarray(0, -1), COMMA, ...members[i], CLOSE);
+		parts.push(record.json.subarray(0, -1), COMMA, ...members[i], CLOSE);
 	});
 	parts.push(END);
 	return Buffer.concat(parts);
+}
+
+/** The envelope's JSON: its head, the records of the keys found in order, its end; one copy. */
+function body(head: Buffer, keys: { __key: number }[], found: Map<number, CachedRecord>): Buffer {
+	let length = head.length + END.length;
+	for (const { __key } of keys) {
+		const record = found.get(__key);
+		if (record !== undefined) length += record.json.length + 1;
+	}
+	const out = Buffer.allocUnsafe(length);
+	let offset = head.copy(out, 0);
+	let first = true;
+	for (const { __key } of keys) {
+		const record = found.get(__key);
+		if (record === undefined) continue;
+		if (!first) out[offset++] = COMMA[0];
+		first = false;
+		offset += record.json.copy(out, offset);
+	}
+	offset += END.copy(out, offset);
+	return out.subarray(0, offset);
 }
 
 /**
@@ -162,7 +184,7 @@ function scopeOf(db: Sequelize): number {
  * two statements is absent. The records answered are copies, in one Buffer: the cache's slabs
  * are reused while a response is being put together.
  */
-export async function recordsOf<Row>(
+export function recordsOf<Row>(
 	db: Sequelize,
 	source: RecordSource,
 	spec: RecordSpec<Row>,
@@ -170,20 +192,38 @@ export async function recordsOf<Row>(
 	apiRoot: string | undefined,
 	cache: RecordCache = recordCache
 ): Promise<Map<number, CachedRecord>> {
-	const prefix = `${scopeOf(db)}:${spec.name}:${spec.byApiRoot ? (apiRoot ?? "") : ""}:`;
+	return withRecords(db, source, spec, keys, apiRoot, copied, cache);
+}
+
+/**
+ * What `use` makes of the records of the rows by key (see recordsOf), called with records whose
+ * JSON may be views into the cache's slabs: valid during the call only, since nothing waits.
+ */
+async function withRecords<Row, T>(
+	db: Sequelize,
+	source: RecordSource,
+	spec: RecordSpec<Row>,
+	keys: { __key: number; __version: string }[],
+	apiRoot: string | undefined,
+	use: (found: Map<number, CachedRecord>) => T,
+	cache: RecordCache = recordCache
+): Promise<T> {
+	const scope = cache.scope(
+		`${scopeOf(db)}:${spec.name}:${spec.byApiRoot ? (apiRoot ?? "") : ""}`
+	);
 	const made = new Map<number, CachedRecord>();
 	const gone = new Set<number>();
 	for (;;) {
-		// From here to the copy nothing waits, so no slab is reused in between.
+		// From here to `use` nothing waits, so no slab is reused in between.
 		const found = new Map<number, CachedRecord>();
 		const missing: number[] = [];
 		for (const { __key: key, __version: version } of keys) {
 			if (gone.has(key)) continue;
-			const record = made.get(key) ?? cache.get(prefix + key, version);
+			const record = made.get(key) ?? cache.get(scope, key, version);
 			if (record === undefined) missing.push(key);
 			else found.set(key, record);
 		}
-		if (missing.length === 0) return copied(found);
+		if (missing.length === 0) return use(found);
 		// A record found before this wait and forgotten during it is read again next time round.
 		const rows = await selectPrepared<
 			Row & { __key: number; __version: string; __generation: string }
@@ -202,7 +242,8 @@ export async function recordsOf<Row>(
 			delete (row as { __generation?: string }).__generation;
 			gone.delete(key);
 			const kept = cache.set(
-				prefix + key,
+				scope,
+				key,
 				version,
 				spec.record(row, apiRoot),
 				spec.refs?.(row)

@@ -26,14 +26,18 @@ interface Entry extends CachedRecord {
 	fill: number;
 }
 
+/** The records of one scope (a kind of record, per database and API root) by key. */
+export type Scope = Map<number, Entry>;
+
 export const SLAB_BYTES = 1024 * 1024;
 
 export class RecordCache {
-	private readonly entries = new Map<string, Entry>();
+	/** Records by scope, then by key: a page's hundred lookups take numbers, not joined strings. */
+	private readonly scopes = new Map<string, Scope>();
 	private readonly slabs: Buffer[] = [];
-	/** per slab: how many times it has been filled, and the keys written into it this time */
+	/** per slab: how many times it has been filled, and the records written into it this time */
 	private readonly fills: number[] = [];
-	private readonly keys: string[][] = [];
+	private readonly written: { scope: Scope; key: number }[][] = [];
 	private current = -1;
 	private offset = 0;
 	private readonly slabCount: number;
@@ -45,9 +49,16 @@ export class RecordCache {
 		this.slabCount = Math.floor(maxBytes / slabBytes);
 	}
 
+	/** The records of a scope, for get and set. */
+	scope(name: string): Scope {
+		let scope = this.scopes.get(name);
+		if (scope === undefined) this.scopes.set(name, (scope = new Map()));
+		return scope;
+	}
+
 	/** The record kept under `key` when it was made from `version`, else undefined. */
-	get(key: string, version: string): CachedRecord | undefined {
-		const entry = this.entries.get(key);
+	get(scope: Scope, key: number, version: string): CachedRecord | undefined {
+		const entry = scope.get(key);
 		if (entry === undefined || entry.version !== version) return undefined;
 		return entry;
 	}
@@ -56,11 +67,11 @@ export class RecordCache {
 	 * Keeps `value`'s JSON under `key` for `version`; answers the record, whether kept or not
 	 * (not when the cache has no room at all or the record is larger than a slab).
 	 */
-	set(key: string, version: string, value: unknown, refs?: number[]): CachedRecord {
+	set(scope: Scope, key: number, version: string, value: unknown, refs?: number[]): CachedRecord {
 		const text = JSON.stringify(value);
 		const length = Buffer.byteLength(text);
 		if (this.slabCount === 0 || length > this.slabBytes) {
-			this.entries.delete(key);
+			scope.delete(key);
 			return { version, json: Buffer.from(text), refs };
 		}
 		if (this.current < 0 || this.offset + length > this.slabBytes) this.nextSlab();
@@ -74,8 +85,8 @@ export class RecordCache {
 			fill: this.fills[this.current]
 		};
 		this.offset += length;
-		this.entries.set(key, entry);
-		this.keys[this.current].push(key);
+		scope.set(key, entry);
+		this.written[this.current].push({ scope, key });
 		return entry;
 	}
 
@@ -86,23 +97,25 @@ export class RecordCache {
 		if (this.slabs[this.current] === undefined) {
 			this.slabs[this.current] = Buffer.allocUnsafeSlow(this.slabBytes);
 			this.fills[this.current] = 0;
-			this.keys[this.current] = [];
+			this.written[this.current] = [];
 			return;
 		}
 		const fill = this.fills[this.current];
-		for (const key of this.keys[this.current]) {
-			const entry = this.entries.get(key);
+		for (const { scope, key } of this.written[this.current]) {
+			const entry = scope.get(key);
 			// a key written again since lives in a later slab
 			if (entry !== undefined && entry.slab === this.current && entry.fill === fill)
-				this.entries.delete(key);
+				scope.delete(key);
 		}
-		this.keys[this.current] = [];
+		this.written[this.current] = [];
 		this.fills[this.current] = fill + 1;
 	}
 
 	/** the records kept */
 	get size(): number {
-		return this.entries.size;
+		let size = 0;
+		for (const scope of this.scopes.values()) size += scope.size;
+		return size;
 	}
 
 	/** the bytes of the slabs allocated */
@@ -111,10 +124,14 @@ export class RecordCache {
 	}
 }
 
-/** The records' size limit: LIST_CACHE_MB (MiB of JSON, default 32; 0 turns it off). */
+/**
+ * The records' size limit: LIST_CACHE_MB (MiB of JSON, default 48; 0 turns it off). 48 holds the
+ * P4 bench's largest working set, twenty pages of jobs for each of 21 job types (~37 MiB):
+ * with 32 most of its records were read and serialized again at every request.
+ */
 export function recordCacheBytes(env: NodeJS.ProcessEnv = process.env): number {
 	const text = env.LIST_CACHE_MB;
-	const mb = text === undefined || text === "" ? 32 : Number(text);
+	const mb = text === undefined || text === "" ? 48 : Number(text);
 	if (!Number.isFinite(mb) || mb < 0)
 		throw new Error(`LIST_CACHE_MB must be a number of MiB, 0 or more (got "${text}")`);
 	return Math.floor(mb * 1024 * 1024);

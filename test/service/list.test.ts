@@ -115,8 +115,8 @@ describe("count on a table of 150,012 errors", () => {
 
 	it("leaves a list whose kept estimate is far above the bound uncounted, until it expires", async () => {
 		forgetEstimates();
-		const all = ["error", "TRUE", []] as const;
-		const few = ["error", "name = ANY($1)", [["x-1", "x-2"]]] as const;
+		const all: [string, string, unknown[]] = ["error", "TRUE", []];
+		const few: [string, string, unknown[]] = ["error", "name = ANY($1)", [["x-1", "x-2"]]];
 		const now = Date.now();
 		// nothing kept yet: count
 		expect(countNeeded(...all, now)).toBe(true);
