@@ -1,6 +1,5 @@
 import type { ActionSchema, Context, Service, ServiceSchema } from "moleculer";
-import { runCachedList, type Attach, type RecordSpec } from "../lib/list/cached-list";
-import type { CachedRecord } from "../lib/list/record-cache";
+import { runCachedList, type Embedded, type RecordSpec } from "../lib/list/cached-list";
 import { runList, type ListRequest, type ListSource } from "../lib/list/run";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
@@ -71,18 +70,13 @@ export function listAction<Row>(
 /**
  * A list action whose records are cached by version (lib/list/cached-list.ts). Called by the
  * gateway it answers the envelope's JSON in a Buffer, sent as it is; called by anything else,
- * the envelope as an object. `attach` adds what each record embeds that is read apart.
+ * the envelope as an object. `embedded` names the records each record embeds that are kept apart.
  */
 export function cachedListAction<Row>(
 	source: ListSource,
 	spec: RecordSpec<Row>,
 	path?: string,
-	attach?: (
-		this: Service,
-		keys: number[],
-		records: CachedRecord[],
-		ctx: ListContext
-	) => Promise<Buffer[][]>
+	embedded?: Embedded
 ): ActionSchema {
 	const filterParams = Object.fromEntries(
 		Object.keys(source.filters).map(name => [name, REPEATABLE])
@@ -90,15 +84,13 @@ export function cachedListAction<Row>(
 	return {
 		params: listParamsSchema(filterParams) as any,
 		async handler(this: Service, ctx: ListContext) {
-			const attachHere: Attach | undefined =
-				attach && ((keys, records) => attach.call(this, keys, records, ctx));
 			const json = await runCachedList(
 				this.db,
 				source,
 				spec,
 				listRequest(ctx, path ?? `/api/${this.name}/`),
 				ctx.meta.apiRoot,
-				attachHere
+				embedded
 			);
 			return jsonAnswer(ctx, json);
 		}

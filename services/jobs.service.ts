@@ -8,7 +8,7 @@ import {
 import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
 import { cachedListAction } from "../mixins/list.mixin";
-import { attachInputFiles } from "../lib/models/file-records";
+import { INPUT_FILES } from "../lib/models/file-records";
 import {
 	getJobDetails,
 	JOB_LIST,
@@ -46,9 +46,7 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 			JOB_UPDATES_LIST,
 			JOB_UPDATE_RECORD,
 			"/api/jobs/updates/",
-			function (_keys, records, ctx) {
-				return attachInputFiles(this.db, records, ctx.meta.apiRoot);
-			}
+			INPUT_FILES
 		),
 
 		get: {

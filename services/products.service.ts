@@ -1,7 +1,7 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { cachedListAction } from "../mixins/list.mixin";
-import { attachSourceFiles } from "../lib/models/file-records";
+import { SOURCE_FILES } from "../lib/models/file-records";
 import {
 	getProductDetails,
 	PRODUCT_LIST,
@@ -28,9 +28,7 @@ const ProductsService: ServiceSchema = {
 			PRODUCT_UPDATES_LIST,
 			PRODUCT_UPDATE_RECORD,
 			"/api/products/updates/",
-			function (keys, _records, ctx) {
-				return attachSourceFiles(this.db, keys, ctx.meta.apiRoot);
-			}
+			SOURCE_FILES
 		),
 
 		/** By id, or by file name (Scale's second URL pattern for the same view). */

@@ -1,7 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
 import { envelopeHead } from "./envelope";
-import { recordCache, type CachedRecord, type RecordCache } from "./record-cache";
+import { recordCache, type CachedRecord, type RecordCache, type Scope } from "./record-cache";
 import type { ParsedList } from "./params";
 import {
 	countNeeded,
@@ -44,13 +44,27 @@ export interface RecordSpec<Row> {
 }
 
 /**
- * Adds to each record what is read apart from it, for the whole page at once: for each record,
- * the parts of the JSON members appended to it (`"input_files":[`, each file, `]`).
+ * Records embedded in each record of a list that are records of their own (a job update's input
+ * files, a product update's source files): kept apart, current by their own versions, and
+ * written into each record's JSON as its last member.
  */
-export type Attach = (keys: number[], records: CachedRecord[]) => Promise<Buffer[][]>;
+export interface Embedded {
+	/** the member's name, e.g. "input_files" */
+	member: string;
+	source: RecordSource;
+	spec: RecordSpec<any>;
+	/**
+	 * The keys and versions of the records each of the page's records embeds, in the order they
+	 * are shown, given the page's keys and the refs kept with each record (one statement).
+	 */
+	of(
+		db: Sequelize,
+		keys: number[],
+		refs: (number[] | undefined)[]
+	): Promise<{ __key: number; __version: string }[][]>;
+}
 
 const COMMA = Buffer.from(",");
-const CLOSE = Buffer.from("}");
 const END = Buffer.from("]}");
 
 /** `items` with `separator` between them, each Buffer once: the parts of a JSON array's body. */
@@ -113,7 +127,7 @@ export async function runCachedList<Row>(
 	spec: RecordSpec<Row>,
 	req: ListRequest,
 	apiRoot: string | undefined,
-	attach?: Attach
+	embedded?: Embedded
 ): Promise<Buffer> {
 	const p = await parseList(db, source, req);
 	const [page] = await selectPrepared<{
@@ -130,19 +144,51 @@ export async function runCachedList<Row>(
 		__version: versionOf({ __version: version, __generation: page.__generation })
 	}));
 	const head = Buffer.from(envelopeHead(req, p, count, hasMore));
-	if (attach === undefined)
-		return withRecords(db, source, spec, keys, apiRoot, found => body(head, keys, found));
-	const found = await recordsOf(db, source, spec, keys, apiRoot);
-	const present = keys.map(k => k.__key).filter(key => found.has(key));
-	const records = present.map(key => found.get(key)!);
-	const members = records.length > 0 ? await attach(present, records) : [];
-	const parts: Buffer[] = [head];
-	records.forEach((record, i) => {
-		if (i > 0) parts.push(COMMA);
-		parts.push(record.json.subarray(0, -1), COMMA, ...members[i], CLOSE);
-	});
-	parts.push(END);
-	return Buffer.concat(parts);
+	if (embedded === undefined) {
+		return withRecordsOf(db, [wanted(db, spec, source, keys, apiRoot)], apiRoot, ([found]) =>
+			body(head, keys, found)
+		);
+	}
+	// The page's records first (read where missing): their refs name what they embed.
+	const refs = await withRecordsOf(
+		db,
+		[wanted(db, spec, source, keys, apiRoot)],
+		apiRoot,
+		([found]) =>
+			keys.map(({ __key }) => (found.has(__key) ? { refs: found.get(__key)!.refs } : null))
+	);
+	const present = keys.filter((_, i) => refs[i] !== null);
+	const inner = await embedded.of(
+		db,
+		present.map(k => k.__key),
+		refs.flatMap(r => (r === null ? [] : [r.refs]))
+	);
+	const innerKeys = new Map<number, { __key: number; __version: string }>();
+	for (const list of inner) for (const k of list) innerKeys.set(k.__key, k);
+	// Then all of them at once, in one stretch without a wait, written into the answer.
+	return withRecordsOf(
+		db,
+		[
+			wanted(db, spec, source, present, apiRoot),
+			wanted(db, embedded.spec, embedded.source, [...innerKeys.values()], apiRoot)
+		],
+		apiRoot,
+		([found, innerFound]) =>
+			bodyWithEmbedded(
+				head,
+				present,
+				found,
+				Buffer.from(`,"${embedded.member}":[`),
+				inner,
+				innerFound
+			)
+	);
+}
+
+/** Copies `part` into `out` at `offset`; answers the offset after it. */
+function put(out: Buffer, offset: number, part: Buffer): number {
+	out.set(part, offset);
+	return offset + part.length;
 }
 
 /** The envelope's JSON: its head, the records of the keys found in order, its end; one copy. */
@@ -153,16 +199,63 @@ function body(head: Buffer, keys: { __key: number }[], found: Map<number, Cached
 		if (record !== undefined) length += record.json.length + 1;
 	}
 	const out = Buffer.allocUnsafe(length);
-	let offset = head.copy(out, 0);
+	let offset = put(out, 0, head);
 	let first = true;
 	for (const { __key } of keys) {
 		const record = found.get(__key);
 		if (record === undefined) continue;
 		if (!first) out[offset++] = COMMA[0];
 		first = false;
-		offset += record.json.copy(out, offset);
+		offset = put(out, offset, record.json);
 	}
-	offset += END.copy(out, offset);
+	offset = put(out, offset, END);
+	return out.subarray(0, offset);
+}
+
+const MEMBER_END = Buffer.from("]}");
+
+/**
+ * The envelope's JSON with each record's embedded records as its last member (`open` starts it:
+ * `,"input_files":[`); embedded records not found are left out. One copy.
+ */
+function bodyWithEmbedded(
+	head: Buffer,
+	keys: { __key: number }[],
+	found: Map<number, CachedRecord>,
+	open: Buffer,
+	inner: { __key: number }[][],
+	innerFound: Map<number, CachedRecord>
+): Buffer {
+	let length = head.length + END.length;
+	keys.forEach(({ __key }, i) => {
+		const record = found.get(__key);
+		if (record === undefined) return;
+		length += record.json.length + 1 + open.length + MEMBER_END.length;
+		for (const { __key: key } of inner[i])
+			length += (innerFound.get(key)?.json.length ?? 0) + 1;
+	});
+	const out = Buffer.allocUnsafe(length);
+	let offset = put(out, 0, head);
+	let first = true;
+	keys.forEach(({ __key }, i) => {
+		const record = found.get(__key);
+		if (record === undefined) return;
+		if (!first) out[offset++] = COMMA[0];
+		first = false;
+		// the record's JSON without its closing brace, then the member
+		offset = put(out, offset, record.json.subarray(0, -1));
+		offset = put(out, offset, open);
+		let firstInner = true;
+		for (const { __key: key } of inner[i]) {
+			const embedded = innerFound.get(key);
+			if (embedded === undefined) continue;
+			if (!firstInner) out[offset++] = COMMA[0];
+			firstInner = false;
+			offset = put(out, offset, embedded.json);
+		}
+		offset = put(out, offset, MEMBER_END);
+	});
+	offset = put(out, offset, END);
 	return out.subarray(0, offset);
 }
 
@@ -192,65 +285,100 @@ export function recordsOf<Row>(
 	apiRoot: string | undefined,
 	cache: RecordCache = recordCache
 ): Promise<Map<number, CachedRecord>> {
-	return withRecords(db, source, spec, keys, apiRoot, copied, cache);
+	return withRecordsOf(
+		db,
+		[wanted(db, spec, source, keys, apiRoot, cache)],
+		apiRoot,
+		([found]) => copied(found),
+		cache
+	);
 }
 
-/**
- * What `use` makes of the records of the rows by key (see recordsOf), called with records whose
- * JSON may be views into the cache's slabs: valid during the call only, since nothing waits.
- */
-async function withRecords<Row, T>(
+/** Records of one kind a request wants, with what the request has read of them so far. */
+interface Wanted {
+	source: RecordSource;
+	spec: RecordSpec<any>;
+	keys: { __key: number; __version: string }[];
+	scope: Scope;
+	/** copies of the records this request read (they may be forgotten by the cache meanwhile) */
+	made: Map<number, CachedRecord>;
+	/** keys whose rows were not found */
+	gone: Set<number>;
+}
+
+function wanted<Row>(
 	db: Sequelize,
-	source: RecordSource,
 	spec: RecordSpec<Row>,
+	source: RecordSource,
 	keys: { __key: number; __version: string }[],
 	apiRoot: string | undefined,
-	use: (found: Map<number, CachedRecord>) => T,
 	cache: RecordCache = recordCache
-): Promise<T> {
+): Wanted {
 	const scope = cache.scope(
 		`${scopeOf(db)}:${spec.name}:${spec.byApiRoot ? (apiRoot ?? "") : ""}`
 	);
-	const made = new Map<number, CachedRecord>();
-	const gone = new Set<number>();
+	return { source, spec, keys, scope, made: new Map(), gone: new Set() };
+}
+
+/**
+ * What `use` makes of the records wanted (see recordsOf), called with records whose JSON may be
+ * views into the cache's slabs: valid during the call only, since nothing waits in between.
+ */
+async function withRecordsOf<T>(
+	db: Sequelize,
+	wants: Wanted[],
+	apiRoot: string | undefined,
+	use: (found: Map<number, CachedRecord>[]) => T,
+	cache: RecordCache = recordCache
+): Promise<T> {
 	for (;;) {
 		// From here to `use` nothing waits, so no slab is reused in between.
-		const found = new Map<number, CachedRecord>();
-		const missing: number[] = [];
-		for (const { __key: key, __version: version } of keys) {
-			if (gone.has(key)) continue;
-			const record = made.get(key) ?? cache.get(scope, key, version);
-			if (record === undefined) missing.push(key);
-			else found.set(key, record);
+		const founds: Map<number, CachedRecord>[] = [];
+		const reads: Promise<void>[] = [];
+		for (const want of wants) {
+			const found = new Map<number, CachedRecord>();
+			const missing: number[] = [];
+			for (const { __key: key, __version: version } of want.keys) {
+				if (want.gone.has(key)) continue;
+				const record = want.made.get(key) ?? cache.get(want.scope, key, version);
+				if (record === undefined) missing.push(key);
+				else found.set(key, record);
+			}
+			founds.push(found);
+			if (missing.length > 0) reads.push(readRecords(db, want, missing, apiRoot, cache));
 		}
-		if (missing.length === 0) return use(found);
+		if (reads.length === 0) return use(founds);
 		// A record found before this wait and forgotten during it is read again next time round.
-		const rows = await selectPrepared<
-			Row & { __key: number; __version: string; __generation: string }
-		>(
-			db,
-			`SELECT ${source.columns}, ${source.key} AS __key, ${versionSelect(spec)}
-			 FROM ${source.from} ${source.joins ?? ""} WHERE ${source.key} = ANY($1::int[])`,
-			[missing]
-		);
-		for (const key of missing) gone.add(key);
-		for (const row of rows) {
-			const { __key: key } = row;
-			const version = versionOf(row);
-			delete (row as { __key?: number }).__key;
-			delete (row as { __version?: string }).__version;
-			delete (row as { __generation?: string }).__generation;
-			gone.delete(key);
-			const kept = cache.set(
-				scope,
-				key,
-				version,
-				spec.record(row, apiRoot),
-				spec.refs?.(row)
-			);
-			// a copy: another wait may come before the page's copy (a record forgotten meanwhile)
-			made.set(key, { ...kept, json: Buffer.from(kept.json) });
-		}
+		await Promise.all(reads);
+	}
+}
+
+/** Reads the records of `missing` whole, keeps them, and keeps a copy for the request. */
+async function readRecords(
+	db: Sequelize,
+	want: Wanted,
+	missing: number[],
+	apiRoot: string | undefined,
+	cache: RecordCache
+): Promise<void> {
+	const { source, spec, scope, made, gone } = want;
+	const rows = await selectPrepared<{ __key: number; __version: string; __generation: string }>(
+		db,
+		`SELECT ${source.columns}, ${source.key} AS __key, ${versionSelect(spec)}
+		 FROM ${source.from} ${source.joins ?? ""} WHERE ${source.key} = ANY($1::int[])`,
+		[missing]
+	);
+	for (const key of missing) gone.add(key);
+	for (const row of rows) {
+		const { __key: key } = row;
+		const version = versionOf(row);
+		delete (row as { __key?: number }).__key;
+		delete (row as { __version?: string }).__version;
+		delete (row as { __generation?: string }).__generation;
+		gone.delete(key);
+		const kept = cache.set(scope, key, version, spec.record(row, apiRoot), spec.refs?.(row));
+		// a copy: another wait may come before the page's copy (a record forgotten meanwhile)
+		made.set(key, { ...kept, json: Buffer.from(kept.json) });
 	}
 }
 
@@ -262,7 +390,7 @@ function copied(records: Map<number, CachedRecord>): Map<number, CachedRecord> {
 	let offset = 0;
 	const copies = new Map<number, CachedRecord>();
 	for (const [key, record] of records) {
-		const end = offset + record.json.copy(buffer, offset);
+		const end = put(buffer, offset, record.json);
 		copies.set(key, { ...record, json: buffer.subarray(offset, end) });
 		offset = end;
 	}

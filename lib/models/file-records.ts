@@ -2,13 +2,11 @@ import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
 import {
 	generationsSql,
-	joined,
-	recordsOf,
 	versionOf,
+	type Embedded,
 	type RecordSource,
 	type RecordSpec
 } from "../list/cached-list";
-import type { CachedRecord } from "../list/record-cache";
 import { FILE_COLUMNS, serializeScaleFile, type ScaleFileRow } from "./scale-file";
 
 /**
@@ -56,66 +54,58 @@ async function fileVersions(
 	}));
 }
 
-const INPUT_FILES = Buffer.from('"input_files":[');
-const SOURCE_FILES = Buffer.from('"source_files":[');
-const END = Buffer.from("]");
-
-/** `"input_files":[...]` of each job update record: the files its refs name that exist, in order. */
-export async function attachInputFiles(
-	db: Sequelize,
-	records: CachedRecord[],
-	apiRoot: string | undefined
-): Promise<Buffer[][]> {
-	const ids = [...new Set(records.flatMap(r => r.refs ?? []))];
-	const files =
-		ids.length === 0
-			? new Map<number, CachedRecord>()
-			: await recordsOf(db, FILE_SOURCE, FILE_RECORD, await fileVersions(db, ids), apiRoot);
-	return records.map(r => [
-		INPUT_FILES,
-		...joined((r.refs ?? []).flatMap(id => files.get(id)?.json ?? [])),
-		END
-	]);
-}
+/** A job update's `input_files`: the files its refs (its data's inputs) name that exist, in order. */
+export const INPUT_FILES: Embedded = {
+	member: "input_files",
+	source: FILE_SOURCE,
+	spec: FILE_RECORD,
+	async of(db, _keys, refs) {
+		const ids = [...new Set(refs.flatMap(r => r ?? []))];
+		const versions = new Map(
+			ids.length === 0 ? [] : (await fileVersions(db, ids)).map(k => [k.__key, k])
+		);
+		return refs.map(r =>
+			(r ?? []).flatMap(id => {
+				const key = versions.get(id);
+				return key === undefined ? [] : [key];
+			})
+		);
+	}
+};
 
 /**
- * `"source_files":[...]` of each product update record: the source files linked to it as
- * ancestors (directly or through other products), by id.
+ * A product update's `source_files`: the source files linked to it as ancestors (directly or
+ * through other products), by id.
  */
-export async function attachSourceFiles(
-	db: Sequelize,
-	productIds: number[],
-	apiRoot: string | undefined
-): Promise<Buffer[][]> {
-	// One row: the links as a JSON array of [product, file, version] (see pageItemsSql).
-	const [{ links, generation }] = await selectPrepared<{
-		links: [number, number, string][] | null;
-		generation: string;
-	}>(
-		db,
-		`SELECT json_agg(json_build_array(product_id, file_id, version)
-				ORDER BY product_id, file_id) AS links,
-			${generationsSql(FILE_RECORD)} AS generation
-		 FROM (SELECT DISTINCT l.descendant_id AS product_id, f.id AS file_id,
-				${FILE_RECORD.version} AS version
-			FROM file_ancestry_link l JOIN scale_file f ON f.id = l.ancestor_id
-			WHERE l.descendant_id = ANY($1::int[]) AND f.file_type = 'SOURCE') linked`,
-		[productIds]
-	);
-	const unique = new Map<number, { __key: number; __version: string }>();
-	for (const [, key, version] of links ?? [])
-		unique.set(key, {
-			__key: key,
-			__version: versionOf({ __version: version, __generation: generation })
-		});
-	const files = await recordsOf(db, FILE_SOURCE, FILE_RECORD, [...unique.values()], apiRoot);
-	const byProduct = new Map<number, Buffer[]>();
-	for (const [productId, key] of links ?? []) {
-		const json = files.get(key)?.json;
-		if (json === undefined) continue;
-		const list = byProduct.get(productId) ?? [];
-		list.push(json);
-		byProduct.set(productId, list);
+export const SOURCE_FILES: Embedded = {
+	member: "source_files",
+	source: FILE_SOURCE,
+	spec: FILE_RECORD,
+	async of(db, productIds) {
+		// One row: the links as a JSON array of [product, file, version] (see pageItemsSql).
+		const [{ links, generation }] = await selectPrepared<{
+			links: [number, number, string][] | null;
+			generation: string;
+		}>(
+			db,
+			`SELECT json_agg(json_build_array(product_id, file_id, version)
+					ORDER BY product_id, file_id) AS links,
+				${generationsSql(FILE_RECORD)} AS generation
+			 FROM (SELECT DISTINCT l.descendant_id AS product_id, f.id AS file_id,
+					${FILE_RECORD.version} AS version
+				FROM file_ancestry_link l JOIN scale_file f ON f.id = l.ancestor_id
+				WHERE l.descendant_id = ANY($1::int[]) AND f.file_type = 'SOURCE') linked`,
+			[productIds]
+		);
+		const byProduct = new Map<number, { __key: number; __version: string }[]>();
+		for (const [productId, key, version] of links ?? []) {
+			const list = byProduct.get(productId) ?? [];
+			list.push({
+				__key: key,
+				__version: versionOf({ __version: version, __generation: generation })
+			});
+			byProduct.set(productId, list);
+		}
+		return productIds.map(id => byProduct.get(id) ?? []);
 	}
-	return productIds.map(id => [SOURCE_FILES, ...joined(byProduct.get(id) ?? []), END]);
-}
+};

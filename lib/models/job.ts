@@ -341,7 +341,7 @@ export const JOB_RECORD: RecordSpec<JobListRow> = {
 	record: row => serializeJob(row)
 };
 
-/** Job update records without their input files, which are attached apart (see jobs.updates). */
+/** Job update records without their input files, which are kept apart (INPUT_FILES). */
 export const JOB_UPDATE_RECORD: RecordSpec<JobListRow> = {
 	...JOB_RECORD,
 	name: "job-update",

@@ -124,7 +124,7 @@ export const PRODUCT_RECORD: RecordSpec<ProductRow> = {
 	record: (row, apiRoot) => serializeProduct(row, apiRoot)
 };
 
-/** Product update records with `update`; `source_files` are attached apart (attachSourceFiles). */
+/** Product update records with `update`; `source_files` are embedded apart (SOURCE_FILES). */
 export const PRODUCT_UPDATE_RECORD: RecordSpec<ProductRow> = {
 	...PRODUCT_RECORD,
 	name: "product-update",
