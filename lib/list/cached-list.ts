@@ -174,14 +174,11 @@ export async function runCachedList<Row>(
 		],
 		apiRoot,
 		([found, innerFound]) =>
-			bodyWithEmbedded(
-				head,
-				present,
-				found,
-				Buffer.from(`,"${embedded.member}":[`),
+			body(head, present, found, {
+				open: Buffer.from(`,"${embedded.member}":[`),
 				inner,
-				innerFound
-			)
+				found: innerFound
+			})
 	);
 }
 
@@ -191,68 +188,57 @@ function put(out: Buffer, offset: number, part: Buffer): number {
 	return offset + part.length;
 }
 
-/** The envelope's JSON: its head, the records of the keys found in order, its end; one copy. */
-function body(head: Buffer, keys: { __key: number }[], found: Map<number, CachedRecord>): Buffer {
-	let length = head.length + END.length;
-	for (const { __key } of keys) {
-		const record = found.get(__key);
-		if (record !== undefined) length += record.json.length + 1;
-	}
-	const out = Buffer.allocUnsafe(length);
-	let offset = put(out, 0, head);
-	let first = true;
-	for (const { __key } of keys) {
-		const record = found.get(__key);
-		if (record === undefined) continue;
-		if (!first) out[offset++] = COMMA[0];
-		first = false;
-		offset = put(out, offset, record.json);
-	}
-	offset = put(out, offset, END);
-	return out.subarray(0, offset);
+/** Records embedded in each record of a page, found: see Embedded. */
+interface EmbeddedFound {
+	/** the member's start, e.g. `,"input_files":[` */
+	open: Buffer;
+	/** for each of the page's keys, the keys of the records it embeds, in order */
+	inner: { __key: number }[][];
+	found: Map<number, CachedRecord>;
 }
 
 const MEMBER_END = Buffer.from("]}");
 
 /**
- * The envelope's JSON with each record's embedded records as its last member (`open` starts it:
- * `,"input_files":[`); embedded records not found are left out. One copy.
+ * The envelope's JSON: its head, the records of the keys found in order (each with the records
+ * it embeds, those found, as its last member), its end. One copy of each record.
  */
-function bodyWithEmbedded(
+function body(
 	head: Buffer,
 	keys: { __key: number }[],
 	found: Map<number, CachedRecord>,
-	open: Buffer,
-	inner: { __key: number }[][],
-	innerFound: Map<number, CachedRecord>
+	embedded?: EmbeddedFound
 ): Buffer {
+	// what is written, record by record: its JSON and, with embedded records, theirs
+	const written: [Buffer, Buffer[] | null][] = [];
 	let length = head.length + END.length;
 	keys.forEach(({ __key }, i) => {
-		const record = found.get(__key);
+		const record = found.get(__key)?.json;
 		if (record === undefined) return;
-		length += record.json.length + 1 + open.length + MEMBER_END.length;
-		for (const { __key: key } of inner[i])
-			length += (innerFound.get(key)?.json.length ?? 0) + 1;
+		length += record.length + 1;
+		let inner: Buffer[] | null = null;
+		if (embedded !== undefined) {
+			inner = embedded.inner[i].flatMap(k => embedded.found.get(k.__key)?.json ?? []);
+			length += embedded.open.length + MEMBER_END.length;
+			for (const json of inner) length += json.length + 1;
+		}
+		written.push([record, inner]);
 	});
 	const out = Buffer.allocUnsafe(length);
 	let offset = put(out, 0, head);
-	let first = true;
-	keys.forEach(({ __key }, i) => {
-		const record = found.get(__key);
-		if (record === undefined) return;
-		if (!first) out[offset++] = COMMA[0];
-		first = false;
-		// the record's JSON without its closing brace, then the member
-		offset = put(out, offset, record.json.subarray(0, -1));
-		offset = put(out, offset, open);
-		let firstInner = true;
-		for (const { __key: key } of inner[i]) {
-			const embedded = innerFound.get(key);
-			if (embedded === undefined) continue;
-			if (!firstInner) out[offset++] = COMMA[0];
-			firstInner = false;
-			offset = put(out, offset, embedded.json);
+	written.forEach(([record, inner], i) => {
+		if (i > 0) out[offset++] = COMMA[0];
+		if (inner === null) {
+			offset = put(out, offset, record);
+			return;
 		}
+		// the record's JSON without its closing brace, then the member
+		offset = put(out, offset, record.subarray(0, -1));
+		offset = put(out, offset, embedded!.open);
+		inner.forEach((json, j) => {
+			if (j > 0) out[offset++] = COMMA[0];
+			offset = put(out, offset, json);
+		});
 		offset = put(out, offset, MEMBER_END);
 	});
 	offset = put(out, offset, END);
