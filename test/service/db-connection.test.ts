@@ -74,3 +74,16 @@ describe("plannedQuery", () => {
 		expect(answers).toEqual([[{ n: 2 }], [{ n: 7 }]]);
 	});
 });
+
+describe("the embedded PostgreSQL", () => {
+	// TEST_DATABASE_URL's server keeps its own settings
+	const embedded = process.env.TEST_DATABASE_URL ? it.skip : it;
+	embedded("runs with the settings it was given: autovacuum every second", async () => {
+		expect(await select(test.db, "SHOW autovacuum_naptime")).toEqual([
+			{ autovacuum_naptime: "1s" }
+		]);
+		expect(await select(test.db, "SHOW listen_addresses")).toEqual([
+			{ listen_addresses: "127.0.0.1" }
+		]);
+	});
+});
