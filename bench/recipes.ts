@@ -10,6 +10,7 @@
  *
  *   npm run bench:recipes          P6_RECIPES=300 P6_IDLE=50 npm run bench:recipes
  */
+import { treeCpuSeconds } from "./lib/cpu";
 import { bestBareSpawnRate } from "./lib/spawn-rate";
 import {
 	benchDatabase,
@@ -57,7 +58,7 @@ function summary(values: number[]): string {
 }
 
 async function main() {
-	const { url, db, stop } = await benchDatabase();
+	const { url, db, pgPid, stop } = await benchDatabase();
 	const service = await startService(url);
 	const q = async <T>(sql: string, bind: unknown[] = []) =>
 		(await db.query(sql, { bind }))[0] as T[];
@@ -96,6 +97,11 @@ async function main() {
 				)
 			)[0].n;
 
+		/** CPU seconds of the service (with its agent's launches) and of PostgreSQL so far. */
+		const cpu = () => ({
+			service: treeCpuSeconds(service.proc.pid!),
+			pg: treeCpuSeconds(pgPid)
+		});
 		/** Posts `count` requests from 16 clients and waits for `jobs` more COMPLETED jobs: s. */
 		const round = async (url: string, payload: unknown, count: number, jobs: number) => {
 			const before = await completedJobs();
@@ -127,14 +133,21 @@ async function main() {
 		const [{ id: lastBefore }] = await q<{ id: number }>(
 			`SELECT coalesce(max(id), 0)::int AS id FROM recipe`
 		);
+		const cpuBefore = cpu();
 		const recipeSeconds = await round(newRecipe, body, RECIPES, 3 * RECIPES);
+		const cpuRecipes = cpu();
 		const [{ n: done }] = await q<{ n: number }>(
 			`SELECT count(*)::int AS n FROM recipe WHERE id > $1 AND completed IS NOT NULL`,
 			[lastBefore]
 		);
 		const loadHandOffs = await handOffs(lastBefore);
 		const loadPlacements = await handOffs(lastBefore, "started");
+		const cpuP1Before = cpu();
 		const p1Seconds = await round(newJob, jobBody, 3 * RECIPES, 3 * RECIPES);
+		const cpuP1 = cpu();
+		/** CPU milliseconds per job between two readings */
+		const perJob = (a: ReturnType<typeof cpu>, b: ReturnType<typeof cpu>) =>
+			`service ${(((b.service - a.service) / (3 * RECIPES)) * 1000).toFixed(2)} ms, PostgreSQL ${(((b.pg - a.pg) / (3 * RECIPES)) * 1000).toFixed(2)} ms`;
 
 		const [{ id: lastLoad }] = await q<{ id: number }>(
 			`SELECT coalesce(max(id), 0)::int AS id FROM recipe`
@@ -155,6 +168,9 @@ async function main() {
 		);
 		console.log(
 			`P6 ratio recipe jobs / P1 jobs: ${(recipeJobRate / p1Rate).toFixed(2)} (target >= 0.8)`
+		);
+		console.log(
+			`CPU per job: recipes ${perJob(cpuBefore, cpuRecipes)}; P1 ${perJob(cpuP1Before, cpuP1)} (the service's with its agent's launches)`
 		);
 		console.log(
 			`P6 A completed → B/C started (RUNNING, placed on the node: the job's \`started\`): under the load of ${RECIPES} recipes ${summary(loadPlacements)}; one recipe at a time ${summary(idlePlacements)} (target p99 <= 50 ms)`
