@@ -2,15 +2,8 @@ import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
 import { envelopeHead } from "./envelope";
 import { recordCache, type CachedRecord, type RecordCache, type Scope } from "./record-cache";
-import type { ParsedList } from "./params";
-import {
-	countNeeded,
-	pageCount,
-	pageItemsSql,
-	parseList,
-	type ListRequest,
-	type ListSource
-} from "./run";
+import { filterValues, parseListQuery, type ParsedList } from "./params";
+import { countNeeded, pageCount, pageItemsSql, type ListRequest, type ListSource } from "./run";
 
 /**
  * Lists answered from cached records (lib/list/record-cache.ts): the page statement reads each
@@ -129,12 +122,24 @@ export async function runCachedList<Row>(
 	apiRoot: string | undefined,
 	embedded?: Embedded
 ): Promise<Buffer> {
-	const p = await parseList(db, source, req);
-	const [page] = await selectPrepared<{
-		__page: [number, string][] | null;
-		__total: string | null;
-		__generation: string;
-	}>(db, cachedPageSql(source, spec, p, countNeeded(source.from, p.where, p.bind)), p.bind);
+	const first = await parseKeptList(db, source, spec, req, false);
+	let p = first.p;
+	const pageOf = (list: ParsedList) =>
+		selectPrepared<{
+			__page: [number, string][] | null;
+			__total: string | null;
+			__generation: string;
+		}>(
+			db,
+			cachedPageSql(source, spec, list, countNeeded(source.from, list.where, list.bind)),
+			list.bind
+		);
+	let [page] = await pageOf(p);
+	if (first.kept.some(k => k.generation !== page.__generation)) {
+		// a kept lookup is older than a change of its table: looked up again, the page read again
+		({ p } = await parseKeptList(db, source, spec, req, true));
+		[page] = await pageOf(p);
+	}
 	const items = page.__page ?? [];
 	const capped = page.__total === null ? null : Number(page.__total);
 	const { hasMore, count } = await pageCount(db, source, p, items.length, capped);
@@ -243,6 +248,62 @@ function body(
 	});
 	offset = put(out, offset, END);
 	return out.subarray(0, offset);
+}
+
+/**
+ * The lookups of filters on a referenced record's column (ListFilter.lookup) answered before, by
+ * database, filter and values, with the generations of the record's tables they were read at (in
+ * the lookup's own statement). A list of kept records uses them instead of asking again when its
+ * record's generations include the lookup's table, and checks them against the generations its
+ * page statement reads: a job type created or renamed since shows at the next request.
+ */
+const lookups = new Map<string, { ids: unknown[]; generation: string }>();
+const LOOKUPS_KEPT = 1000;
+
+/** Forgets the kept lookups (tests). */
+export function forgetLookups(): void {
+	lookups.clear();
+}
+
+/**
+ * The request's filters, order and page (see parseList), its lookups kept or run (`fresh`: run,
+ * whatever is kept); answers the kept lookups it used, to be checked against the page.
+ */
+async function parseKeptList(
+	db: Sequelize,
+	source: ListSource,
+	spec: RecordSpec<unknown>,
+	req: ListRequest,
+	fresh: boolean
+): Promise<{ p: ParsedList; kept: { generation: string }[] }> {
+	const looked: Record<string, unknown[]> = {};
+	const kept: { generation: string }[] = [];
+	for (const [field, filter] of Object.entries(source.filters)) {
+		if (filter.lookup === undefined) continue;
+		const values = filterValues(req.query, field, filter);
+		if (values.length === 0) continue;
+		const keepable =
+			filter.lookupTable !== undefined &&
+			(spec.generations ?? []).includes(filter.lookupTable);
+		const key = `${scopeOf(db)}\u0000${filter.lookup}\u0000${JSON.stringify(values)}`;
+		const found = keepable && !fresh ? lookups.get(key) : undefined;
+		if (found !== undefined) {
+			looked[field] = found.ids;
+			kept.push(found);
+			continue;
+		}
+		const [row] = await selectPrepared<{ ids: unknown[]; generation: string }>(
+			db,
+			`SELECT ARRAY(${filter.lookup}) AS ids, ${generationsSql(spec)} AS generation`,
+			[values]
+		);
+		looked[field] = row.ids;
+		if (keepable) {
+			if (lookups.size >= LOOKUPS_KEPT) lookups.clear();
+			lookups.set(key, { ids: row.ids, generation: row.generation });
+		}
+	}
+	return { p: parseListQuery(req.query, source, req.now, looked), kept };
 }
 
 /**

@@ -27,6 +27,11 @@ export interface ListFilter {
 	/** the allowed values of an enum */
 	values?: string[];
 	lookup?: string;
+	/**
+	 * The table `lookup` reads, when it is one whose changes raise a generation (migration
+	 * 0011): a list of kept records then keeps the lookup's answer while that generation stands.
+	 */
+	lookupTable?: "job_type" | "error";
 }
 
 export interface ParsedList {

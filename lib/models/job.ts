@@ -151,12 +151,14 @@ export const JOB_FROM = `job j ${JOB_JOINS}`;
 export const jobTypeNameFilter = (column: string): ListFilter => ({
 	column,
 	type: "string",
-	lookup: "SELECT id FROM job_type WHERE name = ANY($1::text[])"
+	lookup: "SELECT id FROM job_type WHERE name = ANY($1::text[])",
+	lookupTable: "job_type"
 });
 export const jobTypeCategoryFilter = (column: string): ListFilter => ({
 	column,
 	type: "string",
-	lookup: "SELECT id FROM job_type WHERE category = ANY($1::text[])"
+	lookup: "SELECT id FROM job_type WHERE category = ANY($1::text[])",
+	lookupTable: "job_type"
 });
 
 /** The SELECT list of JobListRow over JOB_FROM. */
@@ -323,7 +325,8 @@ export const JOB_LIST: ListSource = {
 			column: "j.error_id",
 			type: "enum",
 			values: ERROR_CATEGORIES,
-			lookup: "SELECT id FROM error WHERE category = ANY($1::text[])"
+			lookup: "SELECT id FROM error WHERE category = ANY($1::text[])",
+			lookupTable: "error"
 		}
 	}
 };

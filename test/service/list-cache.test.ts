@@ -159,6 +159,57 @@ describe("lists of cached records", () => {
 		}
 	});
 
+	it("keep a filter's lookup only while the looked-up table is unchanged", async () => {
+		const [{ category }] = await query<{ category: string | null }>(
+			"SELECT category FROM job_type WHERE id = $1",
+			[ids.kml]
+		);
+		try {
+			await query("UPDATE job_type SET category = 'before' WHERE id = $1", [ids.kml]);
+			for (const list of ["/jobs/", "/job-executions/", "/jobs/updates/"]) {
+				expect((await get(`${list}?job_type_category=before`)).count).toBe(1);
+				expect((await get(`${list}?job_type_name=kml`)).count).toBe(1);
+			}
+			// asked again: from the kept lookup, then after a change in SQL
+			expect((await get("/jobs/?job_type_category=before")).count).toBe(1);
+			await query("UPDATE job_type SET category = 'after' WHERE id = $1", [ids.kml]);
+			for (const list of ["/jobs/", "/job-executions/", "/jobs/updates/"]) {
+				expect((await get(`${list}?job_type_category=before`)).count).toBe(0);
+				expect((await get(`${list}?job_type_category=after`)).count).toBe(1);
+			}
+			await query("UPDATE job_type SET name = 'kml-renamed' WHERE id = $1", [ids.kml]);
+			expect((await get("/jobs/?job_type_name=kml")).count).toBe(0);
+			expect((await get("/jobs/?job_type_name=kml-renamed")).count).toBe(1);
+		} finally {
+			await query("UPDATE job_type SET category = $2, name = 'kml' WHERE id = $1", [
+				ids.kml,
+				category
+			]);
+		}
+		expect((await get("/jobs/?job_type_name=kml")).count).toBe(1);
+	});
+
+	it("keep an error category's lookup only while the errors are unchanged", async () => {
+		const [job] = await query<{ error_id: number | null }>(
+			"SELECT error_id FROM job WHERE id = $1",
+			[ids.job]
+		);
+		const [error] = await query<{ id: number }>(
+			"INSERT INTO error (name, category) VALUES ('lookup-probe', 'DATA') RETURNING id"
+		);
+		try {
+			await query("UPDATE job SET error_id = $2 WHERE id = $1", [ids.job, error.id]);
+			expect((await get("/jobs/?error_category=DATA")).count).toBe(1);
+			expect((await get("/jobs/?error_category=DATA")).count).toBe(1);
+			await query("UPDATE error SET category = 'ALGORITHM' WHERE id = $1", [error.id]);
+			expect((await get("/jobs/?error_category=DATA")).count).toBe(0);
+			expect((await get("/jobs/?error_category=ALGORITHM")).count).toBe(1);
+		} finally {
+			await query("UPDATE job SET error_id = $2 WHERE id = $1", [ids.job, job.error_id]);
+			await query("DELETE FROM error WHERE id = $1", [error.id]);
+		}
+	});
+
 	it("give each API root its own download URLs", async () => {
 		const root = api.replace(/\/api$/, "");
 		expect((await only("/sources/")).url).toBe(`${root}/api/files/${ids.source}/download/`);
