@@ -10,7 +10,8 @@ import type { JobInterface, Warning } from "../documents/types";
 import { FieldError } from "../errors";
 import type { Sql } from "../scheduling/sql";
 import { recipeJobData } from "./job-data";
-import { queuePending } from "./run";
+import { parseJobData } from "../documents/job-data";
+import { diskRequired } from "../queue/new-job";
 
 /**
  * Creating a recipe (Scale's Queue.queue_new_recipe and RecipeManager.create_recipe): the recipe
@@ -109,8 +110,9 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 	const files = new Map(
 		(fileIds.length === 0
 			? []
-			: await sql.query<{ id: number; media_type: string }>(
-					`SELECT id, media_type FROM scale_file WHERE id = ANY($1::int[]) AND NOT is_deleted`,
+			: await sql.query<{ id: number; media_type: string; file_size: string }>(
+					`SELECT id, media_type, file_size FROM scale_file
+					 WHERE id = ANY($1::int[]) AND NOT is_deleted`,
 					[fileIds]
 				)
 		).map(f => [f.id, f])
@@ -138,8 +140,36 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 			);
 	}
 
+	// The jobs without dependencies are written QUEUED, with their data, execution and queue
+	// row, in the statement that creates them: written PENDING and then queued (a second
+	// statement, a second version of each job row and of its index entries) they cost
+	// PostgreSQL twice as much (P6, docs/decisions.md "Recipes").
 	const rows = def.jobs.map((job, i) => {
 		const jt = typeOf.get(keys[i]) as JobTypeRow;
+		const ready = job.dependencies.length === 0;
+		const jobData = ready
+			? parseJobData(
+					recipeJobData(job, jt.interface, data, () => []),
+					jt.interface,
+					`job "${job.name}" data`
+				)
+			: null;
+		const inputBytes = (jobData?.input_data ?? []).reduce(
+			(sum, input) =>
+				sum +
+				("file_id" in input
+					? [input.file_id]
+					: "file_ids" in input
+						? (input.file_ids as number[])
+						: []
+				).reduce((s, id) => s + Number(files.get(id)?.file_size ?? 0), 0),
+			0
+		);
+		const disk = diskRequired(
+			inputBytes,
+			jt.disk_out_const_required,
+			jt.disk_out_mult_required
+		);
 		return {
 			n: i,
 			name: job.name,
@@ -149,13 +179,19 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 			timeout: jt.timeout,
 			max_tries: jt.max_tries,
 			cpus: jt.cpus_required,
-			mem: jt.mem_required
+			mem: jt.mem_required,
+			ready,
+			data: jobData,
+			disk_in: ready ? disk.diskIn : 0,
+			disk_out: ready ? disk.diskOut : 0
 		};
 	});
-	// the event (unless the trigger's), the recipe, its jobs and their names, in one statement;
-	// the job ids drawn in `r` (a CTE with a volatile function is computed once), so that the
-	// job rows and the recipe's names for them agree without relying on insertion order
-	const jobs = await sql.query<{ id: number; name: string; recipe_id: number }>(
+	// the event (unless the trigger's), the recipe, its jobs and their names, and the ready
+	// jobs' executions and queue rows, in one statement (atomic on its own; the foreign keys
+	// between its rows are checked at its end); the job ids drawn in `r` (a CTE with a volatile
+	// function is computed once), so that the job rows and the recipe's names for them agree
+	// without relying on insertion order
+	const jobs = await sql.query<{ id: number; name: string; recipe_id: number; ready: boolean }>(
 		`WITH e AS (
 			INSERT INTO trigger_event (type, description, occurred, processed)
 			SELECT 'USER', '{"user": "Anonymous"}', now(), now() WHERE $3::int IS NULL
@@ -167,19 +203,33 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 		 ), r AS (
 			SELECT r.*, nextval(pg_get_serial_sequence('job', 'id'))::int AS id
 			FROM jsonb_to_recordset($1::jsonb) AS r(name text, job_type_id int, rev_id int,
-				priority int, timeout int, max_tries int, cpus float8, mem float8, n int)
+				priority int, timeout int, max_tries int, cpus float8, mem float8, n int,
+				ready boolean, data jsonb, disk_in float8, disk_out float8)
 		 ), j AS (
 			INSERT INTO job (id, job_type_id, job_type_rev_id, event_id, status, priority, num_exes,
 				timeout, max_tries, cpus_required, mem_required, disk_in_required,
-				disk_out_required, data, last_status_change)
-			SELECT r.id, job_type_id, rev_id, rc.event_id, 'PENDING', priority, 0, timeout,
-				max_tries, cpus, mem, 0, 0,
-				'{"version": "1.0", "input_data": [], "output_data": []}', now()
+				disk_out_required, data, queued, last_status_change)
+			SELECT r.id, job_type_id, rev_id, rc.event_id,
+				CASE WHEN ready THEN 'QUEUED' ELSE 'PENDING' END, priority,
+				CASE WHEN ready THEN 1 ELSE 0 END, timeout, max_tries, cpus, mem, disk_in,
+				disk_out,
+				coalesce(data, '{"version": "1.0", "input_data": [], "output_data": []}'),
+				CASE WHEN ready THEN now() END, now()
 			FROM r, rc ORDER BY n
 		 ), rj AS (
 			INSERT INTO recipe_job (recipe_id, job_name, job_id) SELECT rc.id, name, r.id FROM r, rc
+		 ), x AS (
+			INSERT INTO job_exe (job_id, job_type_id, status, timeout, queued)
+			SELECT id, job_type_id, 'QUEUED', timeout, now() FROM r WHERE ready ORDER BY id
+			RETURNING id, job_id
+		 ), q AS (
+			INSERT INTO queue (job_exe_id, job_id, job_type_id, priority, cpus_required,
+				mem_required, disk_in_required, disk_out_required, disk_total_required, queued)
+			SELECT x.id, r.id, r.job_type_id, r.priority, r.cpus, r.mem, r.disk_in, r.disk_out,
+				r.disk_in + r.disk_out, now()
+			FROM x JOIN r ON r.id = x.job_id
 		 )
-		 SELECT r.id, r.name, rc.id AS recipe_id FROM rc LEFT JOIN r ON true ORDER BY r.n`,
+		 SELECT r.id, r.name, r.ready, rc.id AS recipe_id FROM rc LEFT JOIN r ON true ORDER BY r.n`,
 		[JSON.stringify(rows), JSON.stringify(data), request.eventId ?? null, type.id, type.rev_id]
 	);
 	const recipe = { id: jobs[0].recipe_id };
@@ -188,22 +238,6 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 		await sql.query(`UPDATE recipe SET completed = now() WHERE id = $1`, [recipe.id]);
 		return { recipeId: recipe.id, jobIds: [], queued: [], warnings };
 	}
-	const idOf = new Map(jobs.map(j => [j.name, j.id]));
-	const ready = def.jobs.filter(job => job.dependencies.length === 0);
-	const queued = await queuePending(
-		sql,
-		ready.map(job => {
-			const jt = typeOf.get(
-				`${job.job_type.name}\u0000${job.job_type.version}`
-			) as JobTypeRow;
-			return {
-				jobId: idOf.get(job.name) as number,
-				data: recipeJobData(job, jt.interface, data, () => []),
-				iface: jt.interface,
-				diskOutConst: jt.disk_out_const_required,
-				diskOutMult: jt.disk_out_mult_required
-			};
-		})
-	);
+	const queued = jobs.filter(j => j.ready).map(j => j.id);
 	return { recipeId: recipe.id, jobIds: jobs.map(j => j.id), queued, warnings };
 }

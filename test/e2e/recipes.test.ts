@@ -267,6 +267,10 @@ describe("a recipe of three jobs", () => {
 		const a = await ok("GET", `/jobs/${jobs.A.id}/`);
 		const b = await ok("GET", `/jobs/${jobs.B.id}/`);
 		const c = await ok("GET", `/jobs/${jobs.C.id}/`);
+		// queued with the disk their input files need: a file of a few bytes takes 1 MiB, as
+		// for A (queued as the recipe is created) so for B (queued when A completed)
+		expect([a.disk_in_required, a.num_exes]).toEqual([1, 1]);
+		expect([b.disk_in_required, b.num_exes]).toEqual([1, 1]);
 		// B and C started after A ended
 		expect(Date.parse(b.started)).toBeGreaterThanOrEqual(Date.parse(a.ended));
 		expect(Date.parse(c.started)).toBeGreaterThanOrEqual(Date.parse(a.ended));
