@@ -21,7 +21,7 @@ import { requeueJobs, type RequeueFilters } from "../lib/queue/requeue";
 import { getQueueStatus } from "../lib/queue/status";
 import type { RequestMeta } from "../types/meta";
 import { createRecipe, type CreatedRecipe } from "../lib/recipes/create";
-import { poolTransaction } from "../lib/scheduling/sql";
+import { plannedPoolSql } from "../lib/scheduling/sql";
 import { getRecipeDetails } from "../lib/models/recipe";
 
 /** A new job posted through REST, with the API root its request used. */
@@ -130,13 +130,12 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 				this: QueueThis,
 				ctx: Context<{ recipe_type_id: number; recipe_data?: unknown }, RequestMeta>
 			) {
-				// on the pg client (poolTransaction): a recipe's writes are a dozen small statements
-				const created: CreatedRecipe = await poolTransaction(this.db)(sql =>
-					createRecipe(sql, {
-						recipeTypeId: ctx.params.recipe_type_id,
-						data: ctx.params.recipe_data ?? {}
-					})
-				);
+				// on the pg client's pool, without a transaction: the recipe is written by one
+				// statement, atomic on its own, after the reads that check the request
+				const created: CreatedRecipe = await createRecipe(plannedPoolSql(this.db), {
+					recipeTypeId: ctx.params.recipe_type_id,
+					data: ctx.params.recipe_data ?? {}
+				});
 				this.logger.info(
 					{
 						recipeId: created.recipeId,

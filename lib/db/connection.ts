@@ -156,6 +156,20 @@ export async function pooledTransaction<T>(
 }
 
 /**
+ * Runs one statement on a pooled connection, named as plannedQuery names it (see
+ * pooledTransaction): for the fixed statements of a hot path that needs no transaction.
+ */
+export async function queryPlanned(db: Sequelize, text: string, values: unknown[] = []) {
+	const manager = poolOf(db);
+	const conn = await manager.getConnection({ type: "write" });
+	try {
+		return (await conn.query(plannedQuery(text, values))).rows;
+	} finally {
+		manager.releaseConnection(conn);
+	}
+}
+
+/**
  * A SELECT run as a named prepared statement: PostgreSQL parses and plans it once per
  * connection. For the hot paths (lists, job details), whose SQL texts come from a small fixed
  * set of shapes; never for SQL that embeds values.

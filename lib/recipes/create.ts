@@ -16,8 +16,10 @@ import { diskRequired } from "../queue/new-job";
 /**
  * Creating a recipe (Scale's Queue.queue_new_recipe and RecipeManager.create_recipe): the recipe
  * at its type's current revision, every job of the definition PENDING at its job type's current
- * revision, and the jobs with no dependencies queued with their data, in the caller's
- * transaction (its Sql). The REST call and the triggers service come through here.
+ * revision, and the jobs with no dependencies queued with their data, written by one statement
+ * (atomic on its own) after reads that check the request. The REST call (on the pool: no
+ * transaction is needed around one write) and the triggers service (in its transaction) come
+ * through here.
  */
 
 export interface NewRecipeRequest {
@@ -197,8 +199,9 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 			SELECT 'USER', '{"user": "Anonymous"}', now(), now() WHERE $3::int IS NULL
 			RETURNING id
 		 ), rc AS (
-			INSERT INTO recipe (recipe_type_id, recipe_type_rev_id, event_id, data)
-			VALUES ($4, $5, coalesce($3::int, (SELECT id FROM e)), $2::jsonb)
+			INSERT INTO recipe (recipe_type_id, recipe_type_rev_id, event_id, data, completed)
+			VALUES ($4, $5, coalesce($3::int, (SELECT id FROM e)), $2::jsonb,
+				CASE WHEN $6::boolean THEN now() END)
 			RETURNING id, event_id
 		 ), r AS (
 			SELECT r.*, nextval(pg_get_serial_sequence('job', 'id'))::int AS id
@@ -230,14 +233,18 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 			FROM x JOIN r ON r.id = x.job_id
 		 )
 		 SELECT r.id, r.name, r.ready, rc.id AS recipe_id FROM rc LEFT JOIN r ON true ORDER BY r.n`,
-		[JSON.stringify(rows), JSON.stringify(data), request.eventId ?? null, type.id, type.rev_id]
+		[
+			JSON.stringify(rows),
+			JSON.stringify(data),
+			request.eventId ?? null,
+			type.id,
+			type.rev_id,
+			// a definition without jobs makes a recipe with none, complete at once
+			def.jobs.length === 0
+		]
 	);
-	const recipe = { id: jobs[0].recipe_id };
-	// a definition without jobs makes a recipe with none, complete at once
-	if (def.jobs.length === 0) {
-		await sql.query(`UPDATE recipe SET completed = now() WHERE id = $1`, [recipe.id]);
-		return { recipeId: recipe.id, jobIds: [], queued: [], warnings };
-	}
+	const recipeId = jobs[0].recipe_id;
+	if (def.jobs.length === 0) return { recipeId, jobIds: [], queued: [], warnings };
 	const queued = jobs.filter(j => j.ready).map(j => j.id);
-	return { recipeId: recipe.id, jobIds: jobs.map(j => j.id), queued, warnings };
+	return { recipeId, jobIds: jobs.map(j => j.id), queued, warnings };
 }

@@ -1,6 +1,6 @@
 import type { Client } from "pg";
 import type { Sequelize, Transaction } from "sequelize";
-import { plannedQuery, pooledTransaction, select } from "../db/connection";
+import { plannedQuery, pooledTransaction, queryPlanned, select } from "../db/connection";
 
 /**
  * What the scheduling code needs from a database connection: one statement with positional
@@ -44,6 +44,11 @@ export function clientTransaction(client: Pick<Client, "query">): TxRunner {
 /** An Sql on the pool, each statement on its own connection (no transaction). */
 export function poolSql(db: Sequelize): Sql {
 	return { query: (text, values = []) => select(db, text, values) as Promise<any[]> };
+}
+
+/** An Sql on the pool whose statements run prepared (see queryPlanned): no transaction. */
+export function plannedPoolSql(db: Sequelize): Sql {
+	return { query: (text, values = []) => queryPlanned(db, text, values) as Promise<any[]> };
 }
 
 /** An Sql inside a Sequelize transaction (its statements on the transaction's connection). */

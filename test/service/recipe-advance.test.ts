@@ -198,3 +198,24 @@ describe("a recipe advancing", () => {
 		expect(b.queued.getTime()).toBeGreaterThan(a.queued.getTime());
 	});
 });
+
+describe("a recipe created", () => {
+	it("without jobs is completed at once", async () => {
+		const type = await post("/recipe-types/", {
+			name: "empty",
+			version: "1.0",
+			definition: { input_data: [], jobs: [] }
+		});
+		const recipe = await post("/queue/new-recipe/", {
+			recipe_type_id: type.id,
+			recipe_data: {}
+		});
+		expect(recipe.jobs).toEqual([]);
+		expect(recipe.completed).toBe(recipe.created);
+		const [row] = await query<{ completed: Date | null }>(
+			`SELECT completed FROM recipe WHERE id = $1`,
+			[recipe.id]
+		);
+		expect(row.completed).not.toBeNull();
+	});
+});
