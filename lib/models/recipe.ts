@@ -124,10 +124,45 @@ interface RecipeJobRow extends JobListRow {
 	rev_created: Date;
 }
 
-const EVENT_DETAILS_SQL = `SELECT ev.id, ev.type, ev.rule_id, ev.occurred, ev.description,
-	ru.type AS rule_type, ru.name AS rule_name, ru.is_active AS rule_is_active,
-	ru.configuration AS rule_configuration
- FROM trigger_event ev LEFT JOIN trigger_rule ru ON ru.id = ev.rule_id WHERE ev.id = $1`;
+/** A recipe with its type, revision and event (with its rule), their columns prefixed. */
+const RECIPE_HEAD_SQL = `SELECT ${[
+	"id",
+	"recipe_type_id",
+	"recipe_type_rev_id",
+	"event_id",
+	"data",
+	"completed",
+	"created",
+	"last_modified"
+]
+	.map(c => `r.${c} AS r_${c}`)
+	.join(", ")},
+	${[
+		"id",
+		"name",
+		"version",
+		"title",
+		"description",
+		"is_active",
+		"definition",
+		"revision_num",
+		"trigger_rule_id",
+		"created",
+		"archived",
+		"last_modified"
+	]
+		.map(c => `rt.${c} AS rt_${c}`)
+		.join(", ")},
+	${["id", "recipe_type_id", "revision_num", "definition", "created"]
+		.map(c => `rev.${c} AS rev_${c}`)
+		.join(", ")},
+	ev.id AS ev_id, ev.type AS ev_type, ev.rule_id AS ev_rule_id, ev.occurred AS ev_occurred,
+	ev.description AS ev_description, ru.type AS ev_rule_type, ru.name AS ev_rule_name,
+	ru.is_active AS ev_rule_is_active, ru.configuration AS ev_rule_configuration
+ FROM recipe r JOIN recipe_type rt ON rt.id = r.recipe_type_id
+	JOIN recipe_type_rev rev ON rev.id = r.recipe_type_rev_id
+	JOIN trigger_event ev ON ev.id = r.event_id LEFT JOIN trigger_rule ru ON ru.id = ev.rule_id
+ WHERE r.id = $1`;
 
 const RECIPE_JOBS_SQL = `SELECT rj.job_name, ${JOB_COLUMNS}, r.interface AS rev_interface,
 	r.created AS rev_created
@@ -160,21 +195,23 @@ function serializeRecipeJob(row: RecipeJobRow) {
  * NotFoundError (404) for an unknown id.
  */
 export async function getRecipeDetails(db: Sequelize, id: number, apiRoot?: string) {
-	const [recipe] = await selectPrepared<RecipeRow>(db, "SELECT * FROM recipe WHERE id = $1", [
-		id
-	]);
-	if (!recipe) throw new NotFoundError(`No recipe with id ${id}`);
-	const [[type], [rev], [event], files, jobs] = await Promise.all([
-		selectPrepared<RecipeTypeRow>(db, "SELECT * FROM recipe_type WHERE id = $1", [
-			recipe.recipe_type_id
-		]),
-		selectPrepared<RecipeTypeRevRow>(db, "SELECT * FROM recipe_type_rev WHERE id = $1", [
-			recipe.recipe_type_rev_id
-		]),
-		selectPrepared<EventDetailsRow>(db, EVENT_DETAILS_SQL, [recipe.event_id]),
-		loadFiles(db, fileIdsIn({ input_data: recipe.data?.input_data ?? [] })),
+	// the recipe with its type, revision and event in one statement, its jobs beside it
+	const [[head], jobs] = await Promise.all([
+		selectPrepared<Record<string, any>>(db, RECIPE_HEAD_SQL, [id]),
 		selectPrepared<RecipeJobRow>(db, RECIPE_JOBS_SQL, [id])
 	]);
+	if (!head) throw new NotFoundError(`No recipe with id ${id}`);
+	const part = <T>(prefix: string): T =>
+		Object.fromEntries(
+			Object.entries(head)
+				.filter(([column]) => column.startsWith(prefix))
+				.map(([column, value]) => [column.slice(prefix.length), value])
+		) as T;
+	const recipe = part<RecipeRow>("r_");
+	const type = part<RecipeTypeRow>("rt_");
+	const rev = part<RecipeTypeRevRow>("rev_");
+	const event = part<EventDetailsRow>("ev_");
+	const files = await loadFiles(db, fileIdsIn({ input_data: recipe.data?.input_data ?? [] }));
 	return {
 		id: recipe.id,
 		recipe_type: serializeRecipeType(type),
