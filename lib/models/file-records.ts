@@ -54,58 +54,35 @@ async function fileVersions(
 	}));
 }
 
-/** A job update's `input_files`: the files its refs (its data's inputs) name that exist, in order. */
-export const INPUT_FILES: Embedded = {
-	member: "input_files",
-	source: FILE_SOURCE,
-	spec: FILE_RECORD,
-	async of(db, _keys, refs) {
-		const ids = [...new Set(refs.flatMap(r => r ?? []))];
-		const versions = new Map(
-			ids.length === 0 ? [] : (await fileVersions(db, ids)).map(k => [k.__key, k])
-		);
-		return refs.map(r =>
-			(r ?? []).flatMap(id => {
-				const key = versions.get(id);
-				return key === undefined ? [] : [key];
-			})
-		);
-	}
-};
+/**
+ * The files a record's refs name that exist, in order, as the member `member`: the ids come with
+ * the record (kept with it), their versions are read for the page in one statement.
+ */
+function filesByRefs(member: string): Embedded {
+	return {
+		member,
+		source: FILE_SOURCE,
+		spec: FILE_RECORD,
+		async of(db, _keys, refs) {
+			const ids = [...new Set(refs.flatMap(r => r ?? []))];
+			const versions = new Map(
+				ids.length === 0 ? [] : (await fileVersions(db, ids)).map(k => [k.__key, k])
+			);
+			return refs.map(r =>
+				(r ?? []).flatMap(id => {
+					const key = versions.get(id);
+					return key === undefined ? [] : [key];
+				})
+			);
+		}
+	};
+}
+
+/** A job update's `input_files`: the files its data's inputs name (its refs), in order. */
+export const INPUT_FILES = filesByRefs("input_files");
 
 /**
  * A product update's `source_files`: the source files linked to it as ancestors (directly or
- * through other products), by id.
+ * through other products), by id (its refs, see PRODUCT_UPDATES_LIST).
  */
-export const SOURCE_FILES: Embedded = {
-	member: "source_files",
-	source: FILE_SOURCE,
-	spec: FILE_RECORD,
-	async of(db, productIds) {
-		// One row: the links as a JSON array of [product, file, version] (see pageItemsSql).
-		const [{ links, generation }] = await selectPrepared<{
-			links: [number, number, string][] | null;
-			generation: string;
-		}>(
-			db,
-			`SELECT json_agg(json_build_array(product_id, file_id, version)
-					ORDER BY product_id, file_id) AS links,
-				${generationsSql(FILE_RECORD)} AS generation
-			 FROM (SELECT DISTINCT l.descendant_id AS product_id, f.id AS file_id,
-					${FILE_RECORD.version} AS version
-				FROM file_ancestry_link l JOIN scale_file f ON f.id = l.ancestor_id
-				WHERE l.descendant_id = ANY($1::int[]) AND f.file_type = 'SOURCE') linked`,
-			[productIds]
-		);
-		const byProduct = new Map<number, { __key: number; __version: string }[]>();
-		for (const [productId, key, version] of links ?? []) {
-			const list = byProduct.get(productId) ?? [];
-			list.push({
-				__key: key,
-				__version: versionOf({ __version: version, __generation: generation })
-			});
-			byProduct.set(productId, list);
-		}
-		return productIds.map(id => byProduct.get(id) ?? []);
-	}
-};
+export const SOURCE_FILES = filesByRefs("source_files");

@@ -93,8 +93,19 @@ export const PRODUCT_LIST: ListSource = {
 	}
 };
 
-/** GET /products/updates/: the list's products, filters and order, as in Scale (get_products). */
-export const PRODUCT_UPDATES_LIST: ListSource = PRODUCT_LIST;
+/**
+ * GET /products/updates/: the list's products, filters and order, as in Scale (get_products),
+ * each read with the ids of its source files (the SOURCE ancestors its links name). A product's
+ * links are written with it, in the transaction that creates it, and never changed after
+ * (lib/models/product.ts, linkAncestry), so the ids are kept with its record as its refs.
+ */
+export const PRODUCT_UPDATES_LIST: ListSource = {
+	...PRODUCT_LIST,
+	columns: `${PRODUCT_COLUMNS},
+		(SELECT array_agg(DISTINCT s.id ORDER BY s.id) FROM file_ancestry_link l
+			JOIN scale_file s ON s.id = l.ancestor_id
+			WHERE l.descendant_id = f.id AND s.file_type = 'SOURCE') AS source_ids`
+};
 
 function date(d: Date | null): string | null {
 	return d ? formatDatetime(d) : null;
@@ -125,9 +136,10 @@ export const PRODUCT_RECORD: RecordSpec<ProductRow> = {
 };
 
 /** Product update records with `update`; `source_files` are embedded apart (SOURCE_FILES). */
-export const PRODUCT_UPDATE_RECORD: RecordSpec<ProductRow> = {
+export const PRODUCT_UPDATE_RECORD: RecordSpec<ProductRow & { source_ids?: number[] | null }> = {
 	...PRODUCT_RECORD,
 	name: "product-update",
+	refs: row => row.source_ids ?? [],
 	record: (row, apiRoot) => ({
 		...serializeProduct(row, apiRoot),
 		update: productUpdate(row)
