@@ -223,7 +223,11 @@ function body(
 		length += record.length + 1;
 		let inner: Buffer[] | null = null;
 		if (embedded !== undefined) {
-			inner = embedded.inner[i].flatMap(k => embedded.found.get(k.__key)?.json ?? []);
+			inner = [];
+			for (const { __key: key } of embedded.inner[i]) {
+				const json = embedded.found.get(key)?.json;
+				if (json !== undefined) inner.push(json);
+			}
 			length += embedded.open.length + MEMBER_END.length;
 			for (const json of inner) length += json.length + 1;
 		}

@@ -64,16 +64,19 @@ function filesByRefs(member: string): Embedded {
 		source: FILE_SOURCE,
 		spec: FILE_RECORD,
 		async of(db, _keys, refs) {
-			const ids = [...new Set(refs.flatMap(r => r ?? []))];
-			const versions = new Map(
-				ids.length === 0 ? [] : (await fileVersions(db, ids)).map(k => [k.__key, k])
-			);
-			return refs.map(r =>
-				(r ?? []).flatMap(id => {
+			const ids = new Set<number>();
+			for (const r of refs) if (r) for (const id of r) ids.add(id);
+			const versions = new Map<number, { __key: number; __version: string }>();
+			if (ids.size > 0)
+				for (const k of await fileVersions(db, [...ids])) versions.set(k.__key, k);
+			return refs.map(r => {
+				const found: { __key: number; __version: string }[] = [];
+				for (const id of r ?? []) {
 					const key = versions.get(id);
-					return key === undefined ? [] : [key];
-				})
-			);
+					if (key !== undefined) found.push(key);
+				}
+				return found;
+			});
 		}
 	};
 }
