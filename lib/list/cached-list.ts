@@ -256,18 +256,14 @@ function body(
 
 /**
  * The lookups of filters on a referenced record's column (ListFilter.lookup) answered before, by
- * database, filter and values, with the generations of the record's tables they were read at (in
- * the lookup's own statement). A list of kept records uses them instead of asking again when its
- * record's generations include the lookup's table, and checks them against the generations its
- * page statement reads: a job type created or renamed since shows at the next request.
+ * database, tables of the generations, filter and values, with the generations of the record's
+ * tables they were read at (in the lookup's own statement). A list of kept records uses them
+ * instead of asking again when its record's generations include the lookup's table, and checks
+ * them against the generations its page statement reads: a job type created or renamed since
+ * shows at the next request.
  */
 const lookups = new Map<string, { ids: unknown[]; generation: string }>();
 const LOOKUPS_KEPT = 1000;
-
-/** Forgets the kept lookups (tests). */
-export function forgetLookups(): void {
-	lookups.clear();
-}
 
 /**
  * The request's filters, order and page (see parseList), its lookups kept or run (`fresh`: run,
@@ -289,7 +285,10 @@ async function parseKeptList(
 		const keepable =
 			filter.lookupTable !== undefined &&
 			(spec.generations ?? []).includes(filter.lookupTable);
-		const key = `${scopeOf(db)}\u0000${filter.lookup}\u0000${JSON.stringify(values)}`;
+		// keyed by the generations it is checked against too: another list's record may read
+		// other tables' generations, whose text could be the same
+		const tables = spec.generations?.join(".");
+		const key = `${scopeOf(db)}\u0000${tables}\u0000${filter.lookup}\u0000${JSON.stringify(values)}`;
 		const found = keepable && !fresh ? lookups.get(key) : undefined;
 		if (found !== undefined) {
 			looked[field] = found.ids;

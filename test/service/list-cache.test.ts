@@ -189,6 +189,30 @@ describe("lists of cached records", () => {
 		expect((await get("/jobs/?job_type_name=kml")).count).toBe(1);
 	});
 
+	it("check a kept lookup against the generations of its own list's tables", async () => {
+		// The products' records read the job type and workspace generations, the jobs' the error
+		// and job type ones: set so that each list's text of them is "905.907" in turn.
+		const generations = async (values: Record<string, number>) => {
+			for (const [name, generation] of Object.entries(values))
+				await query("UPDATE list_generation SET generation = $2 WHERE name = $1", [
+					name,
+					generation
+				]);
+		};
+		await generations({ job_type: 905, workspace: 907 });
+		expect((await get("/products/?job_type_name=kml")).count).toBe(1);
+		try {
+			await query("UPDATE job_type SET name = 'kml-other' WHERE id = $1", [ids.kml]);
+			await generations({ error: 905, job_type: 907 });
+			// the products' kept lookup (kml's id at "905.907") is not the jobs' to use
+			expect((await get("/jobs/?job_type_name=kml")).count).toBe(0);
+			expect((await get("/jobs/?job_type_name=kml-other")).count).toBe(1);
+		} finally {
+			await query("UPDATE job_type SET name = 'kml' WHERE id = $1", [ids.kml]);
+		}
+		expect((await get("/jobs/?job_type_name=kml")).count).toBe(1);
+	});
+
 	it("keep an error category's lookup only while the errors are unchanged", async () => {
 		const [job] = await query<{ error_id: number | null }>(
 			"SELECT error_id FROM job WHERE id = $1",
