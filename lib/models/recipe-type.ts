@@ -90,18 +90,23 @@ export function serializeRecipeTypeDetails(
 	};
 }
 
-const LIST_FIELDS = [
+/** The columns of a recipe type row (RecipeTypeRow). */
+export const RECIPE_TYPE_COLUMNS: (keyof RecipeTypeRow)[] = [
 	"id",
 	"name",
 	"version",
 	"title",
 	"description",
 	"is_active",
+	"definition",
 	"revision_num",
+	"trigger_rule_id",
 	"created",
 	"archived",
 	"last_modified"
 ];
+
+const LIST_FIELDS = RECIPE_TYPE_COLUMNS.filter(f => f !== "definition" && f !== "trigger_rule_id");
 
 export const RECIPE_TYPE_LIST: ListSource = {
 	from: "recipe_type",

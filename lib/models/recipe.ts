@@ -14,7 +14,7 @@ import {
 	type EventDetailsRow,
 	type JobListRow
 } from "./job";
-import { serializeRecipeType, type RecipeTypeRow } from "./recipe-type";
+import { RECIPE_TYPE_COLUMNS, serializeRecipeType, type RecipeTypeRow } from "./recipe-type";
 import { loadFiles, serializeScaleFile, type ScaleFileRow } from "./scale-file";
 
 /**
@@ -137,22 +137,7 @@ const RECIPE_HEAD_SQL = `SELECT ${[
 ]
 	.map(c => `r.${c} AS r_${c}`)
 	.join(", ")},
-	${[
-		"id",
-		"name",
-		"version",
-		"title",
-		"description",
-		"is_active",
-		"definition",
-		"revision_num",
-		"trigger_rule_id",
-		"created",
-		"archived",
-		"last_modified"
-	]
-		.map(c => `rt.${c} AS rt_${c}`)
-		.join(", ")},
+	${RECIPE_TYPE_COLUMNS.map(c => `rt.${c} AS rt_${c}`).join(", ")},
 	${["id", "recipe_type_id", "revision_num", "definition", "created"]
 		.map(c => `rev.${c} AS rev_${c}`)
 		.join(", ")},
