@@ -67,7 +67,7 @@ function chosenPageSql(
 
 /**
  * The page statement: the rows chosen from `from` by key, then joined, with the capped count.
- * `select` replaces the SELECT list and `joins` the joins brought in after the page is chosen.
+ * `select` replaces the SELECT list.
  */
 export function pageSql(source: ListSource, p: ParsedList, select = source.columns): string {
 	if (!source.joins || !source.key) {
