@@ -12,6 +12,7 @@ import type { Sql } from "../scheduling/sql";
 import { recipeJobData } from "./job-data";
 import { parseJobData } from "../documents/job-data";
 import { diskRequired } from "../queue/new-job";
+import { inputBytes } from "./run";
 
 /**
  * Creating a recipe (Scale's Queue.queue_new_recipe and RecipeManager.create_recipe): the recipe
@@ -156,22 +157,9 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 					`job "${job.name}" data`
 				)
 			: null;
-		const inputBytes = (jobData?.input_data ?? []).reduce(
-			(sum, input) =>
-				sum +
-				("file_id" in input
-					? [input.file_id]
-					: "file_ids" in input
-						? (input.file_ids as number[])
-						: []
-				).reduce((s, id) => s + Number(files.get(id)?.file_size ?? 0), 0),
-			0
-		);
-		const disk = diskRequired(
-			inputBytes,
-			jt.disk_out_const_required,
-			jt.disk_out_mult_required
-		);
+		const bytes =
+			jobData === null ? 0 : inputBytes(jobData, id => Number(files.get(id)?.file_size ?? 0));
+		const disk = diskRequired(bytes, jt.disk_out_const_required, jt.disk_out_mult_required);
 		return {
 			n: i,
 			name: job.name,

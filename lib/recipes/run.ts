@@ -1,4 +1,4 @@
-import { parseJobData } from "../documents/job-data";
+import { parseJobData, type JobData } from "../documents/job-data";
 import type { RecipeDefinition } from "../documents/recipe-definition";
 import type { RecipeData } from "../documents/recipe-data";
 import type { JobInterface } from "../documents/types";
@@ -72,6 +72,23 @@ export interface PendingToQueue {
 	diskOutMult: number;
 }
 
+/** The file ids one input of a job data document gives. */
+function inputFileIdsOf(input: JobData["input_data"][number]): number[] {
+	return "file_id" in input
+		? [input.file_id]
+		: "file_ids" in input
+			? (input.file_ids as number[])
+			: [];
+}
+
+/** The bytes of a job's input files (each as often as an input names it): its disk_in. */
+export function inputBytes(data: JobData, sizeOf: (fileId: number) => number): number {
+	let bytes = 0;
+	for (const input of data.input_data)
+		for (const id of inputFileIdsOf(input)) bytes += sizeOf(id);
+	return bytes;
+}
+
 /**
  * Queues PENDING jobs of recipes with their data (checked against their revision's interface):
  * the job QUEUED with its disk needs (from its input files' sizes), a new QUEUED execution and
@@ -86,15 +103,7 @@ export interface PendingToQueue {
 export async function queuePending(sql: Sql, items: PendingToQueue[]): Promise<number[]> {
 	if (items.length === 0) return [];
 	const datas = items.map(item => parseJobData(item.data, item.iface, `job ${item.jobId} data`));
-	const fileIds = [
-		...new Set(
-			datas.flatMap(d =>
-				d.input_data.flatMap(i =>
-					"file_id" in i ? [i.file_id] : "file_ids" in i ? (i.file_ids as number[]) : []
-				)
-			)
-		)
-	];
+	const fileIds = [...new Set(datas.flatMap(d => d.input_data.flatMap(inputFileIdsOf)))];
 	const sizes = new Map<number, number>();
 	if (fileIds.length > 0)
 		for (const row of await sql.query<{ id: number; file_size: string }>(
@@ -103,15 +112,7 @@ export async function queuePending(sql: Sql, items: PendingToQueue[]): Promise<n
 		))
 			sizes.set(row.id, Number(row.file_size));
 	const rows = items.map((item, i) => {
-		const bytes = datas[i].input_data.reduce((sum, input) => {
-			const ids =
-				"file_id" in input
-					? [input.file_id]
-					: "file_ids" in input
-						? (input.file_ids as number[])
-						: [];
-			return sum + ids.reduce((s, id) => s + (sizes.get(id) ?? 0), 0);
-		}, 0);
+		const bytes = inputBytes(datas[i], id => sizes.get(id) ?? 0);
 		const disk = diskRequired(bytes, item.diskOutConst, item.diskOutMult);
 		return { job_id: item.jobId, data: datas[i], disk_in: disk.diskIn, disk_out: disk.diskOut };
 	});
