@@ -524,7 +524,7 @@ describe("GET /nodes/status/", () => {
 		expect(old.body.results.find((r: any) => r.node.id === id).job_exe_counts).toEqual([]);
 	});
 
-	it("shows at once a change to a running execution, its job or its job type", async () => {
+	it("shows at once a change to a running execution, its job (changed with it) or its job type", async () => {
 		const { id } = await register();
 		const { exeId, jobId, typeId } = await runningExe(id);
 		const shown = async () => {
@@ -540,8 +540,15 @@ describe("GET /nodes/status/", () => {
 		await q(`UPDATE job_exe SET timeout = 90 WHERE id = $1`, [exeId]);
 		expect((await shown()).timeout).toBe(90);
 		expect((await details()).timeout).toBe(90);
-		await q(`UPDATE job SET priority = 3 WHERE id = $1`, [jobId]);
+		// While an execution runs, the service changes its job only together with it, in one
+		// transaction (node-status.ts, RUNNING_EXE_RECORD): the record follows the execution's row.
+		await q(
+			`WITH j AS (UPDATE job SET priority = 3 WHERE id = $1)
+			 UPDATE job_exe SET last_modified = now() WHERE id = $2`,
+			[jobId, exeId]
+		);
 		expect((await shown()).job.priority).toBe(3);
+		expect((await details()).job.priority).toBe(3);
 		await q(`UPDATE job_type SET title = 'Renamed' WHERE id = $1`, [typeId]);
 		expect((await shown()).job.job_type.title).toBe("Renamed");
 		expect((await details()).job.job_type.title).toBe("Renamed");
