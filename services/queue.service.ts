@@ -20,7 +20,7 @@ import { MicroBatcher } from "../lib/scheduling/batcher";
 import { requeueJobs, type RequeueFilters } from "../lib/queue/requeue";
 import { getQueueStatus } from "../lib/queue/status";
 import type { RequestMeta } from "../types/meta";
-import { createRecipe, type CreatedRecipe } from "../lib/recipes/create";
+import { createEachRecipe, type CreatedRecipe, type NewRecipeRequest } from "../lib/recipes/create";
 import { plannedPoolSql } from "../lib/scheduling/sql";
 import { getRecipeDetails } from "../lib/models/recipe";
 
@@ -45,7 +45,10 @@ interface QueueMethods {
 }
 /** The service as its handlers see it: its methods and the batcher of new jobs (from `created`). */
 type QueueThis = Service &
-	QueueMethods & { newJobs?: MicroBatcher<PostedJob, NewJobAnswer | Error> };
+	QueueMethods & {
+		newJobs?: MicroBatcher<PostedJob, NewJobAnswer | Error>;
+		newRecipes?: MicroBatcher<NewRecipeRequest, CreatedRecipe | Error>;
+	};
 
 const INT4_MAX = 2147483647;
 const ID = { type: "integer", minimum: 1, maximum: INT4_MAX };
@@ -118,7 +121,7 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 
 		/**
 		 * POST /queue/new-recipe/: the recipe and its jobs written, those without dependencies
-		 * queued, in one transaction (lib/recipes/create.ts); 201 with the recipe's details.
+		 * queued, in one statement (lib/recipes/create.ts); 201 with the recipe's details.
 		 */
 		newRecipe: {
 			params: {
@@ -130,12 +133,14 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 				this: QueueThis,
 				ctx: Context<{ recipe_type_id: number; recipe_data?: unknown }, RequestMeta>
 			) {
-				// on the pg client's pool, without a transaction: the recipe is written by one
-				// statement, atomic on its own, after the reads that check the request
-				const created: CreatedRecipe = await createRecipe(plannedPoolSql(this.db), {
+				// Recipes posted together are checked and written together: the reads that check
+				// them, then one statement (atomic on its own) for all that pass, on the pg
+				// client's pool without a transaction; each request is answered on its own.
+				const created = await this.newRecipes!.add({
 					recipeTypeId: ctx.params.recipe_type_id,
 					data: ctx.params.recipe_data ?? {}
 				});
+				if (created instanceof Error) throw created;
 				this.logger.info(
 					{
 						recipeId: created.recipeId,
@@ -286,10 +291,14 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 			requests => this.writeNewJobs(requests),
 			{ delayMs: 1, maxItems: 500 }
 		);
+		this.newRecipes = new MicroBatcher<NewRecipeRequest, CreatedRecipe | Error>(
+			requests => createEachRecipe(plannedPoolSql(this.db), requests),
+			{ delayMs: 1, maxItems: 200 }
+		);
 	},
 
 	async stopped(this: QueueThis) {
-		await this.newJobs?.drain();
+		await Promise.all([this.newJobs?.drain(), this.newRecipes?.drain()]);
 	}
 };
 

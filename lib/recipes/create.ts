@@ -65,51 +65,85 @@ interface JobTypeRow {
 
 /** Checks a new recipe's data and writes it with its jobs; throws FieldError (400) before writing. */
 export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise<CreatedRecipe> {
-	// the type, its current revision and the job types its definition names, in one statement
-	const [type] = await sql.query<TypeRow & { job_types: JobTypeRow[] }>(
-		`SELECT rt.id, rt.name, rt.is_active, rev.id AS rev_id, rev.definition,
-			(SELECT coalesce(json_agg(json_build_object('id', t.id, 'name', t.name,
-				'version', t.version, 'is_active', t.is_active, 'rev_id', tr.id,
-				'interface', tr.interface, 'priority', t.priority, 'timeout', t.timeout,
-				'max_tries', t.max_tries, 'cpus_required', t.cpus_required,
-				'mem_required', t.mem_required,
-				'disk_out_const_required', t.disk_out_const_required,
-				'disk_out_mult_required', t.disk_out_mult_required)), '[]')
-			 FROM job_type t
-			 JOIN LATERAL (SELECT id, interface FROM job_type_rev WHERE job_type_id = t.id
-				ORDER BY revision_num DESC LIMIT 1) tr ON true
-			 WHERE (t.name, t.version) IN (
-				SELECT j->'job_type'->>'name', j->'job_type'->>'version'
-				FROM jsonb_array_elements(rev.definition->'jobs') j)) AS job_types
-		 FROM recipe_type rt
-		 JOIN LATERAL (SELECT id, definition FROM recipe_type_rev WHERE recipe_type_id = rt.id
-			ORDER BY revision_num DESC LIMIT 1) rev ON true
-		 WHERE rt.id = $1`,
-		[request.recipeTypeId]
+	const [created] = await createRecipes(sql, [request]);
+	if (created instanceof Error) throw created;
+	return created;
+}
+
+/** A recipe checked and ready to be written: its data and its jobs' rows. */
+interface CheckedRecipe {
+	request: NewRecipeRequest;
+	type: TypeRow;
+	data: RecipeData;
+	warnings: Warning[];
+	rows: JobRow[];
+}
+
+type JobRow = {
+	n: number;
+	name: string;
+	job_type_id: number;
+	rev_id: number;
+	priority: number;
+	timeout: number;
+	max_tries: number;
+	cpus: number;
+	mem: number;
+	ready: boolean;
+	data: unknown;
+	disk_in: number;
+	disk_out: number;
+};
+
+/**
+ * Checks each request and writes the recipes of those that pass, all in one statement; answers,
+ * per request in order, the recipe created or the FieldError (400) that refused it, nothing of
+ * it written. Requests posted together (POST /queue/new-recipe/, batched across requests by the
+ * queue service) share each read (their types, files and workspaces) and the write: written
+ * one at a time, each recipe paid a statement's fixed cost and the job table's indexes for its
+ * two or three rows (P6, docs/decisions.md "Recipes").
+ */
+export async function createRecipes(
+	sql: Sql,
+	requests: NewRecipeRequest[]
+): Promise<(CreatedRecipe | Error)[]> {
+	const answers: (CreatedRecipe | Error)[] = requests.map(() => new Error("not written"));
+	// the types, their current revisions and the job types their definitions name
+	const types = new Map(
+		(
+			await sql.query<TypeRow & { job_types: JobTypeRow[] }>(
+				`SELECT rt.id, rt.name, rt.is_active, rev.id AS rev_id, rev.definition,
+				(SELECT coalesce(json_agg(json_build_object('id', t.id, 'name', t.name,
+					'version', t.version, 'is_active', t.is_active, 'rev_id', tr.id,
+					'interface', tr.interface, 'priority', t.priority, 'timeout', t.timeout,
+					'max_tries', t.max_tries, 'cpus_required', t.cpus_required,
+					'mem_required', t.mem_required,
+					'disk_out_const_required', t.disk_out_const_required,
+					'disk_out_mult_required', t.disk_out_mult_required)), '[]')
+				 FROM job_type t
+				 JOIN LATERAL (SELECT id, interface FROM job_type_rev WHERE job_type_id = t.id
+					ORDER BY revision_num DESC LIMIT 1) tr ON true
+				 WHERE (t.name, t.version) IN (
+					SELECT j->'job_type'->>'name', j->'job_type'->>'version'
+					FROM jsonb_array_elements(rev.definition->'jobs') j)) AS job_types
+			 FROM recipe_type rt
+			 JOIN LATERAL (SELECT id, definition FROM recipe_type_rev WHERE recipe_type_id = rt.id
+				ORDER BY revision_num DESC LIMIT 1) rev ON true
+			 WHERE rt.id = ANY($1::int[])`,
+				[[...new Set(requests.map(r => r.recipeTypeId))]]
+			)
+		).map(t => [t.id, t])
 	);
-	if (!type)
-		throw new FieldError("recipe_type_id", `no recipe type with id ${request.recipeTypeId}`);
-	if (!type.is_active)
-		throw new FieldError(
-			"recipe_type_id",
-			`recipe type "${type.name}" is archived; only active recipe types take new recipes`
-		);
-	const def = type.definition;
-	const data: RecipeData = parseRecipeData(request.data ?? {}, def, "recipe_data");
-
-	const keys = def.jobs.map(j => `${j.job_type.name}\u0000${j.job_type.version}`);
-	const jobTypes = type.job_types;
-	const typeOf = new Map(jobTypes.map(jt => [`${jt.name}\u0000${jt.version}`, jt]));
-	def.jobs.forEach((job, i) => {
-		const jt = typeOf.get(keys[i]);
-		if (!jt || !jt.is_active)
-			throw new FieldError(
-				"recipe_type_id",
-				`job "${job.name}" of the recipe type needs job type "${job.job_type.name}" version "${job.job_type.version}", which is ${jt ? "archived" : "missing"}`
-			);
+	const parsed = requests.map((request, i) => {
+		try {
+			return parseRequest(request, types.get(request.recipeTypeId));
+		} catch (error) {
+			if (!(error instanceof FieldError)) throw error;
+			answers[i] = error;
+			return null;
+		}
 	});
-
-	const fileIds = fileIdsIn(data);
+	const fileIds = [...new Set(parsed.flatMap(p => (p ? fileIdsIn(p.data) : [])))];
 	const files = new Map(
 		(fileIds.length === 0
 			? []
@@ -120,17 +154,89 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 				)
 		).map(f => [f.id, f])
 	);
+	const workspaceIds = [
+		...new Set(
+			parsed.flatMap(p => (p?.data.workspace_id === undefined ? [] : [p.data.workspace_id]))
+		)
+	];
+	const workspaces = new Map(
+		(workspaceIds.length === 0
+			? []
+			: await sql.query<{ id: number; is_active: boolean }>(
+					`SELECT id, is_active FROM workspace WHERE id = ANY($1::int[])`,
+					[workspaceIds]
+				)
+		).map(w => [w.id, w])
+	);
+	const checked: { i: number; recipe: CheckedRecipe }[] = [];
+	parsed.forEach((p, i) => {
+		if (p === null) return;
+		try {
+			checked.push({ i, recipe: checkRecipe(requests[i], p, files, workspaces) });
+		} catch (error) {
+			if (!(error instanceof FieldError)) throw error;
+			answers[i] = error;
+		}
+	});
+	if (checked.length === 0) return answers;
+	const written = await writeRecipes(
+		sql,
+		checked.map(c => c.recipe)
+	);
+	checked.forEach(({ i }, k) => (answers[i] = written[k]));
+	return answers;
+}
+
+interface ParsedRequest {
+	type: TypeRow;
+	data: RecipeData;
+	typeOf: Map<string, JobTypeRow>;
+}
+
+const typeKey = (name: string, version: string) => `${name}\u0000${version}`;
+
+/** The request's type (active, its job types active) and its data checked against the definition. */
+function parseRequest(
+	request: NewRecipeRequest,
+	type: (TypeRow & { job_types: JobTypeRow[] }) | undefined
+): ParsedRequest {
+	if (!type)
+		throw new FieldError("recipe_type_id", `no recipe type with id ${request.recipeTypeId}`);
+	if (!type.is_active)
+		throw new FieldError(
+			"recipe_type_id",
+			`recipe type "${type.name}" is archived; only active recipe types take new recipes`
+		);
+	const def = type.definition;
+	const data: RecipeData = parseRecipeData(request.data ?? {}, def, "recipe_data");
+	const typeOf = new Map(type.job_types.map(jt => [typeKey(jt.name, jt.version), jt]));
+	for (const job of def.jobs) {
+		const jt = typeOf.get(typeKey(job.job_type.name, job.job_type.version));
+		if (!jt || !jt.is_active)
+			throw new FieldError(
+				"recipe_type_id",
+				`job "${job.name}" of the recipe type needs job type "${job.job_type.name}" version "${job.job_type.version}", which is ${jt ? "archived" : "missing"}`
+			);
+	}
+	return { type, data, typeOf };
+}
+
+/** The request's files and workspace checked, and its jobs' rows. */
+function checkRecipe(
+	request: NewRecipeRequest,
+	{ type, data, typeOf }: ParsedRequest,
+	files: Map<number, { id: number; media_type: string; file_size: string }>,
+	workspaces: Map<number, { is_active: boolean }>
+): CheckedRecipe {
+	const def = type.definition;
 	const warnings = checkRecipeFiles(data, def, files);
 	checkRecipeWorkspace(
 		data,
 		def,
-		(name, version) => typeOf.get(`${name}\u0000${version}`)?.interface ?? null
+		(name, version) => typeOf.get(typeKey(name, version))?.interface ?? null
 	);
 	if (data.workspace_id !== undefined) {
-		const [ws] = await sql.query<{ is_active: boolean }>(
-			`SELECT is_active FROM workspace WHERE id = $1`,
-			[data.workspace_id]
-		);
+		const ws = workspaces.get(data.workspace_id);
 		if (!ws)
 			throw new FieldError(
 				"recipe_data.workspace_id",
@@ -147,8 +253,8 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 	// row, in the statement that creates them: written PENDING and then queued (a second
 	// statement, a second version of each job row and of its index entries) they cost
 	// PostgreSQL twice as much (P6, docs/decisions.md "Recipes").
-	const rows = def.jobs.map((job, i) => {
-		const jt = typeOf.get(keys[i]) as JobTypeRow;
+	const rows = def.jobs.map((job, i): JobRow => {
+		const jt = typeOf.get(typeKey(job.job_type.name, job.job_type.version)) as JobTypeRow;
 		const ready = job.dependencies.length === 0;
 		const jobData = ready
 			? parseJobData(
@@ -176,39 +282,57 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 			disk_out: ready ? disk.diskOut : 0
 		};
 	});
-	// the event (unless the trigger's), the recipe, its jobs and their names, and the ready
-	// jobs' executions and queue rows, in one statement (atomic on its own; the foreign keys
-	// between its rows are checked at its end); the job ids drawn in `r` (a CTE with a volatile
-	// function is computed once), so that the job rows and the recipe's names for them agree
-	// without relying on insertion order
-	const jobs = await sql.query<{ id: number; name: string; recipe_id: number; ready: boolean }>(
-		`WITH e AS (
-			INSERT INTO trigger_event (type, description, occurred, processed)
-			SELECT 'USER', '{"user": "Anonymous"}', now(), now() WHERE $3::int IS NULL
-			RETURNING id
+	return { request, type, data, warnings, rows };
+}
+
+/**
+ * Writes checked recipes in one statement (atomic on its own; the foreign keys between its rows
+ * are checked at its end): each recipe's event (unless a trigger's), the recipe, its jobs and
+ * their names, and the ready jobs' executions and queue rows. The event, recipe and job ids are
+ * drawn in CTEs (a CTE with a volatile function is computed once), so that each row names the
+ * others without relying on insertion order.
+ */
+async function writeRecipes(sql: Sql, recipes: CheckedRecipe[]): Promise<CreatedRecipe[]> {
+	const rows = await sql.query<{
+		k: number;
+		recipe_id: number;
+		id: number | null;
+		ready: boolean | null;
+	}>(
+		`WITH s AS (
+			SELECT s.*, nextval(pg_get_serial_sequence('recipe', 'id'))::int AS recipe_id,
+				CASE WHEN s.event_id IS NULL
+					THEN nextval(pg_get_serial_sequence('trigger_event', 'id'))::int END AS new_event_id
+			FROM jsonb_to_recordset($1::jsonb) AS s(k int, data jsonb, event_id int, type_id int,
+				rev_id int, empty boolean)
+		 ), e AS (
+			INSERT INTO trigger_event (id, type, description, occurred, processed)
+			SELECT new_event_id, 'USER', '{"user": "Anonymous"}', now(), now()
+			FROM s WHERE new_event_id IS NOT NULL ORDER BY k
 		 ), rc AS (
-			INSERT INTO recipe (recipe_type_id, recipe_type_rev_id, event_id, data, completed)
-			VALUES ($4, $5, coalesce($3::int, (SELECT id FROM e)), $2::jsonb,
-				CASE WHEN $6::boolean THEN now() END)
-			RETURNING id, event_id
+			INSERT INTO recipe (id, recipe_type_id, recipe_type_rev_id, event_id, data, completed)
+			SELECT recipe_id, type_id, rev_id, coalesce(event_id, new_event_id), data,
+				CASE WHEN empty THEN now() END
+			FROM s ORDER BY k
 		 ), r AS (
 			SELECT r.*, nextval(pg_get_serial_sequence('job', 'id'))::int AS id
-			FROM jsonb_to_recordset($1::jsonb) AS r(name text, job_type_id int, rev_id int,
+			FROM jsonb_to_recordset($2::jsonb) AS r(k int, name text, job_type_id int, rev_id int,
 				priority int, timeout int, max_tries int, cpus float8, mem float8, n int,
 				ready boolean, data jsonb, disk_in float8, disk_out float8)
 		 ), j AS (
 			INSERT INTO job (id, job_type_id, job_type_rev_id, event_id, status, priority, num_exes,
 				timeout, max_tries, cpus_required, mem_required, disk_in_required,
 				disk_out_required, data, queued, last_status_change)
-			SELECT r.id, job_type_id, rev_id, rc.event_id,
+			SELECT r.id, r.job_type_id, r.rev_id, coalesce(s.event_id, s.new_event_id),
 				CASE WHEN ready THEN 'QUEUED' ELSE 'PENDING' END, priority,
 				CASE WHEN ready THEN 1 ELSE 0 END, timeout, max_tries, cpus, mem, disk_in,
 				disk_out,
-				coalesce(data, '{"version": "1.0", "input_data": [], "output_data": []}'),
+				coalesce(r.data, '{"version": "1.0", "input_data": [], "output_data": []}'),
 				CASE WHEN ready THEN now() END, now()
-			FROM r, rc ORDER BY n
+			FROM r JOIN s ON s.k = r.k ORDER BY r.id
 		 ), rj AS (
-			INSERT INTO recipe_job (recipe_id, job_name, job_id) SELECT rc.id, name, r.id FROM r, rc
+			INSERT INTO recipe_job (recipe_id, job_name, job_id)
+			SELECT s.recipe_id, r.name, r.id FROM r JOIN s ON s.k = r.k
 		 ), x AS (
 			INSERT INTO job_exe (job_id, job_type_id, status, timeout, queued)
 			SELECT id, job_type_id, 'QUEUED', timeout, now() FROM r WHERE ready ORDER BY id
@@ -220,19 +344,58 @@ export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise
 				r.disk_in + r.disk_out, now()
 			FROM x JOIN r ON r.id = x.job_id
 		 )
-		 SELECT r.id, r.name, r.ready, rc.id AS recipe_id FROM rc LEFT JOIN r ON true ORDER BY r.n`,
+		 SELECT s.k, s.recipe_id, r.id, r.ready FROM s LEFT JOIN r ON r.k = s.k ORDER BY s.k, r.n`,
 		[
-			JSON.stringify(rows),
-			JSON.stringify(data),
-			request.eventId ?? null,
-			type.id,
-			type.rev_id,
-			// a definition without jobs makes a recipe with none, complete at once
-			def.jobs.length === 0
+			JSON.stringify(
+				recipes.map((recipe, k) => ({
+					k,
+					data: recipe.data,
+					event_id: recipe.request.eventId ?? null,
+					type_id: recipe.type.id,
+					rev_id: recipe.type.rev_id,
+					// a definition without jobs makes a recipe with none, complete at once
+					empty: recipe.rows.length === 0
+				}))
+			),
+			JSON.stringify(recipes.flatMap((recipe, k) => recipe.rows.map(row => ({ ...row, k }))))
 		]
 	);
-	const recipeId = jobs[0].recipe_id;
-	if (def.jobs.length === 0) return { recipeId, jobIds: [], queued: [], warnings };
-	const queued = jobs.filter(j => j.ready).map(j => j.id);
-	return { recipeId, jobIds: jobs.map(j => j.id), queued, warnings };
+	const created: CreatedRecipe[] = recipes.map(recipe => ({
+		recipeId: 0,
+		jobIds: [],
+		queued: [],
+		warnings: recipe.warnings
+	}));
+	for (const row of rows) {
+		const recipe = created[row.k];
+		recipe.recipeId = row.recipe_id;
+		if (row.id === null) continue; // a recipe without jobs
+		recipe.jobIds.push(row.id);
+		if (row.ready) recipe.queued.push(row.id);
+	}
+	return created;
+}
+
+/**
+ * createRecipes for requests posted together by different users: a failure of the shared write
+ * (not a refusal: a database error) must not refuse the others, so each is then tried alone and
+ * answered with its own result or error.
+ */
+export async function createEachRecipe(
+	sql: Sql,
+	requests: NewRecipeRequest[]
+): Promise<(CreatedRecipe | Error)[]> {
+	try {
+		return await createRecipes(sql, requests);
+	} catch (error) {
+		if (requests.length === 1) return [error as Error];
+		return Promise.all(
+			requests.map(request =>
+				createRecipes(sql, [request]).then(
+					([answer]) => answer,
+					(alone: Error) => alone
+				)
+			)
+		);
+	}
 }

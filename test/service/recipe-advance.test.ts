@@ -2,7 +2,9 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
 import { addNode } from "../helpers/completion";
 import { finishExecutions } from "../../lib/scheduling/finish";
-import { poolTransaction } from "../../lib/scheduling/sql";
+import { plannedPoolSql, poolTransaction } from "../../lib/scheduling/sql";
+import { createRecipes } from "../../lib/recipes/create";
+import { FieldError } from "../../lib/errors";
 
 /**
  * A recipe's jobs advancing in the transactions of their completions, over real PostgreSQL: a
@@ -217,5 +219,110 @@ describe("a recipe created", () => {
 			[recipe.id]
 		);
 		expect(row.completed).not.toBeNull();
+	});
+});
+
+describe("recipes created together", () => {
+	/** The recipe's rows: its event, and its jobs with their events, executions and queue rows. */
+	async function written(recipeId: number) {
+		const [recipe] = await query<{ event_id: number; type: string; completed: Date | null }>(
+			`SELECT r.event_id, e.type, r.completed FROM recipe r
+			 JOIN trigger_event e ON e.id = r.event_id WHERE r.id = $1`,
+			[recipeId]
+		);
+		const jobs = await query<{ job_name: string; event_id: number }>(
+			`SELECT rj.job_name, j.event_id FROM recipe_job rj JOIN job j ON j.id = rj.job_id
+			 WHERE rj.recipe_id = $1 ORDER BY rj.job_name`,
+			[recipeId]
+		);
+		return { recipe, jobs, byName: await jobsOf(recipeId) };
+	}
+
+	it("are checked each on its own and written in one statement, each with its event and jobs", async () => {
+		const empty = await post("/recipe-types/", {
+			name: "empty-together",
+			version: "1.0",
+			definition: { input_data: [], jobs: [] }
+		});
+		const [event] = await query<{ id: number }>(
+			`INSERT INTO trigger_event (type, description, occurred) VALUES ('INGEST', '{}', now())
+			 RETURNING id`
+		);
+		const [before] = await query<{ n: number }>(`SELECT count(*)::int AS n FROM recipe`);
+		const answers = await createRecipes(plannedPoolSql(tdb.db), [
+			{ recipeTypeId: diamondType, data: {} },
+			{ recipeTypeId: 999999, data: {} },
+			{ recipeTypeId: empty.id, data: {} },
+			{ recipeTypeId: diamondType, data: {}, eventId: event.id },
+			{ recipeTypeId: diamondType, data: { input_data: [{ name: "nope", value: "1" }] } }
+		]);
+		expect(answers[1]).toBeInstanceOf(FieldError);
+		expect((answers[1] as FieldError).message).toMatch(/no recipe type with id 999999/);
+		expect(answers[4]).toBeInstanceOf(FieldError);
+		const [after] = await query<{ n: number }>(`SELECT count(*)::int AS n FROM recipe`);
+		expect(after.n - before.n).toBe(3);
+
+		const [first, , none, triggered] = answers as {
+			recipeId: number;
+			jobIds: number[];
+			queued: number[];
+		}[];
+		expect(new Set([first.recipeId, none.recipeId, triggered.recipeId]).size).toBe(3);
+		for (const made of [first, triggered]) {
+			const { recipe, jobs, byName } = await written(made.recipeId);
+			expect(recipe.completed).toBeNull();
+			expect(jobs.map(j => j.job_name)).toEqual(["A", "B", "C", "D"]);
+			// every job of the recipe carries the recipe's event
+			expect(new Set(jobs.map(j => j.event_id))).toEqual(new Set([recipe.event_id]));
+			expect(made.jobIds.sort()).toEqual(
+				Object.values(byName)
+					.map(j => j.id)
+					.sort()
+			);
+			expect(made.queued).toEqual([byName.A.id]);
+			expect(byName.A).toMatchObject({ status: "QUEUED", exes: 1, queued: 1 });
+			for (const name of ["B", "C", "D"])
+				expect(byName[name]).toMatchObject({ status: "PENDING", exes: 0, queued: 0 });
+		}
+		const mine = await written(first.recipeId);
+		expect(mine.recipe.type).toBe("USER");
+		const theirs = await written(triggered.recipeId);
+		expect(theirs.recipe).toMatchObject({ event_id: event.id, type: "INGEST" });
+		expect(mine.recipe.event_id).not.toBe(event.id);
+		const nothing = await written(none.recipeId);
+		expect(nothing.recipe.completed).not.toBeNull();
+		expect(nothing.jobs).toEqual([]);
+		expect(none).toMatchObject({ jobIds: [], queued: [] });
+	});
+
+	it("through REST at once: each answered with its own recipe, a bad one refused alone", async () => {
+		const replies = await Promise.all([
+			...Array.from({ length: 6 }, () =>
+				request("POST", `${app.api}/queue/new-recipe/`, {
+					recipe_type_id: diamondType,
+					recipe_data: {}
+				})
+			),
+			request("POST", `${app.api}/queue/new-recipe/`, {
+				recipe_type_id: 999999,
+				recipe_data: {}
+			})
+		]);
+		const good = replies.slice(0, 6);
+		for (const reply of good) {
+			expect(reply.status).toBe(201);
+			expect(reply.headers.get("location")).toMatch(new RegExp(`/recipes/${reply.body.id}/$`));
+			expect(reply.body.jobs.map((j: any) => j.job_name).sort()).toEqual([
+				"A",
+				"B",
+				"C",
+				"D"
+			]);
+		}
+		expect(new Set(good.map(r => r.body.id)).size).toBe(6);
+		const jobIds = good.flatMap(r => r.body.jobs.map((j: any) => j.job.id));
+		expect(new Set(jobIds).size).toBe(24);
+		expect(replies[6].status).toBe(400);
+		expect(replies[6].text).toMatch(/recipe_type_id/);
 	});
 });
