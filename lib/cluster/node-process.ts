@@ -7,12 +7,17 @@ const START_SCRIPT = path.join(PROJECT_ROOT, "dist", "bin", "start.js");
 
 /**
  * Node's options for an agent-only process, as `npm run agent` gives them: a young generation
- * of 1 MiB semi-spaces. An agent's allocations are small and short-lived (the cluster's
- * heartbeats and INFO packets, its own reports); V8's default semi-spaces grow to 16 MiB under
- * that traffic and stay resident (bench:agents, P7: an idle agent in a cluster of 1,002 nodes at
- * 86–87 MiB without, 78 MiB with).
+ * of 1 MiB semi-spaces, and no optimizing compiler. An agent's allocations are small and
+ * short-lived (the cluster's heartbeats and INFO packets, its own reports); V8's default
+ * semi-spaces grow to 16 MiB under that traffic and stay resident (bench:agents, P7: an idle
+ * agent in a cluster of 1,002 nodes at 86–87 MiB without, 78 MiB with). An agent's own work
+ * is little JavaScript (the jobs are other processes): without TurboFan (`--no-opt`; the
+ * bytecode and baseline code stay, and WebAssembly, which `--lite-mode` and `--jitless` take
+ * away and Node's fetch needs) an idle agent holds ~9 MiB less, one launching 1,000 jobs/s
+ * ~11 MiB less, for ~0.04 ms more of its CPU per job and the same rate (bench:agent-jobs;
+ * docs/decisions.md, "Cluster").
  */
-export const AGENT_NODE_OPTIONS = ["--max-semi-space-size=1"];
+export const AGENT_NODE_OPTIONS = ["--max-semi-space-size=1", "--no-opt"];
 
 /**
  * Node's options for a control-plane process (and the all-in-one `npm start`): semi-spaces of at
