@@ -18,9 +18,9 @@ import { inputBytes } from "./run";
  * Creating a recipe (Scale's Queue.queue_new_recipe and RecipeManager.create_recipe): the recipe
  * at its type's current revision, every job of the definition PENDING at its job type's current
  * revision, and the jobs with no dependencies queued with their data, written by one statement
- * (atomic on its own) after reads that check the request. The REST call (on the pool: no
- * transaction is needed around one write) and the triggers service (in its transaction) come
- * through here.
+ * (atomic on its own) after reads that check the request. The REST calls (batched across
+ * requests, on the pool: no transaction is needed around one write) and the triggers service (in
+ * its transaction, the recipes of its claimed events together) come through createRecipes.
  */
 
 export interface NewRecipeRequest {
@@ -61,13 +61,6 @@ interface JobTypeRow {
 	mem_required: number;
 	disk_out_const_required: number;
 	disk_out_mult_required: number;
-}
-
-/** Checks a new recipe's data and writes it with its jobs; throws FieldError (400) before writing. */
-export async function createRecipe(sql: Sql, request: NewRecipeRequest): Promise<CreatedRecipe> {
-	const [created] = await createRecipes(sql, [request]);
-	if (created instanceof Error) throw created;
-	return created;
 }
 
 /** A recipe checked and ready to be written: its data and its jobs' rows. */

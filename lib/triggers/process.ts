@@ -1,8 +1,8 @@
-import type { Sequelize } from "sequelize";
+import type { Sequelize, Transaction } from "sequelize";
 import { select, write } from "../db/connection";
 import type { FileTriggerConfiguration } from "../documents/trigger-configuration";
 import { queueValidNewJobs, type NewJobRequest } from "../queue/new-job";
-import { createRecipe } from "../recipes/create";
+import { createRecipes, type CreatedRecipe, type NewRecipeRequest } from "../recipes/create";
 import { transactionSql } from "../scheduling/sql";
 
 /**
@@ -163,11 +163,10 @@ export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<P
 			dataField: `trigger_rule ${m.rule.id}`
 		}));
 		const queued = await queueValidNewJobs(db, t, requests);
-		// a recipe per matching recipe type's rule, each in a savepoint: one refused stands alone
-		const refused: Processed["refused"] = [];
-		let recipes = 0;
-		for (const m of matches) {
-			if (m.rule.recipe_type_id === null) continue;
+		// a recipe per matching recipe type's rule, all checked and written together
+		// (createRecipes: a refused one is answered its error, nothing of it written)
+		const recipeMatches = matches.filter(m => m.rule.recipe_type_id !== null);
+		const recipeRequests: NewRecipeRequest[] = recipeMatches.map(m => {
 			const data: Record<string, unknown> = {
 				version: "1.0",
 				input_data: [
@@ -178,23 +177,25 @@ export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<P
 				]
 			};
 			if (m.rule.workspace_id !== null) data.workspace_id = m.rule.workspace_id;
-			try {
-				await db.transaction({ transaction: t }, savepoint =>
-					createRecipe(transactionSql(db, savepoint), {
-						recipeTypeId: m.rule.recipe_type_id as number,
-						data,
-						eventId: extraEvent.get(m) ?? m.event.id
-					})
-				);
-				recipes++;
-			} catch (error) {
-				refused.push({
-					eventId: m.event.id,
-					ruleId: m.rule.id,
-					reason: (error as Error).message
-				});
-			}
-		}
+			return {
+				recipeTypeId: m.rule.recipe_type_id as number,
+				data,
+				eventId: extraEvent.get(m) ?? m.event.id
+			};
+		});
+		const created = await createRecipesInSavepoints(db, t, recipeRequests);
+		const refused: Processed["refused"] = created.flatMap((c, i) =>
+			c instanceof Error
+				? [
+						{
+							eventId: recipeMatches[i].event.id,
+							ruleId: recipeMatches[i].rule.id,
+							reason: c.message
+						}
+					]
+				: []
+		);
+		const recipes = created.length - refused.length;
 		await write(
 			db,
 			`UPDATE trigger_event e SET processed = now(), rule_id = coalesce(e.rule_id, x.rule_id)
@@ -221,4 +222,35 @@ export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<P
 			refused: [...jobsRefused, ...refused]
 		};
 	});
+}
+
+/**
+ * createRecipes inside the caller's transaction, in a savepoint: a database error of the shared
+ * write (not a refusal, which createRecipes answers without writing) rolls back only the
+ * savepoint, and each request is then tried alone in one of its own, so one cannot fail the
+ * others or the events' transaction.
+ */
+async function createRecipesInSavepoints(
+	db: Sequelize,
+	t: Transaction,
+	requests: NewRecipeRequest[]
+): Promise<(CreatedRecipe | Error)[]> {
+	if (requests.length === 0) return [];
+	const inSavepoint = (batch: NewRecipeRequest[]) =>
+		db.transaction({ transaction: t }, savepoint =>
+			createRecipes(transactionSql(db, savepoint), batch)
+		);
+	try {
+		return await inSavepoint(requests);
+	} catch {
+		const answers: (CreatedRecipe | Error)[] = [];
+		for (const request of requests)
+			answers.push(
+				await inSavepoint([request]).then(
+					([answer]) => answer,
+					(error: Error) => error
+				)
+			);
+		return answers;
+	}
 }

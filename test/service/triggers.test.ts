@@ -94,7 +94,7 @@ const ruleOf = async (jobTypeId: number) =>
 
 beforeAll(async () => {
 	tdb = await createTestDatabase();
-	app = await startServices(tdb.url, ["api", "workspaces", "job-types"]);
+	app = await startServices(tdb.url, ["api", "workspaces", "job-types", "recipe-types"]);
 	const ws = await request("POST", `${app.api}/workspaces/`, {
 		name: "w",
 		json_config: { version: "1.0", broker: { type: "host", host_path: "/tmp" } }
@@ -197,5 +197,91 @@ describe("processFileEvents", () => {
 			`SELECT count(*)::int AS n FROM trigger_event WHERE processed IS NULL`
 		);
 		expect(left.n).toBe(1);
+	});
+
+	it("makes the recipes of recipe types' rules together, a refused one alone", async () => {
+		const post = async (path: string, body: unknown) => {
+			const res = await request("POST", `${app.api}${path}`, body);
+			if (res.status !== 201) throw new Error(`${path}: ${res.status} ${res.text}`);
+			return res.body;
+		};
+		await post("/job-types/", {
+			name: "recipe-step",
+			version: "1.0",
+			interface: {
+				command: "/bin/true",
+				command_arguments: "${in}",
+				input_data: [{ name: "in", type: "file" }],
+				output_data: []
+			}
+		});
+		const type = await post("/recipe-types/", {
+			name: "on-ingest-together",
+			version: "1.0",
+			definition: {
+				version: "1.0",
+				input_data: [{ name: "image", type: "file" }],
+				jobs: [
+					{
+						name: "step",
+						job_type: { name: "recipe-step", version: "1.0" },
+						recipe_inputs: [{ recipe_input: "image", job_input: "in" }]
+					}
+				]
+			},
+			trigger_rule: {
+				type: "INGEST",
+				configuration: {
+					condition: { data_types: ["for-recipe"] },
+					data: { input_data_name: "image", workspace_name: "w" }
+				}
+			}
+		});
+		const first = await fileEvent("together-1.png", "image/png", ["for-recipe"]);
+		const gone = await fileEvent("together-gone.png", "image/png", ["for-recipe"]);
+		const second = await fileEvent("together-2.png", "image/png", ["for-recipe"]);
+		// deleted after its event: the recipe's data names a file that no longer exists
+		await query(`UPDATE scale_file SET is_deleted = true WHERE id = $1`, [gone.fileId]);
+
+		const done = await processFileEvents(tdb.db);
+		expect(done.recipes).toBe(2);
+		const [{ trigger_rule_id: ruleId }] = await query<{ trigger_rule_id: number }>(
+			`SELECT trigger_rule_id FROM recipe_type WHERE id = $1`,
+			[type.id]
+		);
+		// (the job types' rules of the tests above match these files too, and refuse the gone one)
+		const refused = done.refused.filter(r => r.ruleId === ruleId);
+		expect(refused).toEqual([
+			{
+				eventId: gone.eventId,
+				ruleId,
+				reason: `recipe_data.input_data[0].file_id: file ${gone.fileId} does not exist`
+			}
+		]);
+		// each recipe's event names the rule (a copy of the file's event where another rule
+		// matched it first, as Scale made one event per rule)
+		const recipes = await query<{
+			rule_id: number;
+			event_file: number;
+			file_id: number;
+			jobs: number;
+		}>(
+			`SELECT e.rule_id, (e.description->>'file_id')::int AS event_file,
+				(r.data->'input_data'->0->>'file_id')::int AS file_id,
+				(SELECT count(*)::int FROM recipe_job rj WHERE rj.recipe_id = r.id) AS jobs
+			 FROM recipe r JOIN trigger_event e ON e.id = r.event_id
+			 WHERE r.recipe_type_id = $1 ORDER BY r.id`,
+			[type.id]
+		);
+		expect(recipes).toEqual([
+			{ rule_id: ruleId, event_file: first.fileId, file_id: first.fileId, jobs: 1 },
+			{ rule_id: ruleId, event_file: second.fileId, file_id: second.fileId, jobs: 1 }
+		]);
+		// every event is processed, the refused one's too
+		const [left] = await query<{ n: number }>(
+			`SELECT count(*)::int AS n FROM trigger_event WHERE id = ANY($1::int[]) AND processed IS NULL`,
+			[[first.eventId, gone.eventId, second.eventId]]
+		);
+		expect(left.n).toBe(0);
 	});
 });
