@@ -311,7 +311,9 @@ describe("recipes created together", () => {
 		const good = replies.slice(0, 6);
 		for (const reply of good) {
 			expect(reply.status).toBe(201);
-			expect(reply.headers.get("location")).toMatch(new RegExp(`/recipes/${reply.body.id}/$`));
+			expect(reply.headers.get("location")).toMatch(
+				new RegExp(`/recipes/${reply.body.id}/$`)
+			);
 			expect(reply.body.jobs.map((j: any) => j.job_name).sort()).toEqual([
 				"A",
 				"B",
