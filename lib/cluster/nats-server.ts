@@ -34,8 +34,12 @@ export interface NatsServerOptions {
 	/** where its configuration file is written (mode 0600: it holds the password) */
 	dir: string;
 	port: number;
-	user: string;
-	password: string;
+	/** a user and password, or else a token, is required of every client */
+	user?: string;
+	password?: string;
+	token?: string;
+	/** TLS required of every client, with this certificate and key (PEM files) */
+	tls?: { certFile: string; keyFile: string };
 }
 
 export interface RunningNatsServer {
@@ -48,9 +52,24 @@ export interface RunningNatsServer {
 /** nats-server's configuration syntax takes JSON strings. */
 const quoted = (s: string) => JSON.stringify(s);
 
+/** The authorization block of a server's configuration: a user and password, or a token. */
+function authorization(opts: NatsServerOptions): string[] {
+	if (opts.token !== undefined && opts.user === undefined && opts.password === undefined)
+		return ["authorization {", `  token: ${quoted(opts.token)}`, "}"];
+	if (opts.user !== undefined && opts.password !== undefined && opts.token === undefined)
+		return [
+			"authorization {",
+			`  user: ${quoted(opts.user)}`,
+			`  password: ${quoted(opts.password)}`,
+			"}"
+		];
+	throw new Error("a nats-server here requires a user and password, or a token");
+}
+
 /**
- * A nats-server on loopback that requires a user and password. They go in a configuration file
- * readable by its owner only, not on the command line (where `ps` would show them).
+ * A nats-server on loopback that requires a user and password (or a token), and TLS when given
+ * a certificate. The secrets go in a configuration file readable by its owner only, not on the
+ * command line (where `ps` would show them).
  */
 export async function startNatsServer(opts: NatsServerOptions): Promise<RunningNatsServer> {
 	const bin = findNatsServer();
@@ -64,10 +83,15 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<RunningN
 		conf,
 		[
 			`listen: 127.0.0.1:${opts.port}`,
-			"authorization {",
-			`  user: ${quoted(opts.user)}`,
-			`  password: ${quoted(opts.password)}`,
-			"}",
+			...authorization(opts),
+			...(opts.tls
+				? [
+						"tls {",
+						`  cert_file: ${quoted(opts.tls.certFile)}`,
+						`  key_file: ${quoted(opts.tls.keyFile)}`,
+						"}"
+					]
+				: []),
 			""
 		].join("\n"),
 		{ mode: 0o600 }
