@@ -20,7 +20,12 @@ import { MicroBatcher } from "../lib/scheduling/batcher";
 import { requeueJobs, type RequeueFilters } from "../lib/queue/requeue";
 import { getQueueStatus } from "../lib/queue/status";
 import type { RequestMeta } from "../types/meta";
-import { createEachRecipe, type CreatedRecipe, type NewRecipeRequest } from "../lib/recipes/create";
+import {
+	createEachRecipe,
+	createRecipes,
+	type CreatedRecipe,
+	type NewRecipeRequest
+} from "../lib/recipes/create";
 import { plannedPoolSql } from "../lib/scheduling/sql";
 import { getRecipeDetails } from "../lib/models/recipe";
 
@@ -292,7 +297,8 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 			{ delayMs: 1, maxItems: 500 }
 		);
 		this.newRecipes = new MicroBatcher<NewRecipeRequest, CreatedRecipe | Error>(
-			requests => createEachRecipe(plannedPoolSql(this.db), requests),
+			requests =>
+				createEachRecipe(batch => createRecipes(plannedPoolSql(this.db), batch), requests),
 			{ delayMs: 1, maxItems: 200 }
 		);
 	},

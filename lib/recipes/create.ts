@@ -370,25 +370,29 @@ async function writeRecipes(sql: Sql, recipes: CheckedRecipe[]): Promise<Created
 }
 
 /**
- * createRecipes for requests posted together by different users: a failure of the shared write
- * (not a refusal: a database error) must not refuse the others, so each is then tried alone and
- * answered with its own result or error.
+ * Recipes created together for different callers (REST requests of the same moment, a trigger's
+ * events), by `create` (createRecipes on some connection): a failure of the shared write (a
+ * database error, not a refusal, which createRecipes answers without writing) must not fail the
+ * others, so each is then tried alone and answered its own result or error. Where `create` runs
+ * inside a transaction it must run each call in a savepoint of its own.
  */
 export async function createEachRecipe(
-	sql: Sql,
+	create: (batch: NewRecipeRequest[]) => Promise<(CreatedRecipe | Error)[]>,
 	requests: NewRecipeRequest[]
 ): Promise<(CreatedRecipe | Error)[]> {
+	if (requests.length === 0) return [];
 	try {
-		return await createRecipes(sql, requests);
+		return await create(requests);
 	} catch (error) {
 		if (requests.length === 1) return [error as Error];
-		return Promise.all(
-			requests.map(request =>
-				createRecipes(sql, [request]).then(
+		const answers: (CreatedRecipe | Error)[] = [];
+		for (const request of requests)
+			answers.push(
+				await create([request]).then(
 					([answer]) => answer,
 					(alone: Error) => alone
 				)
-			)
-		);
+			);
+		return answers;
 	}
 }

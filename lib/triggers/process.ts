@@ -1,8 +1,8 @@
-import type { Sequelize, Transaction } from "sequelize";
+import type { Sequelize } from "sequelize";
 import { select, write } from "../db/connection";
 import type { FileTriggerConfiguration } from "../documents/trigger-configuration";
 import { queueValidNewJobs, type NewJobRequest } from "../queue/new-job";
-import { createRecipes, type CreatedRecipe, type NewRecipeRequest } from "../recipes/create";
+import { createEachRecipe, createRecipes, type NewRecipeRequest } from "../recipes/create";
 import { transactionSql } from "../scheduling/sql";
 
 /**
@@ -183,7 +183,14 @@ export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<P
 				eventId: extraEvent.get(m) ?? m.event.id
 			};
 		});
-		const created = await createRecipesInSavepoints(db, t, recipeRequests);
+		// each try in a savepoint: a database error rolls back only its own writes
+		const created = await createEachRecipe(
+			batch =>
+				db.transaction({ transaction: t }, savepoint =>
+					createRecipes(transactionSql(db, savepoint), batch)
+				),
+			recipeRequests
+		);
 		const refused: Processed["refused"] = created.flatMap((c, i) =>
 			c instanceof Error
 				? [
@@ -222,35 +229,4 @@ export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<P
 			refused: [...jobsRefused, ...refused]
 		};
 	});
-}
-
-/**
- * createRecipes inside the caller's transaction, in a savepoint: a database error of the shared
- * write (not a refusal, which createRecipes answers without writing) rolls back only the
- * savepoint, and each request is then tried alone in one of its own, so one cannot fail the
- * others or the events' transaction.
- */
-async function createRecipesInSavepoints(
-	db: Sequelize,
-	t: Transaction,
-	requests: NewRecipeRequest[]
-): Promise<(CreatedRecipe | Error)[]> {
-	if (requests.length === 0) return [];
-	const inSavepoint = (batch: NewRecipeRequest[]) =>
-		db.transaction({ transaction: t }, savepoint =>
-			createRecipes(transactionSql(db, savepoint), batch)
-		);
-	try {
-		return await inSavepoint(requests);
-	} catch {
-		const answers: (CreatedRecipe | Error)[] = [];
-		for (const request of requests)
-			answers.push(
-				await inSavepoint([request]).then(
-					([answer]) => answer,
-					(error: Error) => error
-				)
-			);
-		return answers;
-	}
 }
