@@ -12,49 +12,23 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { randomBytes } from "crypto";
-import { ALL_SERVICES } from "../lib/config";
-import { startNatsServer } from "../lib/cluster/nats-server";
 import { queueNewJobs } from "../lib/queue/new-job";
-import { freePort } from "../test/helpers/ports";
-import { benchDatabase, patchJson, postJson, startService, waitForCount } from "./lib/cluster";
+import { patchJson, postJson, trueJobType, waitForCount } from "./lib/cluster";
 import { ownCpuSeconds, treeRssKiB } from "./lib/cpu";
-import { startAgent } from "./lib/agent-process";
+import { controlPlaneOverNats, startAgent } from "./lib/agent-process";
 import { bestBareSpawnRate } from "./lib/spawn-rate";
 
 const JOBS = Number(process.env.AGENT_JOBS || 3000);
 /** runs before the measured one, unmeasured: V8 compiles the hot paths meanwhile */
 const WARMUP = Number(process.env.AGENT_WARMUP || 1000);
 
-const JOB_TYPE = {
-	name: "agent-true",
-	version: "1.0",
-	cpus_required: 0.01,
-	mem_required: 1,
-	disk_out_const_required: 0,
-	max_tries: 1,
-	interface: { command: "/bin/true", command_arguments: "" }
-};
-
 const say = (msg: string) => process.stdout.write(`${msg}\n`);
 
 async function main() {
 	const bare = await bestBareSpawnRate(3, 3000, 4);
 	const work = fs.mkdtempSync(path.join(os.tmpdir(), "scale-bench-agent-jobs-"));
-	const password = randomBytes(12).toString("hex");
-	const nats = await startNatsServer({
-		dir: work,
-		port: await freePort(),
-		user: "scale",
-		password
-	});
-	const transporter = nats.address.replace("nats://", `nats://scale:${password}@`);
-	const database = await benchDatabase();
-	const { db } = database;
-	const service = await startService(database.url, {
-		TRANSPORTER: transporter,
-		SERVICES: ALL_SERVICES.filter(s => s !== "node-agent").join(",")
-	});
+	const cluster = await controlPlaneOverNats(work);
+	const { db, service, transporter } = cluster;
 	const agentDir = path.join(work, "agent");
 	fs.mkdirSync(agentDir);
 	const agent = startAgent(transporter, agentDir, "bench-agent");
@@ -64,7 +38,7 @@ async function main() {
 		100
 	);
 	try {
-		const jobType = await postJson(`${service.api}/job-types/`, JOB_TYPE);
+		const jobType = await postJson(`${service.api}/job-types/`, trueJobType("agent-true"));
 		await waitForCount(
 			db,
 			"SELECT count(*) AS n FROM node WHERE agent_id = 'bench-agent' AND is_active",
@@ -111,10 +85,7 @@ async function main() {
 	} finally {
 		clearInterval(sampler);
 		agent.kill("SIGTERM");
-		await service.stop();
-		await database.stop();
-		await nats.stop();
-		fs.rmSync(work, { recursive: true, force: true });
+		await cluster.stop();
 	}
 }
 

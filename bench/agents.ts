@@ -16,21 +16,10 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { randomBytes } from "crypto";
-import { ALL_SERVICES } from "../lib/config";
-import { startNatsServer } from "../lib/cluster/nats-server";
 import { queueNewJobs } from "../lib/queue/new-job";
-import { freePort } from "../test/helpers/ports";
-import {
-	benchDatabase,
-	patchJson,
-	percentile,
-	postJson,
-	startService,
-	waitForCount
-} from "./lib/cluster";
+import { patchJson, percentile, postJson, waitForCount } from "./lib/cluster";
 import { treeRssKiB } from "./lib/cpu";
-import { startAgent } from "./lib/agent-process";
+import { controlPlaneOverNats, startAgent } from "./lib/agent-process";
 import { SimulatedAgents } from "./lib/simulated-agents";
 
 const AGENTS = Number(process.env.P6_AGENTS || 1000);
@@ -69,21 +58,8 @@ function rssSampler(pid: number): { stop(): number } {
 
 async function main() {
 	const work = fs.mkdtempSync(path.join(os.tmpdir(), "scale-bench-agents-"));
-	const password = randomBytes(12).toString("hex");
-	const nats = await startNatsServer({
-		dir: work,
-		port: await freePort(),
-		user: "scale",
-		password
-	});
-	const transporter = nats.address.replace("nats://", `nats://scale:${password}@`);
-	const database = await benchDatabase();
-	const { db } = database;
-	const service = await startService(database.url, {
-		TRANSPORTER: transporter,
-		SERVICES: ALL_SERVICES.filter(s => s !== "node-agent").join(","),
-		NODE_ID: CONTROL_PLANE
-	});
+	const cluster = await controlPlaneOverNats(work, { NODE_ID: CONTROL_PLANE });
+	const { db, service, transporter, nats, password } = cluster;
 	const controlRss = rssSampler(service.proc.pid!);
 	const agentDir = path.join(work, "agent");
 	fs.mkdirSync(agentDir);
@@ -211,10 +187,7 @@ async function main() {
 	} finally {
 		await simulated.stop().catch(() => undefined);
 		agent.kill("SIGTERM");
-		await service.stop();
-		await database.stop();
-		await nats.stop();
-		fs.rmSync(work, { recursive: true, force: true });
+		await cluster.stop();
 	}
 }
 

@@ -24,6 +24,7 @@ import {
 	postJson,
 	postJsonExpecting,
 	startService,
+	trueJobType,
 	waitForCount
 } from "./lib/cluster";
 
@@ -265,15 +266,7 @@ async function main() {
 		}
 
 		// P1 beside it, on the same service: trivial jobs through REST to COMPLETED
-		const jt = await postJson(`${service.api}/job-types/`, {
-			name: "true",
-			version: "1.0",
-			cpus_required: 0.01,
-			mem_required: 1,
-			disk_out_const_required: 0,
-			max_tries: 1,
-			interface: { command: "/bin/true", command_arguments: "" }
-		});
+		const jt = await postJson(`${service.api}/job-types/`, trueJobType());
 		const round = async (count: number) => {
 			const [{ n: before }] = await q<{ n: number }>(
 				"SELECT count(*)::int AS n FROM job WHERE status = 'COMPLETED'"

@@ -29,18 +29,11 @@ import {
 	postJson,
 	postJsonExpecting,
 	startService,
+	trueJobType,
 	waitForCount
 } from "./lib/cluster";
 
-const TRUE_JOB_TYPE = {
-	name: "true",
-	version: "1.0",
-	cpus_required: 0.01,
-	mem_required: 1,
-	disk_out_const_required: 0,
-	max_tries: 1,
-	interface: { command: "/bin/true", command_arguments: "" }
-};
+const TRUE_JOB_TYPE = trueJobType();
 
 const NEW_JOB = (jobTypeId: number) => ({
 	job_type_id: jobTypeId,

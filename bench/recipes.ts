@@ -18,21 +18,12 @@ import {
 	postJson,
 	postJsonExpecting,
 	startService,
+	trueJobType,
 	waitForCount
 } from "./lib/cluster";
 
 const RECIPES = Number(process.env.P6_RECIPES) || 1000;
 const IDLE = Number(process.env.P6_IDLE) || 100;
-
-const trueType = (name: string) => ({
-	name,
-	version: "1.0",
-	cpus_required: 0.01,
-	mem_required: 1,
-	disk_out_const_required: 0,
-	max_tries: 1,
-	interface: { command: "/bin/true", command_arguments: "" }
-});
 
 const DEFINITION = {
 	version: "1.0",
@@ -82,8 +73,8 @@ async function main() {
 	try {
 		await waitForCount(db, "SELECT count(*) AS n FROM node WHERE is_active", 1, 20000);
 		for (const name of ["true-a", "true-b", "true-c"])
-			await postJson(`${service.api}/job-types/`, trueType(name));
-		const single = await postJson(`${service.api}/job-types/`, trueType("true"));
+			await postJson(`${service.api}/job-types/`, trueJobType(name));
+		const single = await postJson(`${service.api}/job-types/`, trueJobType("true"));
 		const type = await postJson(`${service.api}/recipe-types/`, {
 			name: "abc",
 			version: "1.0",

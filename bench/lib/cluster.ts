@@ -182,3 +182,19 @@ export function percentile(sorted: number[], p: number): number {
 	if (sorted.length === 0) return NaN;
 	return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
+
+/**
+ * The benchmarks' trivial job type: `/bin/true`, one try, small enough (0.01 cpu, 1 MiB) that an
+ * agent's resources never limit how many run at once.
+ */
+export function trueJobType(name = "true") {
+	return {
+		name,
+		version: "1.0",
+		cpus_required: 0.01,
+		mem_required: 1,
+		disk_out_const_required: 0,
+		max_tries: 1,
+		interface: { command: "/bin/true", command_arguments: "" }
+	};
+}
