@@ -48,7 +48,7 @@ interface QueueMethods {
 	recordLoad(): Promise<number>;
 	jobPage(ctx: Context<unknown, RequestMeta>, ids: number[]): Promise<unknown>;
 }
-/** The service as its handlers see it: its methods and the batcher of new jobs (from `created`). */
+/** The service as its handlers see it: its methods and the batchers of new jobs and recipes (from `created`). */
 type QueueThis = Service &
 	QueueMethods & {
 		newJobs?: MicroBatcher<PostedJob, NewJobAnswer | Error>;
