@@ -3,7 +3,7 @@
  * million jobs over 90 days), its metrics computed for those days first (set-based, timed and
  * printed): plot data of one column over 90 days and every report, at concurrency 32 for
  * BENCH_SECONDS each, beside the same gateway's `GET /api/version/`; targets p99 <= 50 ms and
- * >= 1,000 requests/s.
+ * >= 1,000 requests/s. Each with the CPU per request of the service, PostgreSQL and this client.
  *
  *   npm run bench:seed && npm run bench:reports      DATABASE_URL=postgres://... npm run bench:reports
  *   BENCH_ONLY=/nodes/status/ npm run bench:reports   (those mixes only, beside /version/)
@@ -14,6 +14,7 @@ import { computeDailyMetrics } from "../lib/metrics/compute";
 import { ALL_SERVICES } from "../lib/config";
 import { startService } from "./lib/cluster";
 import { run } from "./lib/load";
+import { treeCpuSeconds } from "./lib/cpu";
 import { openP4Database } from "./lib/p4-db";
 
 const SECONDS = Number(process.env.BENCH_SECONDS) || 10;
@@ -65,6 +66,16 @@ async function main() {
 			values[Math.floor(Math.random() * values.length)];
 
 		service = await startService(database.url, { SERVICES: SERVICES.join(",") });
+		const servicePid = service.proc.pid!;
+		/** CPU seconds so far of the service, PostgreSQL (null: not ours) and this process */
+		const cpuNow = () => {
+			const own = process.cpuUsage();
+			return {
+				service: treeCpuSeconds(servicePid),
+				pg: database.pgPid === null ? null : treeCpuSeconds(database.pgPid),
+				client: (own.user + own.system) / 1e6
+			};
+		};
 		const mixes: [string, () => string][] = [
 			["/version/", () => "/version/"],
 			[
@@ -120,7 +131,14 @@ async function main() {
 			// each mix alone: the requests a slow one left queued are answered first
 			await idle();
 			await run(service.api, draw, CONNECTIONS, 2);
+			const before = cpuNow();
 			const r = await run(service.api, draw, CONNECTIONS, SECONDS);
+			const after = cpuNow();
+			const perRequest = (a: number | null, b: number | null) =>
+				a === null || b === null
+					? "-"
+					: (((a - b) / Math.max(1, r.total)) * 1000).toFixed(2);
+			const cpu = `CPU ms/req service ${perRequest(after.service, before.service)}, PostgreSQL ${perRequest(after.pg, before.pg)}, this client ${perRequest(after.client, before.client)}`;
 			const met =
 				label === "/version/"
 					? ""
@@ -128,7 +146,7 @@ async function main() {
 						? " (met)"
 						: " (missed)";
 			console.log(
-				`${label}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms${r.non2xx ? `, non-2xx ${r.codes}` : ""}${met}`
+				`${label}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms${r.non2xx ? `, non-2xx ${r.codes}` : ""}${met}; ${cpu}`
 			);
 		}
 		console.log(
