@@ -344,6 +344,24 @@ export function recordsOf<Row>(
 	);
 }
 
+/**
+ * What `use` makes of the records of the rows by key (found as recordsOf finds them), called in
+ * one synchronous stretch with records whose JSON may be views into the cache's slabs: valid
+ * during the call only. For an answer written straight from the cache, in one copy.
+ */
+export function withRecords<Row, T>(
+	db: Sequelize,
+	source: RecordSource,
+	spec: RecordSpec<Row>,
+	keys: { __key: number; __version: string }[],
+	apiRoot: string | undefined,
+	use: (found: Map<number, CachedRecord>) => T
+): Promise<T> {
+	return withRecordsOf(db, [wanted(db, spec, source, keys, apiRoot)], apiRoot, ([found]) =>
+		use(found)
+	);
+}
+
 /** Records of one kind a request wants, with what the request has read of them so far. */
 interface Wanted {
 	source: RecordSource;

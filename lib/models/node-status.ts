@@ -3,10 +3,10 @@ import { select, selectPrepared } from "../db/connection";
 import { parseTimestamptz } from "../db/timestamps";
 import {
 	generationsSql,
-	joined,
 	recordsOf,
 	versionOf,
 	versionSelect,
+	withRecords,
 	type RecordSpec
 } from "../list/cached-list";
 import { envelopeHead } from "../list/envelope";
@@ -253,46 +253,64 @@ export async function getNodesStatus(
 		);
 		count = Number(row.n);
 	}
-	// the running executions in the order the page shows them, node by node
-	const running = await recordsByNode(
-		db,
-		nodes.flatMap(n =>
-			n.__running.map(([key, version]) => ({
-				__key: key,
-				__node: n.id,
-				__version: version,
-				__generation: n.__generation
-			}))
-		)
-	);
-	const counts = new Map(
-		nodes.map(n => [
-			n.id,
-			n.__counts.map(([status, category, total, mostRecent]) => ({
-				status,
-				count: Number(total),
-				most_recent: date(parseTimestamptz(mostRecent)),
-				category
-			}))
-		])
-	);
-	const head = envelopeHead(req, p, count, hasMore);
-	// `job_exes_running` is each entry's last member: its `[]}` becomes the records' array
-	const parts: Buffer[] = [Buffer.from(head)];
-	nodes.forEach((n, i) => {
+	const head = Buffer.from(envelopeHead(req, p, count, hasMore));
+	// Each entry up to its last member, `job_exes_running`, whose records are written from the
+	// cache after it; the keys of its running executions, in the order the page shows them.
+	const entries = nodes.map(n => {
+		const running = n.__running.map(([key]) => key);
+		const keys = n.__running.map(([key, version]) => ({
+			__key: key,
+			__version: versionOf({ __version: version, __generation: n.__generation })
+		}));
+		const counts = n.__counts.map(([status, category, total, mostRecent]) => ({
+			status,
+			count: Number(total),
+			most_recent: date(parseTimestamptz(mostRecent)),
+			category
+		}));
 		for (const column of ["__total", "__counts", "__running", "__generation"])
 			delete (n as unknown as Record<string, unknown>)[column];
 		const entry = JSON.stringify({
 			node: serializeNode(n),
 			is_online: isConnected(n, c),
-			job_exe_counts: counts.get(n.id) ?? [],
+			job_exe_counts: counts,
 			job_exes_running: []
 		});
-		if (i > 0) parts.push(COMMA);
-		parts.push(Buffer.from(entry.slice(0, -2)));
-		parts.push(...joined((running.get(n.id) ?? []).map(record => record.json)));
-		parts.push(CLOSE);
+		return { open: Buffer.from(entry.slice(0, -2)), running, keys };
 	});
-	parts.push(CLOSE);
-	return Buffer.concat(parts);
+	// the answer written in one copy, the records straight from the cache (see withRecords)
+	return withRecords(
+		db,
+		RUNNING_EXE_SOURCE,
+		RUNNING_EXE_RECORD,
+		entries.flatMap(e => e.keys),
+		undefined,
+		found => {
+			// a record gone between the two statements is left out
+			const records = entries.map(e =>
+				e.running.flatMap(key => {
+					const record = found.get(key);
+					return record === undefined ? [] : [record.json];
+				})
+			);
+			let length = head.length + CLOSE.length;
+			entries.forEach((e, i) => {
+				length += (i > 0 ? 1 : 0) + e.open.length + CLOSE.length;
+				records[i].forEach((json, j) => (length += json.length + (j > 0 ? 1 : 0)));
+			});
+			const out = Buffer.allocUnsafe(length);
+			let offset = head.copy(out, 0);
+			entries.forEach((e, i) => {
+				if (i > 0) offset += COMMA.copy(out, offset);
+				offset += e.open.copy(out, offset);
+				records[i].forEach((json, j) => {
+					if (j > 0) offset += COMMA.copy(out, offset);
+					offset += json.copy(out, offset);
+				});
+				offset += CLOSE.copy(out, offset);
+			});
+			CLOSE.copy(out, offset);
+			return out;
+		}
+	);
 }
