@@ -44,6 +44,13 @@ function datetimeProblem(text: string): string {
 	return "is not an ISO-8601 datetime";
 }
 
+/**
+ * Durations read before, by their text: clients ask the same few again and again (the web UI's
+ * `PT3H`, `P7D`), and luxon reads one in ~18 µs, a tenth of the service's own work on a page.
+ */
+const durations = new Map<string, number>();
+const DURATIONS_KEPT = 256;
+
 // Anything longer reaches past the range a JavaScript Date can represent from the epoch.
 const MAX_DURATION_MS = 8.64e15;
 
@@ -53,12 +60,16 @@ const MAX_DURATION_MS = 8.64e15;
  * month 30 days. Good enough for "the last N months" style time filters.
  */
 export function parseDuration(text: string): number {
+	const known = durations.get(text);
+	if (known !== undefined) return known;
 	// luxon also takes signed durations and ones with no number (P, PT, P1DT), and a decimal
 	// comma in the seconds only.
 	const unacceptable = text.includes("-") || text === "P" || text.endsWith("T");
 	const ms = unacceptable ? NaN : Duration.fromISO(text.replace(/,/g, ".")).toMillis();
 	if (Number.isNaN(ms)) throw new Iso8601Error(text, "is not an ISO-8601 duration");
 	if (ms > MAX_DURATION_MS) throw new Iso8601Error(text, "is too long a duration");
+	if (durations.size >= DURATIONS_KEPT) durations.clear();
+	durations.set(text, Math.round(ms));
 	return Math.round(ms);
 }
 

@@ -287,12 +287,14 @@ export async function getNodesStatus(
 		undefined,
 		found => {
 			// a record gone between the two statements is left out
-			const records = entries.map(e =>
-				e.running.flatMap(key => {
+			const records = entries.map(e => {
+				const jsons: Buffer[] = [];
+				for (const key of e.running) {
 					const record = found.get(key);
-					return record === undefined ? [] : [record.json];
-				})
-			);
+					if (record !== undefined) jsons.push(record.json);
+				}
+				return jsons;
+			});
 			let length = head.length + CLOSE.length;
 			entries.forEach((e, i) => {
 				length += (i > 0 ? 1 : 0) + e.open.length + CLOSE.length;

@@ -126,6 +126,17 @@ describe("parseDuration", () => {
 	it("rejects a duration longer than any date range", () => {
 		expect(problemOf(() => parseDuration("P99999999999Y"))).toBe("is too long a duration");
 	});
+
+	it("answers a duration read before the same, and refuses a bad one every time", () => {
+		for (let i = 0; i < 3; i++) {
+			expect(parseDuration("P7D")).toBe(7 * DAY);
+			expect(parseDuration("PT3H")).toBe(3 * HOUR);
+			expect(problemOf(() => parseDuration("PT3"))).toBe("is not an ISO-8601 duration");
+		}
+		// more texts than are kept: each still read right
+		for (let n = 1; n <= 600; n++) expect(parseDuration(`PT${n}S`)).toBe(n * 1000);
+		expect(parseDuration("P7D")).toBe(7 * DAY);
+	});
 });
 
 describe("formatDatetime", () => {
