@@ -60,16 +60,6 @@ export interface Embedded {
 const COMMA = Buffer.from(",");
 const END = Buffer.from("]}");
 
-/** `items` with `separator` between them, each Buffer once: the parts of a JSON array's body. */
-export function joined(items: Buffer[], separator: Buffer = COMMA): Buffer[] {
-	const parts: Buffer[] = [];
-	items.forEach((item, i) => {
-		if (i > 0) parts.push(separator);
-		parts.push(item);
-	});
-	return parts;
-}
-
 /** The SQL of a record's generations part (see versionOf). */
 export function generationsSql(spec: Pick<RecordSpec<unknown>, "generations">): string {
 	const names = spec.generations ?? [];
