@@ -19,7 +19,7 @@ import { Client } from "pg";
 import { ALL_SERVICES } from "../lib/config";
 import { startService } from "./lib/cluster";
 import { run } from "./lib/load";
-import { treeCpuSeconds, treeRssKiB } from "./lib/cpu";
+import { cpuReader, treeRssKiB } from "./lib/cpu";
 import { openP4Database } from "./lib/p4-db";
 
 const SECONDS = Number(process.env.BENCH_SECONDS) || 10;
@@ -114,14 +114,7 @@ async function main() {
 		const rss = rssSampler(service.proc.pid!);
 
 		const servicePid = service.proc.pid!;
-		const cpuNow = () => {
-			const own = process.cpuUsage();
-			return {
-				service: treeCpuSeconds(servicePid),
-				pg: database.pgPid === null ? null : treeCpuSeconds(database.pgPid),
-				client: (own.user + own.system) / 1e6
-			};
-		};
+		const cpuNow = cpuReader(servicePid, database.pgPid);
 		const measure = async (draw: () => string, connections: number): Promise<Figures> => {
 			const during = rssSampler(servicePid);
 			await run(api, draw, connections, WARMUP_SECONDS);

@@ -14,7 +14,7 @@ import { computeDailyMetrics } from "../lib/metrics/compute";
 import { ALL_SERVICES } from "../lib/config";
 import { startService } from "./lib/cluster";
 import { run } from "./lib/load";
-import { treeCpuSeconds } from "./lib/cpu";
+import { cpuReader } from "./lib/cpu";
 import { openP4Database } from "./lib/p4-db";
 
 const SECONDS = Number(process.env.BENCH_SECONDS) || 10;
@@ -66,16 +66,7 @@ async function main() {
 			values[Math.floor(Math.random() * values.length)];
 
 		service = await startService(database.url, { SERVICES: SERVICES.join(",") });
-		const servicePid = service.proc.pid!;
-		/** CPU seconds so far of the service, PostgreSQL (null: not ours) and this process */
-		const cpuNow = () => {
-			const own = process.cpuUsage();
-			return {
-				service: treeCpuSeconds(servicePid),
-				pg: database.pgPid === null ? null : treeCpuSeconds(database.pgPid),
-				client: (own.user + own.system) / 1e6
-			};
-		};
+		const cpuNow = cpuReader(service.proc.pid!, database.pgPid);
 		const mixes: [string, () => string][] = [
 			["/version/", () => "/version/"],
 			[

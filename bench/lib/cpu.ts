@@ -71,3 +71,22 @@ export function ownCpuSeconds(pid: number): number {
 	const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
 	return (Number(fields[11]) + Number(fields[12])) / 100;
 }
+
+/** CPU seconds so far of a service's process tree, PostgreSQL's (null: not ours) and this process. */
+export interface CpuReading {
+	service: number;
+	pg: number | null;
+	client: number;
+}
+
+/** Reads CpuReadings of the service `servicePid` and the PostgreSQL `pgPid` (null: not ours). */
+export function cpuReader(servicePid: number, pgPid: number | null): () => CpuReading {
+	return () => {
+		const own = process.cpuUsage();
+		return {
+			service: treeCpuSeconds(servicePid),
+			pg: pgPid === null ? null : treeCpuSeconds(pgPid),
+			client: (own.user + own.system) / 1e6
+		};
+	};
+}
