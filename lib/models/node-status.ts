@@ -9,6 +9,7 @@ import {
 	withRecords,
 	type RecordSpec
 } from "../list/cached-list";
+import { AnswerCache } from "../list/answer-cache";
 import { envelopeHead } from "../list/envelope";
 import { formatDatetime } from "../list/iso8601";
 import { parseListQuery } from "../list/params";
@@ -192,6 +193,54 @@ const STATUS_SPEC = {
 	filters: {}
 };
 
+/**
+ * Whole answers of GET /nodes/status/, by their envelope's head (the page asked for, its count
+ * and links), kept with the state they show (shownState): a web UI polls the page, and between
+ * two changes of a node, a running execution, a job type or an error every poll is the same
+ * answer. The statement runs at every request all the same; what a kept answer saves is putting
+ * ~200 KB together again (docs/decisions.md, "Job type reports").
+ */
+const statusAnswers = new WeakMap<Sequelize, AnswerCache>();
+const STATUS_ANSWER_BYTES = 8 * 1024 * 1024;
+
+function answersOf(db: Sequelize): AnswerCache {
+	let cache = statusAnswers.get(db);
+	if (cache === undefined) statusAnswers.set(db, (cache = new AnswerCache(STATUS_ANSWER_BYTES)));
+	return cache;
+}
+
+/**
+ * Everything a page of node status shows, as one text: each node's shown columns, whether it is
+ * online, its counts, and its running executions' keys with their versions (and the records'
+ * generations), which stand for the records' contents as they do in the record cache.
+ */
+function shownState(
+	nodes: (NodeRow & { __counts: string; __running: string | null; __generation: string })[],
+	online: boolean[]
+): string {
+	const time = (d: Date | null) => (d === null ? null : d.getTime());
+	return JSON.stringify(
+		nodes.map((n, i) => [
+			n.id,
+			n.hostname,
+			n.port,
+			n.slave_id,
+			n.pause_reason,
+			n.is_paused,
+			n.is_paused_errors,
+			n.is_active,
+			time(n.archived),
+			time(n.created),
+			time(n.last_offer),
+			time(n.last_modified),
+			online[i],
+			n.__counts,
+			n.__running,
+			n.__generation
+		])
+	);
+}
+
 const COMMA = Buffer.from(",");
 const CLOSE = Buffer.from("]}");
 
@@ -219,7 +268,8 @@ export async function getNodesStatus(
 	const nodes = await selectPrepared<
 		NodeRow & {
 			__total: string;
-			__counts: [string, string | null, number, string][];
+			/** JSON `[[status, category, count, most_recent], ...]`, as text (see keptAnswer) */
+			__counts: string;
 			/** `id:xmin,id:xmin...` (text: ~40 µs less of PostgreSQL than JSON pairs), or null */
 			__running: string | null;
 			__generation: string;
@@ -233,7 +283,7 @@ export async function getNodesStatus(
 				FROM job_exe e LEFT JOIN error er ON er.id = e.error_id
 				WHERE e.node_id = n.id AND e.last_modified >= (SELECT $3::timestamptz)
 					AND e.last_modified <= (SELECT $4::timestamptz)
-				GROUP BY e.status, er.category) c) AS __counts,
+				GROUP BY e.status, er.category) c)::text AS __counts,
 			(SELECT string_agg(x.id || ':' || x.xmin, ',' ORDER BY x.last_modified, x.id)
 			 FROM job_exe x
 			 WHERE x.node_id = n.id AND x.status = 'RUNNING') AS __running,
@@ -253,10 +303,16 @@ export async function getNodesStatus(
 		);
 		count = Number(row.n);
 	}
-	const head = Buffer.from(envelopeHead(req, p, count, hasMore));
+	const headText = envelopeHead(req, p, count, hasMore);
+	const online = nodes.map(n => isConnected(n, c));
+	const answers = answersOf(db);
+	const state = shownState(nodes, online);
+	const kept = answers.get(headText, state);
+	if (kept !== undefined) return kept;
+	const head = Buffer.from(headText);
 	// Each entry up to its last member, `job_exes_running`, whose records are written from the
 	// cache after it; the keys of its running executions, in the order the page shows them.
-	const entries = nodes.map(n => {
+	const entries = nodes.map((n, i) => {
 		const running: number[] = [];
 		const keys: { __key: number; __version: string }[] = [];
 		for (const pair of n.__running === null ? [] : n.__running.split(",")) {
@@ -271,22 +327,24 @@ export async function getNodesStatus(
 				})
 			});
 		}
-		const counts = n.__counts.map(([status, category, total, mostRecent]) => ({
-			status,
-			count: Number(total),
-			most_recent: date(parseTimestamptz(mostRecent)),
-			category
-		}));
+		const counts = (JSON.parse(n.__counts) as [string, string | null, number, string][]).map(
+			([status, category, total, mostRecent]) => ({
+				status,
+				count: Number(total),
+				most_recent: date(parseTimestamptz(mostRecent)),
+				category
+			})
+		);
 		const entry = JSON.stringify({
 			node: serializeNode(n),
-			is_online: isConnected(n, c),
+			is_online: online[i],
 			job_exe_counts: counts,
 			job_exes_running: []
 		});
 		return { open: Buffer.from(entry.slice(0, -2)), running, keys };
 	});
 	// the answer written in one copy, the records straight from the cache (see withRecords)
-	return withRecords(
+	const answer = await withRecords(
 		db,
 		RUNNING_EXE_SOURCE,
 		RUNNING_EXE_RECORD,
@@ -322,4 +380,6 @@ export async function getNodesStatus(
 			return out;
 		}
 	);
+	answers.set(headText, state, answer);
+	return answer;
 }

@@ -558,6 +558,48 @@ describe("GET /nodes/status/", () => {
 		expect((await request("GET", `${api}/nodes/${id}/`)).body.job_exes_running).toEqual([]);
 	});
 
+	it("answers the same page again as it was while nothing it shows changes, and never after", async () => {
+		const { id } = await register();
+		await runningExe(id);
+		const url = `${api}/nodes/status/?page_size=1000`;
+		const entry = async () => {
+			const reply = await request("GET", url);
+			return {
+				text: reply.text,
+				entry: reply.body.results.find((r: any) => r.node.id === id)
+			};
+		};
+		const first = await entry();
+		expect((await entry()).text).toBe(first.text);
+
+		// a node's shown column
+		await q(`UPDATE node SET hostname = 'renamed.example.com' WHERE id = $1`, [id]);
+		expect((await entry()).entry.node.hostname).toBe("renamed.example.com");
+		// its pause
+		await q(`UPDATE node SET is_paused = true, pause_reason = 'maintenance' WHERE id = $1`, [
+			id
+		]);
+		expect((await entry()).entry.node).toMatchObject({
+			is_paused: true,
+			pause_reason: "maintenance"
+		});
+		// its counts: an execution ended in the range
+		await runningExe(id, { status: "COMPLETED" });
+		const counted = (await entry()).entry;
+		expect(counted.job_exe_counts.map((c: any) => [c.status, c.count])).toEqual([
+			["COMPLETED", 1],
+			["RUNNING", 1]
+		]);
+		// a new running execution
+		const { exeId } = await runningExe(id);
+		expect((await entry()).entry.job_exes_running.map((e: any) => e.id)).toContain(exeId);
+		// online no more once its lease has run out (nothing in the database changed but time)
+		await q(`UPDATE node SET last_heartbeat = now() - interval '1 hour' WHERE id = $1`, [id]);
+		const stale = await entry();
+		expect(stale.entry.is_online).toBe(false);
+		expect((await entry()).text).toBe(stale.text);
+	});
+
 	it("answers broker callers the envelope as an object", async () => {
 		const { id } = await register();
 		const { exeId } = await runningExe(id);
