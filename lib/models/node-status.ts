@@ -268,7 +268,7 @@ export async function getNodesStatus(
 	const nodes = await selectPrepared<
 		NodeRow & {
 			__total: string;
-			/** JSON `[[status, category, count, most_recent], ...]`, as text (see keptAnswer) */
+			/** JSON `[[status, category, count, most_recent], ...]`, as text (see shownState) */
 			__counts: string;
 			/** `id:xmin,id:xmin...` (text: ~40 µs less of PostgreSQL than JSON pairs), or null */
 			__running: string | null;
