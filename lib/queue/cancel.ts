@@ -3,7 +3,7 @@ import { select, write } from "../db/connection";
 import { BadRequestError, NotFoundError } from "../errors";
 import type { JobStatus } from "../models/job";
 import { blockRecipeJobs } from "../recipes/run";
-import { transactionSql } from "../scheduling/sql";
+import { isConflictAbort, transactionSql } from "../scheduling/sql";
 
 /**
  * Canceling a job (Scale 3.0's Queue.handle_job_cancellation). A job can be canceled unless it
@@ -135,7 +135,10 @@ export async function cancelJob(
  * Cancels a job in a transaction of its own and runs `then` in it before the commit (to read
  * the job as the answer shows it). A requeue that slipped in (JobRequeuedDuringCancelError)
  * rolls the transaction back and runs it again, which then finds the new execution; each repeat
- * needs another requeue to have committed meanwhile, so a few attempts are plenty.
+ * needs another requeue to have committed meanwhile, so a few attempts are plenty. A deadlock
+ * is run again the same way: a cancel of a recipe's job takes the job's row, then its recipe's
+ * (blockRecipeJobs), while a report ending another job of the recipe takes the recipe's, then
+ * the jobs it blocks; PostgreSQL ends one of the two.
  */
 export async function cancelJobTransaction<T>(
 	db: Sequelize,
@@ -150,8 +153,8 @@ export async function cancelJobTransaction<T>(
 				return { result, value: await then(t, result) };
 			});
 		} catch (error) {
-			if (!(error instanceof JobRequeuedDuringCancelError) || attempt >= attempts)
-				throw error;
+			const again = error instanceof JobRequeuedDuringCancelError || isConflictAbort(error);
+			if (!again || attempt >= attempts) throw error;
 		}
 	}
 }

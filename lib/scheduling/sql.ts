@@ -80,14 +80,26 @@ export function isTransientDbError(error: unknown): boolean {
 	);
 }
 
+/**
+ * Whether PostgreSQL ended the transaction for a deadlock or a serialization failure (class 40):
+ * nothing of it was written, and run again it may pass.
+ */
+export function isConflictAbort(error: unknown): boolean {
+	const e = error as {
+		code?: unknown;
+		original?: { code?: unknown };
+		parent?: { code?: unknown };
+	};
+	return /^40/.test(String(e?.code ?? e?.original?.code ?? e?.parent?.code ?? ""));
+}
+
 /** Runs a transaction, repeating it (up to `attempts` times) after a deadlock or serialization failure. */
 export async function withRetry<T>(run: () => Promise<T>, attempts = 3): Promise<T> {
 	for (let attempt = 1; ; attempt++) {
 		try {
 			return await run();
 		} catch (error) {
-			const code = String((error as any)?.code ?? (error as any)?.original?.code ?? "");
-			if (attempt >= attempts || !/^40/.test(code)) throw error;
+			if (attempt >= attempts || !isConflictAbort(error)) throw error;
 		}
 	}
 }

@@ -1,3 +1,4 @@
+import { Client } from "pg";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
 import { addNode } from "../helpers/completion";
@@ -5,6 +6,7 @@ import { finishExecutions } from "../../lib/scheduling/finish";
 import { plannedPoolSql, poolTransaction } from "../../lib/scheduling/sql";
 import { createRecipes } from "../../lib/recipes/create";
 import { FieldError } from "../../lib/errors";
+import { cancelJobTransaction } from "../../lib/queue/cancel";
 
 /**
  * A recipe's jobs advancing in the transactions of their completions, over real PostgreSQL: a
@@ -327,4 +329,39 @@ describe("recipes created together", () => {
 		expect(replies[6].status).toBe(400);
 		expect(replies[6].text).toMatch(/recipe_type_id/);
 	});
+});
+
+describe("a recipe's job canceled while a report ends another of its jobs", () => {
+	it("is canceled all the same when PostgreSQL ends the cancel for the deadlock", async () => {
+		const recipeId = await newDiamond();
+		const jobs = await jobsOf(recipeId);
+		// The report's order: the recipe's row first (blockRecipeJobs), then the jobs it blocks.
+		const report = new Client({ connectionString: tdb.url });
+		await report.connect();
+		try {
+			await report.query("BEGIN");
+			await report.query("SELECT id FROM recipe WHERE id = $1 FOR UPDATE", [recipeId]);
+			// The cancel's order: B's row, then the recipe's, which the report holds.
+			const cancel = cancelJobTransaction(tdb.db, jobs.B.id, async () => null);
+			for (let i = 0; i < 100; i++) {
+				const [{ n }] = await query<{ n: number }>(
+					`SELECT count(*)::int AS n FROM pg_stat_activity
+					 WHERE wait_event_type = 'Lock' AND datname = current_database()`
+				);
+				if (n > 0) break;
+				await new Promise(resolve => setTimeout(resolve, 20));
+			}
+			// now the report wants B: a deadlock, which PostgreSQL ends by failing the cancel
+			await report.query("UPDATE job SET last_modified = now() WHERE id = $1", [jobs.B.id]);
+			await report.query("COMMIT");
+			const { result } = await cancel;
+			expect(result.jobId).toBe(jobs.B.id);
+		} finally {
+			await report.end();
+		}
+		const after = await jobsOf(recipeId);
+		expect(after.B.status).toBe("CANCELED");
+		expect(after.D.status).toBe("BLOCKED");
+		expect(after.A.status).toBe("QUEUED");
+	}, 20000);
 });
