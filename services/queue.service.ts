@@ -26,7 +26,7 @@ import {
 	type CreatedRecipe,
 	type NewRecipeRequest
 } from "../lib/recipes/create";
-import { plannedPoolSql } from "../lib/scheduling/sql";
+import { plannedPoolSql, withRetry } from "../lib/scheduling/sql";
 import { getRecipeDetails } from "../lib/models/recipe";
 
 /** A new job posted through REST, with the API root its request used. */
@@ -165,8 +165,10 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 		requeueJobs: {
 			params: REQUEUE_SCHEMA as any,
 			async handler(this: QueueThis, ctx: Context<RequeueFilters, RequestMeta>) {
-				const result = await this.db.transaction((t: Transaction) =>
-					requeueJobs(this.db, t, ctx.params)
+				// run again after a deadlock: the requeue takes its jobs' rows, then their recipes'
+				// (unblockRecipeJobs); a report ending a job of the same recipe, the other way round
+				const result = await withRetry(() =>
+					this.db.transaction((t: Transaction) => requeueJobs(this.db, t, ctx.params))
 				);
 				const queued = result.queued.length + result.recipeQueued.length;
 				if (queued > 0) this.queueChanged(queued);

@@ -365,3 +365,45 @@ describe("a recipe's job canceled while a report ends another of its jobs", () =
 		expect(after.A.status).toBe("QUEUED");
 	}, 20000);
 });
+
+describe("a recipe's job requeued while a report ends another of its jobs", () => {
+	it("is requeued all the same when PostgreSQL ends the requeue for the deadlock", async () => {
+		const recipeId = await newDiamond();
+		const jobs = await jobsOf(recipeId);
+		await query(`DELETE FROM queue WHERE job_id = $1`, [jobs.A.id]);
+		await query(`UPDATE job_exe SET status = 'FAILED', ended = now() WHERE job_id = $1`, [
+			jobs.A.id
+		]);
+		await query(`UPDATE job SET status = 'FAILED', ended = now() WHERE id = $1`, [jobs.A.id]);
+		await query(`UPDATE job SET status = 'BLOCKED' WHERE id = ANY($1::int[])`, [
+			[jobs.B.id, jobs.C.id, jobs.D.id]
+		]);
+		// The report's order: the recipe's row first, then the jobs it changes.
+		const report = new Client({ connectionString: tdb.url });
+		await report.connect();
+		try {
+			await report.query("BEGIN");
+			await report.query("SELECT id FROM recipe WHERE id = $1 FOR UPDATE", [recipeId]);
+			// The requeue's order: A's row, then the recipe's (to unblock B, C and D).
+			const requeue = request("POST", `${app.api}/queue/requeue-jobs/`, {
+				job_ids: [jobs.A.id]
+			});
+			for (let i = 0; i < 100; i++) {
+				const [{ n }] = await query<{ n: number }>(
+					`SELECT count(*)::int AS n FROM pg_stat_activity
+					 WHERE wait_event_type = 'Lock' AND datname = current_database()`
+				);
+				if (n > 0) break;
+				await new Promise(resolve => setTimeout(resolve, 20));
+			}
+			await report.query("UPDATE job SET last_modified = now() WHERE id = $1", [jobs.A.id]);
+			await report.query("COMMIT");
+			expect((await requeue).status).toBe(200);
+		} finally {
+			await report.end();
+		}
+		const after = await jobsOf(recipeId);
+		expect(after.A).toMatchObject({ status: "QUEUED", queued: 1 });
+		for (const name of ["B", "C", "D"]) expect(after[name].status).toBe("PENDING");
+	}, 20000);
+});
