@@ -331,42 +331,55 @@ describe("recipes created together", () => {
 	});
 });
 
-describe("a recipe's job canceled while a report ends another of its jobs", () => {
+/**
+ * Runs `action` while another transaction, as a report does, holds the recipe's row and then
+ * wants `jobId`'s row, which `action` takes before it asks for the recipe's: a deadlock, which
+ * PostgreSQL ends by failing `action`'s transaction (it waited first). Answers what `action`
+ * answered in the end.
+ */
+async function deadlockedWithAReport<T>(
+	recipeId: number,
+	jobId: number,
+	action: () => Promise<T>
+): Promise<T> {
+	const report = new Client({ connectionString: tdb.url });
+	await report.connect();
+	try {
+		await report.query("BEGIN");
+		await report.query("SELECT id FROM recipe WHERE id = $1 FOR UPDATE", [recipeId]);
+		const done = action();
+		// until the action waits for the recipe's row
+		for (let i = 0; i < 100; i++) {
+			const [{ n }] = await query<{ n: number }>(
+				`SELECT count(*)::int AS n FROM pg_stat_activity
+				 WHERE wait_event_type = 'Lock' AND datname = current_database()`
+			);
+			if (n > 0) break;
+			await new Promise(resolve => setTimeout(resolve, 20));
+		}
+		await report.query("UPDATE job SET last_modified = now() WHERE id = $1", [jobId]);
+		await report.query("COMMIT");
+		return await done;
+	} finally {
+		await report.end();
+	}
+}
+
+describe("a recipe's job canceled or requeued while a report ends another of its jobs", () => {
 	it("is canceled all the same when PostgreSQL ends the cancel for the deadlock", async () => {
 		const recipeId = await newDiamond();
 		const jobs = await jobsOf(recipeId);
-		// The report's order: the recipe's row first (blockRecipeJobs), then the jobs it blocks.
-		const report = new Client({ connectionString: tdb.url });
-		await report.connect();
-		try {
-			await report.query("BEGIN");
-			await report.query("SELECT id FROM recipe WHERE id = $1 FOR UPDATE", [recipeId]);
-			// The cancel's order: B's row, then the recipe's, which the report holds.
-			const cancel = cancelJobTransaction(tdb.db, jobs.B.id, async () => null);
-			for (let i = 0; i < 100; i++) {
-				const [{ n }] = await query<{ n: number }>(
-					`SELECT count(*)::int AS n FROM pg_stat_activity
-					 WHERE wait_event_type = 'Lock' AND datname = current_database()`
-				);
-				if (n > 0) break;
-				await new Promise(resolve => setTimeout(resolve, 20));
-			}
-			// now the report wants B: a deadlock, which PostgreSQL ends by failing the cancel
-			await report.query("UPDATE job SET last_modified = now() WHERE id = $1", [jobs.B.id]);
-			await report.query("COMMIT");
-			const { result } = await cancel;
-			expect(result.jobId).toBe(jobs.B.id);
-		} finally {
-			await report.end();
-		}
+		// the cancel takes B's row, then the recipe's (blockRecipeJobs)
+		const { result } = await deadlockedWithAReport(recipeId, jobs.B.id, () =>
+			cancelJobTransaction(tdb.db, jobs.B.id, async () => null)
+		);
+		expect(result.jobId).toBe(jobs.B.id);
 		const after = await jobsOf(recipeId);
 		expect(after.B.status).toBe("CANCELED");
 		expect(after.D.status).toBe("BLOCKED");
 		expect(after.A.status).toBe("QUEUED");
 	}, 20000);
-});
 
-describe("a recipe's job requeued while a report ends another of its jobs", () => {
 	it("is requeued all the same when PostgreSQL ends the requeue for the deadlock", async () => {
 		const recipeId = await newDiamond();
 		const jobs = await jobsOf(recipeId);
@@ -378,30 +391,11 @@ describe("a recipe's job requeued while a report ends another of its jobs", () =
 		await query(`UPDATE job SET status = 'BLOCKED' WHERE id = ANY($1::int[])`, [
 			[jobs.B.id, jobs.C.id, jobs.D.id]
 		]);
-		// The report's order: the recipe's row first, then the jobs it changes.
-		const report = new Client({ connectionString: tdb.url });
-		await report.connect();
-		try {
-			await report.query("BEGIN");
-			await report.query("SELECT id FROM recipe WHERE id = $1 FOR UPDATE", [recipeId]);
-			// The requeue's order: A's row, then the recipe's (to unblock B, C and D).
-			const requeue = request("POST", `${app.api}/queue/requeue-jobs/`, {
-				job_ids: [jobs.A.id]
-			});
-			for (let i = 0; i < 100; i++) {
-				const [{ n }] = await query<{ n: number }>(
-					`SELECT count(*)::int AS n FROM pg_stat_activity
-					 WHERE wait_event_type = 'Lock' AND datname = current_database()`
-				);
-				if (n > 0) break;
-				await new Promise(resolve => setTimeout(resolve, 20));
-			}
-			await report.query("UPDATE job SET last_modified = now() WHERE id = $1", [jobs.A.id]);
-			await report.query("COMMIT");
-			expect((await requeue).status).toBe(200);
-		} finally {
-			await report.end();
-		}
+		// the requeue takes A's row, then the recipe's (to unblock B, C and D)
+		const reply = await deadlockedWithAReport(recipeId, jobs.A.id, () =>
+			request("POST", `${app.api}/queue/requeue-jobs/`, { job_ids: [jobs.A.id] })
+		);
+		expect(reply.status).toBe(200);
 		const after = await jobsOf(recipeId);
 		expect(after.A).toMatchObject({ status: "QUEUED", queued: 1 });
 		for (const name of ["B", "C", "D"]) expect(after[name].status).toBe("PENDING");
