@@ -231,8 +231,8 @@ function body(
 			offset = put(out, offset, record);
 			return;
 		}
-		// the record's JSON without its closing brace, then the member
-		offset = put(out, offset, record.subarray(0, -1));
+		// the record's JSON, then the member over its closing brace (no view made per record)
+		offset = put(out, offset, record) - 1;
 		offset = put(out, offset, embedded!.open);
 		inner.forEach((json, j) => {
 			if (j > 0) out[offset++] = COMMA[0];
