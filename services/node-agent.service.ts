@@ -12,11 +12,7 @@ import { ForbiddenError, NotFoundError } from "../lib/errors";
 import { isLocalCall, LeaderView } from "../lib/agent/callers";
 import { NodeAgent } from "../lib/agent/agent";
 import { measureResources, readSlaveId } from "../lib/agent/resources";
-import {
-	EXECUTION_SPEC_SCHEMA,
-	JOB_EXE_ID_SCHEMA,
-	STRIKE_ID_SCHEMA
-} from "../lib/agent/spec-schema";
+import { RUN_PARAMS, JOB_EXE_ID_SCHEMA, STRIKE_ID_SCHEMA } from "../lib/agent/spec-schema";
 import { launchStrikeMonitor, StrikeMonitor } from "../lib/ingest/monitor";
 import type {
 	ExecutionFinished,
@@ -41,10 +37,11 @@ import type {
  *   canceled here. A failed call is logged and the next beat tries again.
  * - `scheduler.exeSteps` with the steps of running executions, gathered for stepDelayMs, best
  *   effort, in order (a short execution's steps come only with its report).
- * - `scheduler.exeFinished` once per execution, after its steps, retried every finishRetryMs
- *   while the call fails for want of a peer (no service, timeout, server error), so a result
- *   survives a control-plane restart. An answer of any kind ends the retries (a 4xx refusal is
- *   logged as an error: retrying would not change it).
+ * - `scheduler.exeFinished` with the reports of the executions that ended in one turn of the
+ *   event loop, after their steps, retried every finishRetryMs while the call fails for want of
+ *   a peer (no service, timeout, server error), so a result survives a control-plane restart.
+ *   An answer of any kind ends the retries (a 4xx refusal of several reports sends each again
+ *   alone; of one, it is logged as an error: retrying would not change it).
  */
 
 interface Settings {
@@ -74,7 +71,9 @@ interface AgentMethods {
 	heartbeat(): Promise<void>;
 	stopEnded(ids: unknown): void;
 	sendSteps(steps: ExecutionStep[]): Promise<void>;
-	deliver(report: ExecutionFinished): Promise<void>;
+	runOne(spec: ExecutionSpec): void;
+	finish(report: ExecutionFinished): Promise<void>;
+	deliver(reports: ExecutionFinished[]): Promise<void>;
 }
 
 /** The service's state: set in `created` (and the agent, slave id and timers in `started`). */
@@ -86,6 +85,8 @@ interface AgentVars {
 	warned: Map<string, number>;
 	pauses: Set<() => void>;
 	monitors: Map<number, StrikeMonitor>;
+	/** finish reports gathered in this turn of the event loop, sent together at its end */
+	finishing: { report: ExecutionFinished; sent: () => void }[];
 	stopping: boolean;
 	registered: boolean;
 	registering: boolean;
@@ -150,33 +151,23 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 	},
 
 	actions: {
-		/** Accepts an execution and runs it in the background; a repeat is accepted and ignored. */
+		/**
+		 * Accepts executions (one spec, or `{ executions }`: what the scheduler sends, the ones
+		 * placed here together) and runs them in the background; a repeat is accepted and ignored.
+		 */
 		run: {
-			params: EXECUTION_SPEC_SCHEMA as any,
-			async handler(this: AgentThis, ctx: Context<ExecutionSpec>) {
+			params: RUN_PARAMS as any,
+			async handler(
+				this: AgentThis,
+				ctx: Context<ExecutionSpec | { executions: ExecutionSpec[] }>
+			) {
+				const specs = "executions" in ctx.params ? ctx.params.executions : [ctx.params];
 				const sender = ctx.nodeID as string;
 				if (!isLocalCall(ctx) && !(await this.leaders.isLeader(sender)))
 					throw new ForbiddenError(
-						`node "${sender}" does not lead the scheduler: execution ${ctx.params.jobExeId} not run`
+						`node "${sender}" does not lead the scheduler: execution${specs.length > 1 ? "s" : ""} ${specs.map(s => s.jobExeId).join(", ")} not run`
 					);
-				const outcome = this.agent.run(ctx.params);
-				if (outcome === "started")
-					this.logger.info(
-						{ jobId: ctx.params.jobId, jobExeId: ctx.params.jobExeId },
-						"execution started"
-					);
-				else if (outcome === "known")
-					this.logger.info(
-						`execution ${ctx.params.jobExeId} is already known here: not run again`
-					);
-				else if (outcome === "canceled")
-					this.logger.info(
-						`execution ${ctx.params.jobExeId} was canceled before it arrived: not run, reported CANCELED`
-					);
-				else if (outcome === "stopping")
-					this.logger.warn(
-						`execution ${ctx.params.jobExeId} arrived while the agent stops: not run (the control plane will find it lost)`
-					);
+				for (const spec of specs) this.runOne(spec);
 				return { accepted: true };
 			}
 		},
@@ -440,35 +431,85 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			}
 		},
 
-		/** Calls scheduler.exeFinished until it answers (or the service stops). */
-		async deliver(this: AgentThis, report: ExecutionFinished) {
+		runOne(this: AgentThis, spec: ExecutionSpec) {
+			const outcome = this.agent.run(spec);
+			if (outcome === "started")
+				this.logger.info(
+					{ jobId: spec.jobId, jobExeId: spec.jobExeId },
+					"execution started"
+				);
+			else if (outcome === "known")
+				this.logger.info(`execution ${spec.jobExeId} is already known here: not run again`);
+			else if (outcome === "canceled")
+				this.logger.info(
+					`execution ${spec.jobExeId} was canceled before it arrived: not run, reported CANCELED`
+				);
+			else if (outcome === "stopping")
+				this.logger.warn(
+					`execution ${spec.jobExeId} arrived while the agent stops: not run (the control plane will find it lost)`
+				);
+		},
+
+		/**
+		 * Reports an execution's end, with the others that end in the same turn of the event loop
+		 * (a launcher tells of several exits at once), in one call; resolves once it is delivered.
+		 * Calls do not wait for each other: a call waits for the transaction that records its
+		 * reports, and the next ones go meanwhile.
+		 */
+		finish(this: AgentThis, report: ExecutionFinished): Promise<void> {
+			return new Promise(sent => {
+				if (this.finishing.length === 0)
+					setImmediate(() => {
+						const gathered = this.finishing;
+						this.finishing = [];
+						void this.deliver(gathered.map(g => g.report)).finally(() =>
+							gathered.forEach(g => g.sent())
+						);
+					});
+				this.finishing.push({ report, sent });
+			});
+		},
+
+		/**
+		 * Calls scheduler.exeFinished with the reports gathered together until it answers (or the
+		 * service stops). Refused (a 4xx), several reports are sent again one by one, so one
+		 * that is refused does not take the others with it.
+		 */
+		async deliver(this: AgentThis, reports: ExecutionFinished[]): Promise<void> {
 			while (!this.stopping) {
 				try {
 					if (!serviceRuns(this.broker, "scheduler"))
 						throw new Errors.ServiceNotFoundError({ action: "scheduler.exeFinished" });
-					await this.broker.call("scheduler.exeFinished", report, {
-						timeout: this.settings.callTimeoutMs
-					});
-					this.logger.info(
-						{
-							jobExeId: report.jobExeId,
-							status: report.status,
-							exitCode: report.exitCode,
-							errorName: report.errorName ?? null
-						},
-						"execution ended"
+					await this.broker.call(
+						"scheduler.exeFinished",
+						{ reports },
+						{ timeout: this.settings.callTimeoutMs }
 					);
-					return;
+					for (const report of reports)
+						this.logger.info(
+							{
+								jobExeId: report.jobExeId,
+								status: report.status,
+								exitCode: report.exitCode,
+								errorName: report.errorName ?? null
+							},
+							"execution ended"
+						);
+					break;
 				} catch (error: any) {
 					if (!isRetryable(error)) {
+						if (reports.length > 1) {
+							for (const report of reports) await this.deliver([report]);
+							break;
+						}
 						this.logger.error(
-							`execution ${report.jobExeId}: the scheduler refused its result (${error?.message ?? error}); not retried`
+							`execution ${reports[0].jobExeId}: the scheduler refused its result (${error?.message ?? error}); not retried`
 						);
-						return;
+						break;
 					}
 					this.warnOnce(
 						"finished",
-						`execution ${report.jobExeId}: reporting its end failed (retrying every ${this.settings.finishRetryMs / 1000} s): ${error?.message ?? error}`
+						`execution${reports.length > 1 ? "s" : ""} ${reports.map(r => r.jobExeId).join(", ")}: reporting the end failed (retrying every ${this.settings.finishRetryMs / 1000} s): ${error?.message ?? error}`
 					);
 				}
 				await this.pause(this.settings.finishRetryMs);
@@ -500,6 +541,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 		this.beating = false;
 		this.nodeId = null;
 		this.monitors = new Map<number, StrikeMonitor>();
+		this.finishing = [];
 	},
 
 	async started(this: AgentThis) {
@@ -517,7 +559,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			cancelMemoryMs: settings.cancelMemoryMs,
 			sendSteps: (steps: ExecutionStep[]) => this.sendSteps(steps),
 			stepDelayMs: settings.stepDelayMs,
-			deliver: (report: ExecutionFinished) => this.deliver(report),
+			deliver: (report: ExecutionFinished) => this.finish(report),
 			warn: (message: string) => this.logger.warn(message),
 			launchBuiltin: (spec: ExecutionSpec) => this.launchBuiltin(spec)
 		});

@@ -53,6 +53,8 @@ type QueueThis = Service &
 	QueueMethods & {
 		newJobs?: MicroBatcher<PostedJob, NewJobAnswer | Error>;
 		newRecipes?: MicroBatcher<NewRecipeRequest, CreatedRecipe | Error>;
+		/** jobs queued since the last hint, not yet told (see queueChanged) */
+		untold?: number;
 	};
 
 const INT4_MAX = 2147483647;
@@ -252,8 +254,19 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 			);
 		},
 
+		/**
+		 * Hints the scheduler that jobs were queued: one event for the requests answered in the
+		 * same turn of the event loop (a batch of new jobs answers all its requests at once),
+		 * which is one message where the scheduler runs on another node or thread.
+		 */
 		queueChanged(this: QueueThis, count: number) {
-			this.broker.emit("queue.changed", { count });
+			if (!this.untold)
+				setImmediate(() => {
+					const told = this.untold ?? 0;
+					this.untold = 0;
+					this.broker.emit("queue.changed", { count: told });
+				});
+			this.untold = (this.untold ?? 0) + count;
 		},
 
 		async recordLoad(this: QueueThis): Promise<number> {
@@ -292,6 +305,7 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 	},
 
 	created(this: QueueThis) {
+		this.untold = 0;
 		// New jobs posted at the same time are written together: one statement and one commit
 		// for all of them (each still checked, and answered, on its own).
 		this.newJobs = new MicroBatcher<PostedJob, NewJobAnswer | Error>(

@@ -138,6 +138,23 @@ const FINISHED_SCHEMA = {
 	}
 };
 
+/**
+ * `scheduler.exeFinished`'s params: one report, or the reports an agent gathered
+ * (`{ reports }`, what agents send: one call for the executions that ended together).
+ */
+const FINISHED_PARAMS = {
+	// an object schema: the validator checks those (middlewares/ajv-validator.ts)
+	type: "object",
+	anyOf: [
+		FINISHED_SCHEMA,
+		{
+			type: "object",
+			required: ["reports"],
+			properties: { reports: { type: "array", maxItems: 100000, items: FINISHED_SCHEMA } }
+		}
+	]
+};
+
 function emptyResult(): FinishResult {
 	return {
 		stepped: new Set(),
@@ -231,12 +248,18 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			}
 		},
 
-		/** Agent → control plane: an execution ended. Repeats are harmless. */
+		/** Agent → control plane: executions ended. Repeats are harmless. */
 		exeFinished: {
-			params: FINISHED_SCHEMA as any,
-			async handler(this: SchedulerThis, ctx: Context<ExecutionFinished>) {
-				requireSender(ctx, ctx.params.agentId, "a finish report");
-				await this.reports.add({ kind: "finished", finished: ctx.params });
+			params: FINISHED_PARAMS as any,
+			async handler(
+				this: SchedulerThis,
+				ctx: Context<ExecutionFinished | { reports: ExecutionFinished[] }>
+			) {
+				const reports = "reports" in ctx.params ? ctx.params.reports : [ctx.params];
+				for (const report of reports) requireSender(ctx, report.agentId, "a finish report");
+				await Promise.all(
+					reports.map(finished => this.reports.add({ kind: "finished", finished }))
+				);
 				return { ok: true };
 			}
 		}
@@ -391,6 +414,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 					this.failExecution({ jobExeId: exe.id, errorName: ERRORS.unknown });
 				return;
 			}
+			// one call per agent for the executions placed on it together
+			const byAgent = new Map<string, { exe: PlacedExe; spec: ExecutionSpec }[]>();
 			placed.forEach((exe, i) => {
 				this.logger.info(
 					{
@@ -401,25 +426,31 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 					},
 					"execution placed"
 				);
+				const forAgent = byAgent.get(exe.agent_id) ?? [];
+				forAgent.push({ exe, spec: specs[i] });
+				byAgent.set(exe.agent_id, forAgent);
+			});
+			for (const [agentId, runs] of byAgent)
 				this.broker
-					.call("node-agent.run", specs[i], {
-						nodeID: exe.agent_id,
-						retries: 0,
-						timeout: this.settings.runTimeoutMs
-					})
+					.call(
+						"node-agent.run",
+						{ executions: runs.map(r => r.spec) },
+						{ nodeID: agentId, retries: 0, timeout: this.settings.runTimeoutMs }
+					)
 					.catch((error: any) => {
 						const errorName = runFailureError(error);
 						this.logger.warn(
-							{ err: error, jobExeId: exe.id, agentId: exe.agent_id, errorName },
+							{ err: error, jobExeIds: runs.map(r => r.exe.id), agentId, errorName },
 							"node-agent.run failed"
 						);
-						// It may have started after all: make sure it does not run on unseen.
-						if (error?.type === "REQUEST_TIMEOUT")
-							this.cancelOnAgent(exe.id, exe.agent_id);
-						if (errorName === ERRORS.nodeLost) this.setAside(exe.agent_id);
-						this.failExecution({ jobExeId: exe.id, errorName });
+						if (errorName === ERRORS.nodeLost) this.setAside(agentId);
+						for (const { exe } of runs) {
+							// It may have started after all: make sure it does not run on unseen.
+							if (error?.type === "REQUEST_TIMEOUT")
+								this.cancelOnAgent(exe.id, agentId);
+							this.failExecution({ jobExeId: exe.id, errorName });
+						}
 					});
-			});
 		},
 
 		failExecution(failure: FailureRequest) {

@@ -34,11 +34,14 @@ export function instantAgent(name = "node-agent"): ServiceSchema {
 		name,
 		actions: {
 			run: {
-				handler(this: any, ctx: Context<ExecutionSpec>) {
-					const finished = completedReport(ctx.params.jobExeId, this.broker.nodeID);
+				// as the real agent: the executions placed together, reported together
+				handler(this: any, ctx: Context<{ executions: ExecutionSpec[] }>) {
+					const reports = ctx.params.executions.map(spec =>
+						completedReport(spec.jobExeId, this.broker.nodeID)
+					);
 					setImmediate(() =>
 						this.broker
-							.call("scheduler.exeFinished", finished)
+							.call("scheduler.exeFinished", { reports })
 							.catch((err: Error) => this.logger.error({ err }, "exeFinished failed"))
 					);
 					return { accepted: true };

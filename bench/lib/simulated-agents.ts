@@ -55,7 +55,7 @@ const decoder = new TextDecoder();
 
 export class SimulatedAgents {
 	readonly ids: string[];
-	/** every run request in arrival order */
+	/** every execution run requests carried, in arrival order */
 	readonly runs: RunReceived[] = [];
 	/** runs received for an execution an agent had been sent before */
 	duplicateRuns = 0;
@@ -131,7 +131,7 @@ export class SimulatedAgents {
 		this.every(this.opts.heartbeatMs, id => void this.heartbeat(id));
 	}
 
-	/** Resolves once `n` run requests have arrived. */
+	/** Resolves once `n` executions have arrived in run requests. */
 	whenRuns(n: number): Promise<void> {
 		if (this.runs.length >= n) return Promise.resolve();
 		return new Promise(resolve => this.runWaiters.push({ n, resolve }));
@@ -225,11 +225,13 @@ export class SimulatedAgents {
 	private onRequest(id: string, p: any): void {
 		let data: unknown;
 		if (p.action === "node-agent.run") {
-			const spec = p.params as ExecutionSpec;
-			if (this.seen.has(spec.jobExeId)) this.duplicateRuns++;
-			this.seen.add(spec.jobExeId);
-			this.held.get(id)!.add(spec.jobExeId);
-			this.runs.push({ agentId: id, jobExeId: spec.jobExeId, at: performance.now() });
+			// the executions placed on this agent together
+			for (const spec of p.params.executions as ExecutionSpec[]) {
+				if (this.seen.has(spec.jobExeId)) this.duplicateRuns++;
+				this.seen.add(spec.jobExeId);
+				this.held.get(id)!.add(spec.jobExeId);
+				this.runs.push({ agentId: id, jobExeId: spec.jobExeId, at: performance.now() });
+			}
 			this.runWaiters = this.runWaiters.filter(w => {
 				if (this.runs.length < w.n) return true;
 				w.resolve();

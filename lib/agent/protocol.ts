@@ -6,7 +6,9 @@
  * would lose a job; every receiver applies them as guarded transitions, so a repeat is harmless.
  *
  * Control plane → agent (always targeted: `ctx.call(name, params, { nodeID: agentId })`):
- *   node-agent.run     ExecutionSpec            → { accepted: true }   (returns at once)
+ *   node-agent.run     { executions: ExecutionSpec[] } (or one ExecutionSpec)
+ *                                              → { accepted: true }   (returns at once; the
+ *                      scheduler sends the executions it placed on the agent together)
  *   node-agent.cancel  { jobExeId }              → { found: boolean }   (SIGTERM, then SIGKILL;
  *                      an id not held here is remembered for a minute: a run of it arriving
  *                      meanwhile, overtaken by its cancel, is not started but reported CANCELED)
@@ -18,7 +20,10 @@
  *                      executions listed in `cancel`)
  *   scheduler.exeSteps { steps: ExecutionStep[] } → { ok: boolean }  (best effort; gathered for a
  *                      moment, so a short execution's steps come only with its report)
- *   scheduler.exeFinished ExecutionFinished     → { ok: boolean }  (the agent retries until it gets an answer)
+ *   scheduler.exeFinished { reports: ExecutionFinished[] } (or one ExecutionFinished)
+ *                                              → { ok: boolean }  (the agent sends the reports of
+ *                      executions that ended in the same turn of its event loop together, and
+ *                      retries until it gets an answer)
  */
 
 export interface Resources {

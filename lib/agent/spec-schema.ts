@@ -137,3 +137,27 @@ export const JOB_EXE_ID_SCHEMA = {
 	required: ["jobExeId"],
 	properties: { jobExeId: ID }
 };
+
+/**
+ * `node-agent.run`'s params: one execution, or `{ executions }` (what the scheduler sends: the
+ * executions it placed on the agent together, in one call).
+ */
+export const RUN_PARAMS = {
+	// an object schema: the validator checks those (middlewares/ajv-validator.ts)
+	type: "object",
+	anyOf: [
+		EXECUTION_SPEC_SCHEMA,
+		{
+			type: "object",
+			required: ["executions"],
+			properties: {
+				executions: {
+					type: "array",
+					minItems: 1,
+					maxItems: 10000,
+					items: EXECUTION_SPEC_SCHEMA
+				}
+			}
+		}
+	]
+};

@@ -272,6 +272,13 @@ describe("the cluster towards a peer on NATS", () => {
 		// A report in the agent's name from elsewhere is refused...
 		let err = await refusal(peer.call("scheduler.exeFinished", forged));
 		expect(err.type).toBe("FORBIDDEN");
+		// ...alone or among reports in the sender's own name
+		err = await refusal(
+			peer.call("scheduler.exeFinished", {
+				reports: [{ ...forged, agentId: "curious-peer" }, forged]
+			})
+		);
+		expect(err.type).toBe("FORBIDDEN");
 		err = await refusal(
 			peer.call("nodes.heartbeat", {
 				agentId: "trust-agent",
@@ -336,6 +343,8 @@ describe("the cluster towards a peer on NATS", () => {
 			["nodes.heartbeat", { agentId: "curious-peer" }],
 			["nodes.mustStop", { jobExeIds: ["x"] }],
 			["node-agent.run", { jobExeId: -1 }, "trust-agent"],
+			["node-agent.run", { executions: [{ jobExeId: -1 }] }, "trust-agent"],
+			["scheduler.exeFinished", { reports: [{ jobExeId: 1, agentId: "curious-peer" }] }],
 			["node-agent.cancel", { jobExeId: "all" }, "trust-agent"],
 			["ingest.arrived", { files: [{ name: "../../etc/passwd" }] }]
 		];

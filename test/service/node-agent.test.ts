@@ -33,6 +33,8 @@ class ControlPlane {
 	/** exeFinished calls refused with a server error before one is accepted */
 	failFinished = 0;
 	finishedAttempts = 0;
+	/** exeFinished calls with more than one report are refused (422) */
+	refuseBatches = false;
 	/** register calls refused before one is accepted */
 	failRegister = 0;
 	/** the next heartbeat is answered "unknown node" */
@@ -79,7 +81,10 @@ class ControlPlane {
 						this.failFinished--;
 						throw new Errors.MoleculerError("the database is down", 500);
 					}
-					this.finished.push(ctx.params);
+					// the agent sends the reports of executions that ended together
+					if (this.refuseBatches && ctx.params.reports.length > 1)
+						throw new Errors.MoleculerClientError("one of them is refused", 422);
+					this.finished.push(...ctx.params.reports);
 					return { ok: true };
 				}
 			}
@@ -360,6 +365,60 @@ describe("running executions", () => {
 				jobExeId: "x"
 			})
 		).rejects.toMatchObject({ type: "VALIDATION_ERROR" });
+	});
+
+	it("runs every execution of a batch, and refuses a batch with a malformed one whole", async () => {
+		const batch = [
+			spec({ command: "/bin/true", commandArguments: "" }),
+			spec({ command: job("exit-3.sh"), commandArguments: "" })
+		];
+		expect(await a.call("node-agent.run", { executions: batch })).toEqual({ accepted: true });
+		await until(() => batch.every(s => a.plane.finishedOf(s.jobExeId) !== undefined));
+		expect(batch.map(s => a.plane.finishedOf(s.jobExeId)!.status)).toEqual([
+			"COMPLETED",
+			"FAILED"
+		]);
+
+		const good = spec({ command: "/bin/true", commandArguments: "" });
+		const bad: any = spec({ command: "/bin/true", commandArguments: "" });
+		delete bad.interface;
+		await expect(a.call("node-agent.run", { executions: [good, bad] })).rejects.toMatchObject({
+			type: "VALIDATION_ERROR"
+		});
+		await expect(a.call("node-agent.run", { executions: [] })).rejects.toMatchObject({
+			type: "VALIDATION_ERROR"
+		});
+		await new Promise(r => setTimeout(r, 300));
+		expect(a.plane.finishedOf(good.jobExeId)).toBeUndefined();
+		expect(a.plane.stepsOf(good.jobExeId)).toEqual([]);
+	});
+
+	it("sends the reports of a refused batch again one by one", async () => {
+		const report = (jobExeId: number): ExecutionFinished => ({
+			jobExeId,
+			agentId: a.broker.nodeID,
+			status: "COMPLETED",
+			exitCode: 0,
+			products: [],
+			resultsManifest: null,
+			parseResults: [],
+			stdout: "",
+			stderr: "",
+			steps: {}
+		});
+		const never = { command: "/bin/true", commandArguments: "" };
+		const ids = [spec(never).jobExeId, spec(never).jobExeId];
+		const attempts = a.plane.finishedAttempts;
+		a.plane.refuseBatches = true;
+		try {
+			const agent = a.broker.getLocalService("node-agent") as any;
+			await agent.deliver(ids.map(report));
+		} finally {
+			a.plane.refuseBatches = false;
+		}
+		// the batch refused, then each alone, accepted
+		expect(a.plane.finishedAttempts - attempts).toBe(3);
+		expect(ids.map(id => a.plane.finishedOf(id)?.status)).toEqual(["COMPLETED", "COMPLETED"]);
 	});
 
 	it("runs a repeated execution id once", async () => {

@@ -271,6 +271,20 @@ describe("POST /queue/new-job/", () => {
 		expect(changes.slice(before)).toEqual([{ count: 1 }]);
 	});
 
+	it("tells the scheduler of jobs queued in one turn of the event loop in one event", async () => {
+		const before = changes.length;
+		const queue = broker.getLocalService("queue") as any;
+		queue.queueChanged(1);
+		queue.queueChanged(4);
+		queue.queueChanged(2);
+		for (let i = 0; i < 50 && changes.length === before; i++) await sleep(10);
+		await sleep(50);
+		expect(changes.slice(before)).toEqual([{ count: 7 }]);
+		queue.queueChanged(1);
+		for (let i = 0; i < 50 && changes.length === before + 1; i++) await sleep(10);
+		expect(changes.slice(before)).toEqual([{ count: 7 }, { count: 1 }]);
+	});
+
 	it("answers details that GET /jobs/{id}/ repeats", async () => {
 		const created = await newJob({ job_type_id: jt.kml, job_data: jobData() });
 		const got = await request("GET", `${api}/jobs/${created.body.id}/`);

@@ -57,18 +57,29 @@ class StandIn {
 			name: "node-agent",
 			actions: {
 				run(ctx: any) {
-					const spec = ctx.params as ExecutionSpec;
-					const outcome = self.behave(spec);
-					if (outcome === "throw") throw new Error("cannot launch");
+					// the scheduler sends the executions it placed here together
+					const specs = ctx.params.executions as ExecutionSpec[];
+					const outcomes = specs.map(spec => self.behave(spec));
+					if (outcomes.includes("throw")) throw new Error("cannot launch");
 					// as an agent restarted under its nodeID answers before its services run
-					if (outcome === "unreachable")
+					if (outcomes.includes("unreachable"))
 						throw new Errors.ServiceNotFoundError({
 							action: "node-agent.run",
 							nodeID: ctx.nodeID
 						});
-					self.runs.push(spec);
-					if (outcome === "hold") self.held.set(spec.jobExeId, spec);
-					else setImmediate(() => void self.finish(spec.jobExeId, outcome));
+					specs.forEach((spec, i) => {
+						const outcome = outcomes[i];
+						self.runs.push(spec);
+						if (outcome === "hold") self.held.set(spec.jobExeId, spec);
+						else
+							setImmediate(
+								() =>
+									void self.finish(
+										spec.jobExeId,
+										outcome as Partial<ExecutionFinished>
+									)
+							);
+					});
 					return { accepted: true };
 				},
 				cancel(ctx: any) {
@@ -960,6 +971,38 @@ describe("completion", () => {
 		expect(await q(`SELECT id FROM scale_file WHERE job_id = $1`, [j.jobId])).toHaveLength(1);
 		const [log] = await q(`SELECT stdout FROM job_exe_log WHERE job_exe_id = $1`, [j.exeId]);
 		expect(log.stdout).toBe("one");
+	});
+
+	it("takes the reports of several executions in one call, and refuses a malformed one whole", async () => {
+		const type = await jobType();
+		await registerNode();
+		agent.behave = () => "hold";
+		const [j1, j2, j3] = [await queueJob(type), await queueJob(type), await queueJob(type)];
+		wake();
+		await waitFor(() => agent.runs.length === 3);
+		const report = (jobExeId: number) => ({
+			jobExeId,
+			agentId: agent.broker.nodeID,
+			status: "COMPLETED",
+			exitCode: 0,
+			products: [],
+			resultsManifest: null
+		});
+		await expect(
+			agent.broker.call("scheduler.exeFinished", {
+				reports: [report(j3.exeId), { jobExeId: 1 }]
+			})
+		).rejects.toMatchObject({ type: "VALIDATION_ERROR" });
+		expect(
+			await agent.broker.call("scheduler.exeFinished", {
+				reports: [report(j1.exeId), report(j2.exeId)]
+			})
+		).toEqual({ ok: true });
+		expect([(await job(j1.jobId)).status, (await job(j2.jobId)).status]).toEqual([
+			"COMPLETED",
+			"COMPLETED"
+		]);
+		expect((await job(j3.jobId)).status).toBe("RUNNING");
 	});
 
 	it("takes duplicate reports arriving together once", async () => {
