@@ -41,6 +41,8 @@ export interface Config {
 	embeddedPgPort: number;
 	/** where Prometheus scrapes this process's metrics; null: no metrics */
 	metricsPort: number | null;
+	/** the scheduler in a thread of its own beside the other services (lib/scheduler-thread.ts) */
+	schedulerThread: boolean;
 	agent: AgentConfig;
 }
 
@@ -95,6 +97,13 @@ function parsePort(name: string, raw: string | undefined, fallback: number): num
 	return port;
 }
 
+function parseSwitch(name: string, raw: string | undefined, fallback: boolean): boolean {
+	if (raw === undefined || raw === "") return fallback;
+	if (/^(1|true|yes|on)$/i.test(raw)) return true;
+	if (/^(0|false|no|off)$/i.test(raw)) return false;
+	throw new ConfigError(`${name} must be true or false (1/0, yes/no, on/off), got "${raw}"`);
+}
+
 /** Reads the configuration from the environment; throws ConfigError naming the variable at fault. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 	const services = (env.SERVICES || "")
@@ -134,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 		allowAnonymous: /^(1|true|yes)$/i.test(env.ALLOW_ANONYMOUS || ""),
 		embeddedPgPort: parsePort("EMBEDDED_PG_PORT", env.EMBEDDED_PG_PORT, 54329),
 		metricsPort: env.METRICS_PORT ? parsePort("METRICS_PORT", env.METRICS_PORT, 0) : null,
+		schedulerThread: parseSwitch("SCHEDULER_THREAD", env.SCHEDULER_THREAD, false),
 		agent: {
 			workDir: path.resolve(
 				env.AGENT_WORK_DIR || path.join(env.DATA_DIR || "./data", "agent")

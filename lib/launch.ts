@@ -2,13 +2,23 @@ import { ServiceBroker, type BrokerOptions } from "moleculer";
 import { brokerOptions } from "../moleculer.config";
 import { ConfigError, loadConfig, needsDatabase, type Config } from "./config";
 import type { EmbeddedPostgres } from "./db/embedded";
+import {
+	schedulerChannel,
+	splitForSchedulerThread,
+	startSchedulerThread,
+	wantsSchedulerThread,
+	type SchedulerThread
+} from "./scheduler-thread";
 import { loadServiceSchemas } from "./services";
 import { checkTransporter, describeTransporter, TransporterError } from "./transport/nats";
+import { JsonTextSerializer, ThreadTransporter } from "./transport/threads";
 
 /** What a process started (as far as start-up got), for a signal to stop in order. */
 export interface Running {
 	broker: ServiceBroker | null;
 	pg: EmbeddedPostgres | null;
+	/** `npm start`'s scheduler thread, where it has one */
+	schedulerThread?: SchedulerThread | null;
 }
 
 export function say(msg: string) {
@@ -54,12 +64,38 @@ export async function startServices(
 				(pg: EmbeddedPostgres) => (running.pg = pg)
 			)
 		: null;
-	const broker = new ServiceBroker({ ...brokerOptions(config, url), ...extra });
+	const threaded = url !== null && wantsSchedulerThread(config);
+	const { main, thread } = threaded
+		? splitForSchedulerThread(config)
+		: { main: config, thread: null };
+	const options = brokerOptions(main, url);
+	const channel = threaded ? schedulerChannel() : null;
+	const broker = new ServiceBroker({
+		...options,
+		...(channel
+			? {
+					transporter: new ThreadTransporter({ port: channel.port1 }),
+					serializer: new JsonTextSerializer()
+				}
+			: {}),
+		...extra
+	});
 	running.broker = broker;
-	for (const schema of loadServiceSchemas(config)) broker.createService(schema);
-	await broker.start();
+	for (const schema of loadServiceSchemas(main)) broker.createService(schema);
+	const threadNode = `${options.nodeID}-scheduler`;
+	await Promise.all([
+		broker.start(),
+		thread &&
+			startSchedulerThread(
+				{ nodeID: threadNode, port: channel!.port2, databaseUrl: url!, config: thread },
+				reason => {
+					void failStart(running, new Error(reason), "stopping");
+				}
+			).then(started => (running.schedulerThread = started))
+	]);
 
-	say(`services: ${config.services.join(", ")} on node ${broker.nodeID}`);
+	say(`services: ${main.services.join(", ")} on node ${broker.nodeID}`);
+	if (thread) say(`scheduler: in a thread of its own, node ${threadNode}`);
 	if (config.transporter) say(`cluster: ${describeTransporter(config.transporter)}`);
 	if (config.services.includes("api")) {
 		const host = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -81,7 +117,9 @@ export function stopOnSignals(running: Running) {
 		stopping = true;
 		say(`${signal} received: stopping services${running.pg ? " and PostgreSQL" : ""}`);
 		try {
+			// the agent's last reports go to the scheduler, which stops after it
 			if (running.broker) await running.broker.stop();
+			if (running.schedulerThread) await running.schedulerThread.stop();
 		} finally {
 			if (running.pg) await running.pg.stop();
 		}
@@ -91,10 +129,15 @@ export function stopOnSignals(running: Running) {
 	process.on("SIGTERM", () => void stop("SIGTERM"));
 }
 
-/** Ends the process after a failed start, stopping what had started. */
-export async function failStart(running: Running, err: unknown): Promise<never> {
-	process.stderr.write(`start failed: ${(err as Error)?.stack ?? err}\n`);
+/** Ends the process after a failed start (or a part of it failed), stopping what had started. */
+export async function failStart(
+	running: Running,
+	err: unknown,
+	what = "start failed"
+): Promise<never> {
+	process.stderr.write(`${what}: ${(err as Error)?.stack ?? err}\n`);
 	await running.broker?.stop().catch(() => undefined);
+	await running.schedulerThread?.stop().catch(() => undefined);
 	await running.pg?.stop().catch(() => undefined);
 	process.exit(1);
 }

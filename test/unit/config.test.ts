@@ -17,6 +17,7 @@ describe("loadConfig", () => {
 			allowAnonymous: false,
 			embeddedPgPort: 54329,
 			metricsPort: null,
+			schedulerThread: false,
 			agent: {
 				workDir: path.resolve("./data/agent"),
 				cpus: null,
@@ -55,6 +56,7 @@ describe("loadConfig", () => {
 			ALLOW_ANONYMOUS: "true",
 			EMBEDDED_PG_PORT: "5433",
 			METRICS_PORT: "9100",
+			SCHEDULER_THREAD: "on",
 			AGENT_WORK_DIR: "/srv/agent",
 			AGENT_CPUS: "1.5",
 			AGENT_MEM_MIB: "2048",
@@ -75,6 +77,7 @@ describe("loadConfig", () => {
 			allowAnonymous: true,
 			embeddedPgPort: 5433,
 			metricsPort: 9100,
+			schedulerThread: true,
 			agent: {
 				workDir: "/srv/agent",
 				cpus: 1.5,
@@ -95,6 +98,13 @@ describe("loadConfig", () => {
 		expect(() => loadConfig({ [name]: value })).toThrow(
 			new RegExp(`^${name} must be a positive`)
 		);
+	});
+
+	it("rejects a SCHEDULER_THREAD that is not a switch, naming it", () => {
+		expect(() => loadConfig({ SCHEDULER_THREAD: "maybe" })).toThrow(
+			/^SCHEDULER_THREAD must be true or false/
+		);
+		expect(loadConfig({ SCHEDULER_THREAD: "0" }).schedulerThread).toBe(false);
 	});
 
 	it("rejects an AGENT_LAUNCHER that is not auto, native or node", () => {
