@@ -11,6 +11,7 @@ import type { AgentConfig } from "../lib/config";
 import { ForbiddenError, NotFoundError } from "../lib/errors";
 import { isLocalCall, LeaderView } from "../lib/agent/callers";
 import { NodeAgent } from "../lib/agent/agent";
+import { callGroups } from "../lib/agent/call-groups";
 import { measureResources, readSlaveId } from "../lib/agent/resources";
 import { RUN_PARAMS, JOB_EXE_ID_SCHEMA, STRIKE_ID_SCHEMA } from "../lib/agent/spec-schema";
 import { launchStrikeMonitor, StrikeMonitor } from "../lib/ingest/monitor";
@@ -452,7 +453,8 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 
 		/**
 		 * Reports an execution's end, with the others that end in the same turn of the event loop
-		 * (a launcher tells of several exits at once), in one call; resolves once it is delivered.
+		 * (a launcher tells of several exits at once), in one call (several where their JSON
+		 * would make too large a message: callGroups); resolves once it is delivered.
 		 * Calls do not wait for each other: a call waits for the transaction that records its
 		 * reports, and the next ones go meanwhile.
 		 */
@@ -462,9 +464,10 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 					setImmediate(() => {
 						const gathered = this.finishing;
 						this.finishing = [];
-						void this.deliver(gathered.map(g => g.report)).finally(() =>
-							gathered.forEach(g => g.sent())
-						);
+						for (const group of callGroups(gathered, g => g.report))
+							void this.deliver(group.map(g => g.report)).finally(() =>
+								group.forEach(g => g.sent())
+							);
 					});
 				this.finishing.push({ report, sent });
 			});

@@ -17,6 +17,7 @@ import {
 import { databaseUrlOf } from "../lib/db/broker-database";
 import { watchNatsConnection } from "../lib/transport/connection-watch";
 import { requireSender } from "../lib/agent/callers";
+import { callGroups } from "../lib/agent/call-groups";
 import { METRICS, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { buildSpecs } from "../lib/scheduling/spec";
 import {
@@ -414,7 +415,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 					this.failExecution({ jobExeId: exe.id, errorName: ERRORS.unknown });
 				return;
 			}
-			// one call per agent for the executions placed on it together
+			// one call per agent for the executions placed on it together (several where their
+			// JSON would make too large a message: callGroups)
 			const byAgent = new Map<string, { exe: PlacedExe; spec: ExecutionSpec }[]>();
 			placed.forEach((exe, i) => {
 				this.logger.info(
@@ -430,27 +432,33 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				forAgent.push({ exe, spec: specs[i] });
 				byAgent.set(exe.agent_id, forAgent);
 			});
-			for (const [agentId, runs] of byAgent)
-				this.broker
-					.call(
-						"node-agent.run",
-						{ executions: runs.map(r => r.spec) },
-						{ nodeID: agentId, retries: 0, timeout: this.settings.runTimeoutMs }
-					)
-					.catch((error: any) => {
-						const errorName = runFailureError(error);
-						this.logger.warn(
-							{ err: error, jobExeIds: runs.map(r => r.exe.id), agentId, errorName },
-							"node-agent.run failed"
-						);
-						if (errorName === ERRORS.nodeLost) this.setAside(agentId);
-						for (const { exe } of runs) {
-							// It may have started after all: make sure it does not run on unseen.
-							if (error?.type === "REQUEST_TIMEOUT")
-								this.cancelOnAgent(exe.id, agentId);
-							this.failExecution({ jobExeId: exe.id, errorName });
-						}
-					});
+			for (const [agentId, forAgent] of byAgent)
+				for (const runs of callGroups(forAgent, r => r.spec))
+					this.broker
+						.call(
+							"node-agent.run",
+							{ executions: runs.map(r => r.spec) },
+							{ nodeID: agentId, retries: 0, timeout: this.settings.runTimeoutMs }
+						)
+						.catch((error: any) => {
+							const errorName = runFailureError(error);
+							this.logger.warn(
+								{
+									err: error,
+									jobExeIds: runs.map(r => r.exe.id),
+									agentId,
+									errorName
+								},
+								"node-agent.run failed"
+							);
+							if (errorName === ERRORS.nodeLost) this.setAside(agentId);
+							for (const { exe } of runs) {
+								// It may have started after all: make sure it does not run on unseen.
+								if (error?.type === "REQUEST_TIMEOUT")
+									this.cancelOnAgent(exe.id, agentId);
+								this.failExecution({ jobExeId: exe.id, errorName });
+							}
+						});
 		},
 
 		failExecution(failure: FailureRequest) {

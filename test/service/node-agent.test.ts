@@ -35,6 +35,8 @@ class ControlPlane {
 	finishedAttempts = 0;
 	/** exeFinished calls with more than one report are refused (422) */
 	refuseBatches = false;
+	/** how many reports each accepted exeFinished call carried */
+	reportsPerCall: number[] = [];
 	/** register calls refused before one is accepted */
 	failRegister = 0;
 	/** the next heartbeat is answered "unknown node" */
@@ -85,6 +87,7 @@ class ControlPlane {
 					if (this.refuseBatches && ctx.params.reports.length > 1)
 						throw new Errors.MoleculerClientError("one of them is refused", 422);
 					this.finished.push(...ctx.params.reports);
+					this.reportsPerCall.push(ctx.params.reports.length);
 					return { ok: true };
 				}
 			}
@@ -419,6 +422,37 @@ describe("running executions", () => {
 		// the batch refused, then each alone, accepted
 		expect(a.plane.finishedAttempts - attempts).toBe(3);
 		expect(ids.map(id => a.plane.finishedOf(id)?.status)).toEqual(["COMPLETED", "COMPLETED"]);
+	});
+
+	it("sends reports ending together in one call, unless their logs make it too large", async () => {
+		const never = { command: "/bin/true", commandArguments: "" };
+		const report = (stdout: string): ExecutionFinished => ({
+			jobExeId: spec(never).jobExeId,
+			agentId: a.broker.nodeID,
+			status: "COMPLETED",
+			exitCode: 0,
+			products: [],
+			resultsManifest: null,
+			parseResults: [],
+			stdout,
+			stderr: "",
+			steps: {}
+		});
+		const agent = a.broker.getLocalService("node-agent") as any;
+		const before = a.plane.reportsPerCall.length;
+		// in one turn of the event loop: three small reports, then two with 200 KB of logs each
+		await Promise.all([
+			agent.finish(report("a")),
+			agent.finish(report("b")),
+			agent.finish(report("c"))
+		]);
+		const big = [report("x".repeat(200 * 1024)), report("y".repeat(200 * 1024))];
+		await Promise.all(big.map(r => agent.finish(r)));
+		expect(a.plane.reportsPerCall.slice(before)).toEqual([3, 1, 1]);
+		expect(big.map(r => a.plane.finishedOf(r.jobExeId)?.stdout.length)).toEqual([
+			200 * 1024,
+			200 * 1024
+		]);
 	});
 
 	it("runs a repeated execution id once", async () => {
