@@ -72,11 +72,13 @@ export function startSchedulerThread(
 		workerData: data,
 		transferList: [data.port]
 	});
+	let started = false;
 	let stopping = false;
 	const ended = new Promise<void>(resolve => worker.once("exit", () => resolve()));
 	return new Promise((resolve, reject) => {
 		worker.once("message", (message: { started?: boolean; error?: string }) => {
 			if (!message.started) return reject(new Error(`scheduler thread: ${message.error}`));
+			started = true;
 			resolve({
 				async stop() {
 					stopping = true;
@@ -85,13 +87,15 @@ export function startSchedulerThread(
 				}
 			});
 		});
+		// before it has started, the start fails; after, the process is told
 		worker.on("error", error => {
-			reject(error);
-			if (!stopping) onFailure(`the scheduler thread failed: ${error.stack ?? error}`);
+			if (!started) reject(error);
+			else if (!stopping) onFailure(`the scheduler thread failed: ${error.stack ?? error}`);
 		});
 		worker.once("exit", code => {
-			reject(new Error(`the scheduler thread ended (code ${code}) before it started`));
-			if (!stopping) onFailure(`the scheduler thread ended (code ${code})`);
+			if (!started)
+				reject(new Error(`the scheduler thread ended (code ${code}) before it started`));
+			else if (!stopping) onFailure(`the scheduler thread ended (code ${code})`);
 		});
 	});
 }
