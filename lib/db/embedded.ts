@@ -95,12 +95,39 @@ function pidAlive(pid: number): boolean {
 	}
 }
 
-/** A server left running by a parent that was killed would hold the data directory: stop it. */
+/**
+ * The Node process that started the server `pid` and still runs (its parent, when that is a
+ * `node` process), or null: a server whose parent was killed is adopted by init or a subreaper.
+ * Null where /proc cannot tell (not Linux).
+ */
+export function owningNodeProcess(pid: number): number | null {
+	try {
+		const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+		// "pid (comm) state ppid ...": comm may hold spaces and parentheses
+		const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+		if (!(ppid > 1)) return null;
+		const argv0 = fs.readFileSync(`/proc/${ppid}/cmdline`, "utf8").split("\0")[0];
+		return path.basename(argv0) === "node" ? ppid : null;
+	} catch {
+		return null;
+	}
+}
+
+/**
+ * A server left running by a parent that was killed would hold the data directory: stop it. One
+ * whose parent, a Node process (another `npm start` on the same DATA_DIR), still runs is that
+ * service's: refuse to start rather than stop its database under it.
+ */
 async function stopOrphan(dataDir: string, log: (m: string) => void): Promise<void> {
 	const pidFile = path.join(dataDir, "postmaster.pid");
 	if (!fs.existsSync(pidFile)) return;
 	const pid = Number(fs.readFileSync(pidFile, "utf8").split("\n")[0]);
 	if (!pid || !pidAlive(pid)) return;
+	const owner = owningNodeProcess(pid);
+	if (owner !== null && owner !== process.pid)
+		throw new Error(
+			`the embedded PostgreSQL in ${dataDir} (pid ${pid}) belongs to a service that is running (process ${owner}): stop that service first, or give this one another DATA_DIR and EMBEDDED_PG_PORT`
+		);
 	log(`stopping a PostgreSQL server (pid ${pid}) left running on ${dataDir}`);
 	process.kill(pid, "SIGINT");
 	for (let i = 0; i < 300 && pidAlive(pid); i++) await new Promise(r => setTimeout(r, 100));
