@@ -396,26 +396,28 @@ describe("running executions", () => {
 		expect(a.plane.stepsOf(good.jobExeId)).toEqual([]);
 	});
 
+	/** A completed execution's report in this agent's name, for an execution it never ran. */
+	const completed = (stdout = ""): ExecutionFinished => ({
+		jobExeId: spec({ command: "/bin/true", commandArguments: "" }).jobExeId,
+		agentId: a.broker.nodeID,
+		status: "COMPLETED",
+		exitCode: 0,
+		products: [],
+		resultsManifest: null,
+		parseResults: [],
+		stdout,
+		stderr: "",
+		steps: {}
+	});
+
 	it("sends the reports of a refused batch again one by one", async () => {
-		const report = (jobExeId: number): ExecutionFinished => ({
-			jobExeId,
-			agentId: a.broker.nodeID,
-			status: "COMPLETED",
-			exitCode: 0,
-			products: [],
-			resultsManifest: null,
-			parseResults: [],
-			stdout: "",
-			stderr: "",
-			steps: {}
-		});
-		const never = { command: "/bin/true", commandArguments: "" };
-		const ids = [spec(never).jobExeId, spec(never).jobExeId];
+		const reports = [completed(), completed()];
+		const ids = reports.map(r => r.jobExeId);
 		const attempts = a.plane.finishedAttempts;
 		a.plane.refuseBatches = true;
 		try {
 			const agent = a.broker.getLocalService("node-agent") as any;
-			await agent.deliver(ids.map(report));
+			await agent.deliver(reports);
 		} finally {
 			a.plane.refuseBatches = false;
 		}
@@ -425,28 +427,15 @@ describe("running executions", () => {
 	});
 
 	it("sends reports ending together in one call, unless their logs make it too large", async () => {
-		const never = { command: "/bin/true", commandArguments: "" };
-		const report = (stdout: string): ExecutionFinished => ({
-			jobExeId: spec(never).jobExeId,
-			agentId: a.broker.nodeID,
-			status: "COMPLETED",
-			exitCode: 0,
-			products: [],
-			resultsManifest: null,
-			parseResults: [],
-			stdout,
-			stderr: "",
-			steps: {}
-		});
 		const agent = a.broker.getLocalService("node-agent") as any;
 		const before = a.plane.reportsPerCall.length;
 		// in one turn of the event loop: three small reports, then two with 200 KB of logs each
 		await Promise.all([
-			agent.finish(report("a")),
-			agent.finish(report("b")),
-			agent.finish(report("c"))
+			agent.finish(completed("a")),
+			agent.finish(completed("b")),
+			agent.finish(completed("c"))
 		]);
-		const big = [report("x".repeat(200 * 1024)), report("y".repeat(200 * 1024))];
+		const big = [completed("x".repeat(200 * 1024)), completed("y".repeat(200 * 1024))];
 		await Promise.all(big.map(r => agent.finish(r)));
 		expect(a.plane.reportsPerCall.slice(before)).toEqual([3, 1, 1]);
 		expect(big.map(r => a.plane.finishedOf(r.jobExeId)?.stdout.length)).toEqual([
