@@ -1,5 +1,6 @@
 import type { MessagePort } from "worker_threads";
 import { Serializers, Transporters } from "moleculer";
+
 /** What crosses the port: a Moleculer topic and its packet's payload as JSON. */
 interface ThreadMessage {
 	topic: string;
