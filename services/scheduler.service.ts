@@ -6,6 +6,8 @@ import { MicroBatcher } from "../lib/scheduling/batcher";
 import { schedulePass, type PlacedExe } from "../lib/scheduling/claim";
 import { ERRORS, runFailureError } from "../lib/scheduling/failure";
 import { finishExecutions, type FailureRequest, type FinishResult } from "../lib/scheduling/finish";
+import { FINISHED_PARAMS, STEP_SCHEMA } from "../lib/scheduling/report-schema";
+import { writeReportBatch, type ReportItem } from "../lib/scheduling/reports";
 import { LeaderLock } from "../lib/scheduling/leader";
 import { findExecutionsOfAgent, findLostExecutions } from "../lib/scheduling/lost";
 import { undoMoves, type FileMove } from "../lib/scheduling/parse";
@@ -23,7 +25,6 @@ import { buildSpecs } from "../lib/scheduling/spec";
 import {
 	clientSql,
 	clientTransaction,
-	isTransientDbError,
 	poolSql,
 	poolTransaction,
 	withRetry,
@@ -57,10 +58,7 @@ export interface SchedulerSettings {
 	unreachableBackoffMs: number;
 }
 
-type Item =
-	| { kind: "step"; step: ExecutionStep }
-	| { kind: "finished"; finished: ExecutionFinished }
-	| { kind: "failure"; failure: FailureRequest };
+type Item = ReportItem;
 
 /** What the action and event handlers use of the service: its methods and state (from `created`). */
 interface SchedulerMethods {
@@ -78,112 +76,6 @@ type SchedulerVars = Record<string, any> & {
 	disconnectedAt: number;
 };
 type SchedulerThis = Service<SchedulerSettings> & SchedulerMethods & SchedulerVars;
-
-const ID = { type: "integer", minimum: 1, maximum: 2147483647 };
-const TIME = { type: "string", maxLength: 64 };
-const EXIT_CODE = { type: ["integer", "null"] };
-const STEP_TIMES = {
-	type: "object",
-	properties: { started: TIME, completed: TIME, exitCode: EXIT_CODE }
-};
-
-const STEP_SCHEMA = {
-	type: "object",
-	required: ["jobExeId", "step", "event"],
-	properties: {
-		jobExeId: ID,
-		agentId: { type: "string" },
-		step: { enum: ["pre", "main", "post"] },
-		event: { enum: ["started", "completed"] },
-		at: TIME,
-		exitCode: EXIT_CODE,
-		commandArguments: { type: "string" }
-	}
-};
-
-const FINISHED_SCHEMA = {
-	type: "object",
-	required: ["jobExeId", "status"],
-	properties: {
-		jobExeId: ID,
-		agentId: { type: "string" },
-		status: { enum: ["COMPLETED", "FAILED", "CANCELED"] },
-		exitCode: EXIT_CODE,
-		errorName: { type: ["string", "null"], maxLength: 50 },
-		errorDetail: { type: ["string", "null"] },
-		products: {
-			type: "array",
-			items: {
-				type: "object",
-				required: ["outputName", "workspaceId", "filePath", "fileName"],
-				properties: {
-					outputName: { type: "string" },
-					workspaceId: ID,
-					filePath: { type: "string", minLength: 1, maxLength: 1000 },
-					fileName: { type: "string", minLength: 1, maxLength: 250 },
-					mediaType: { type: "string", maxLength: 250 },
-					size: { type: "number", minimum: 0 },
-					dataStarted: { type: ["string", "null"] },
-					dataEnded: { type: ["string", "null"] }
-				}
-			}
-		},
-		parseResults: { type: "array" },
-		commandArguments: { type: "string" },
-		stdout: { type: "string" },
-		stderr: { type: "string" },
-		steps: {
-			type: "object",
-			properties: { pre: STEP_TIMES, main: STEP_TIMES, post: STEP_TIMES }
-		}
-	}
-};
-
-/**
- * `scheduler.exeFinished`'s params: one report, or the reports an agent gathered
- * (`{ reports }`, what agents send: one call for the executions that ended together).
- */
-const FINISHED_PARAMS = {
-	// an object schema: the validator checks those (middlewares/ajv-validator.ts)
-	type: "object",
-	anyOf: [
-		FINISHED_SCHEMA,
-		{
-			type: "object",
-			required: ["reports"],
-			properties: { reports: { type: "array", maxItems: 100000, items: FINISHED_SCHEMA } }
-		}
-	]
-};
-
-function emptyResult(): FinishResult {
-	return {
-		stepped: new Set(),
-		ended: new Set(),
-		completedJobs: [],
-		failedJobs: [],
-		requeuedJobs: [],
-		canceledJobs: [],
-		pausedNodes: [],
-		parseEvents: [],
-		recipeQueued: [],
-		notes: []
-	};
-}
-
-function merge(into: FinishResult, from: FinishResult): FinishResult {
-	for (const id of from.stepped) into.stepped.add(id);
-	for (const id of from.ended) into.ended.add(id);
-	into.completedJobs.push(...from.completedJobs);
-	into.failedJobs.push(...from.failedJobs);
-	into.requeuedJobs.push(...from.requeuedJobs);
-	into.canceledJobs.push(...from.canceledJobs);
-	into.pausedNodes.push(...from.pausedNodes);
-	into.parseEvents.push(...from.parseEvents);
-	into.recipeQueued.push(...from.recipeQueued);
-	into.notes.push(...from.notes);
-	return into;
-}
 
 /**
  * The scheduler. Any replica answers the REST settings and the agents' step and end reports
@@ -541,56 +433,20 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 		/** Writes a batch of agent reports and control-plane failures in one transaction. */
 		async flushReports(items: Item[]): Promise<boolean[]> {
-			let result: FinishResult;
-			try {
-				result = await this.writeReports(items);
-			} catch (error) {
-				if (items.length === 1 || isTransientDbError(error)) throw error;
-				// One bad report must not hold the others back: write them one by one.
-				result = emptyResult();
-				const failed = new Map<number, unknown>();
-				for (const [i, item] of items.entries()) {
-					try {
-						merge(result, await this.writeReports([item]));
-					} catch (single) {
-						failed.set(i, single);
-					}
-				}
-				// A completion that cannot be written (a value the database refuses) fails the
-				// execution instead, so the agent's retries do not loop forever.
-				for (const [i, single] of failed) {
-					const item = items[i];
-					if (item.kind !== "finished" || isTransientDbError(single)) continue;
+			const { result, failed } = await writeReportBatch(
+				items,
+				batch => this.writeReports(batch),
+				(jobExeId: number, error: unknown) =>
 					this.logger.error(
-						{ err: single, jobExeId: item.finished.jobExeId },
+						{ err: error, jobExeId },
 						"cannot record the end of an execution; failing it"
-					);
-					try {
-						merge(
-							result,
-							await this.writeReports([
-								{
-									kind: "failure",
-									failure: {
-										jobExeId: item.finished.jobExeId,
-										errorName: ERRORS.unknown
-									}
-								}
-							])
-						);
-						failed.delete(i);
-					} catch {
-						// left failed: the agent will report it again
-					}
-				}
-				this.afterWrite(result);
-				return items.map((item, i) => {
-					if (failed.has(i)) throw failed.get(i);
-					return this.answer(item, result);
-				});
-			}
+					)
+			);
 			this.afterWrite(result);
-			return items.map(item => this.answer(item, result));
+			return items.map((item, i) => {
+				if (failed.has(i)) throw failed.get(i);
+				return this.answer(item, result);
+			});
 		},
 
 		answer(item: Item, result: FinishResult): boolean {

@@ -250,15 +250,9 @@ function filled(name: (typeof STEP_KEYS)[number][0], mode: "report" | "fill"): s
 		: `coalesce(u.${name}, e.${name})`;
 }
 
-export async function finishExecutions(
-	sql: Sql,
-	input: FinishInput,
-	opts: FinishOptions = {}
-): Promise<FinishResult> {
-	const steps = input.steps ?? [];
-	const finished = input.finished ?? [];
-	const failures = input.failures ?? [];
-	const result: FinishResult = {
+/** A FinishResult of nothing done. */
+export function emptyResult(): FinishResult {
+	return {
 		stepped: new Set(),
 		ended: new Set(),
 		completedJobs: [],
@@ -270,6 +264,17 @@ export async function finishExecutions(
 		recipeQueued: [],
 		notes: []
 	};
+}
+
+export async function finishExecutions(
+	sql: Sql,
+	input: FinishInput,
+	opts: FinishOptions = {}
+): Promise<FinishResult> {
+	const steps = input.steps ?? [];
+	const finished = input.finished ?? [];
+	const failures = input.failures ?? [];
+	const result = emptyResult();
 	const endingSet = new Set([...finished.map(f => f.jobExeId), ...failures.map(f => f.jobExeId)]);
 	const ending = [...endingSet];
 	const stepCols = collectSteps(steps, finished);
