@@ -1,9 +1,9 @@
 import { ServiceBroker, type BrokerOptions } from "moleculer";
+import { MessageChannel } from "worker_threads";
 import { brokerOptions } from "../moleculer.config";
 import { ConfigError, loadConfig, needsDatabase, type Config } from "./config";
 import type { EmbeddedPostgres } from "./db/embedded";
 import {
-	schedulerChannel,
 	splitForSchedulerThread,
 	startSchedulerThread,
 	wantsSchedulerThread,
@@ -69,7 +69,8 @@ export async function startServices(
 		? splitForSchedulerThread(config)
 		: { main: config, thread: null };
 	const options = brokerOptions(main, url);
-	const channel = threaded ? schedulerChannel() : null;
+	// the main thread's broker on port1, the scheduler thread's on port2
+	const channel = threaded ? new MessageChannel() : null;
 	const broker = new ServiceBroker({
 		...options,
 		...(channel

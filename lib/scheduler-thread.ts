@@ -1,5 +1,5 @@
 import path from "path";
-import { MessageChannel, Worker, type MessagePort } from "worker_threads";
+import { Worker, type MessagePort } from "worker_threads";
 import type { Config } from "./config";
 
 /**
@@ -21,9 +21,9 @@ export interface SchedulerThreadData {
 }
 
 /**
- * Whether the scheduler gets a thread of its own: the process runs it among other services, not
- * in a cluster (TRANSPORTER set: there it runs where SERVICES puts it) and SCHEDULER_THREAD is not
- * turned off.
+ * Whether the scheduler gets a thread of its own: SCHEDULER_THREAD is on and the process runs the
+ * scheduler among other services, not in a cluster (TRANSPORTER set: there it runs where
+ * SERVICES puts it).
  */
 export function wantsSchedulerThread(config: Config): boolean {
 	return (
@@ -34,24 +34,17 @@ export function wantsSchedulerThread(config: Config): boolean {
 	);
 }
 
-const THREAD_SERVICES = (process.env.XP_THREAD || "scheduler").split(",");
-
 /** The configuration of the main thread's broker and of the scheduler thread's. */
 export function splitForSchedulerThread(config: Config): { main: Config; thread: Config } {
 	return {
-		main: { ...config, services: config.services.filter(s => !THREAD_SERVICES.includes(s)) },
+		main: { ...config, services: config.services.filter(s => s !== "scheduler") },
 		thread: {
 			...config,
-			services: config.services.filter(s => THREAD_SERVICES.includes(s)),
+			services: ["scheduler"],
 			// the thread is a node of its own: its metrics beside the main thread's
 			metricsPort: config.metricsPort === null ? null : config.metricsPort + 1
 		}
 	};
-}
-
-/** The MessageChannel between the main thread's broker (port1) and the scheduler thread's. */
-export function schedulerChannel(): MessageChannel {
-	return new MessageChannel();
 }
 
 export interface SchedulerThread {
