@@ -58,8 +58,6 @@ export interface SchedulerSettings {
 	unreachableBackoffMs: number;
 }
 
-type Item = ReportItem;
-
 /** What the action and event handlers use of the service: its methods and state (from `created`). */
 interface SchedulerMethods {
 	isLeader(): boolean;
@@ -71,7 +69,7 @@ interface SchedulerMethods {
 }
 /** Its state the handlers read (the rest is the methods' own, kept loosely typed). */
 type SchedulerVars = Record<string, any> & {
-	reports: MicroBatcher<Item, boolean>;
+	reports: MicroBatcher<ReportItem, boolean>;
 	reconnectedAt: number;
 	disconnectedAt: number;
 };
@@ -432,7 +430,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		},
 
 		/** Writes a batch of agent reports and control-plane failures in one transaction. */
-		async flushReports(items: Item[]): Promise<boolean[]> {
+		async flushReports(items: ReportItem[]): Promise<boolean[]> {
 			const { result, failed } = await writeReportBatch(
 				items,
 				batch => this.writeReports(batch),
@@ -449,13 +447,13 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			});
 		},
 
-		answer(item: Item, result: FinishResult): boolean {
+		answer(item: ReportItem, result: FinishResult): boolean {
 			if (item.kind === "step") return result.stepped.has(item.step.jobExeId);
 			if (item.kind === "failure") return result.ended.has(item.failure.jobExeId);
 			return true;
 		},
 
-		async writeReports(items: Item[]): Promise<FinishResult> {
+		async writeReports(items: ReportItem[]): Promise<FinishResult> {
 			const input = {
 				steps: items.flatMap(i => (i.kind === "step" ? [i.step] : [])),
 				finished: items.flatMap(i => (i.kind === "finished" ? [i.finished] : [])),
@@ -528,7 +526,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		this.metered = this.broker.isMetricsEnabled();
 		if (this.metered)
 			for (const def of SCHEDULER_DEFINITIONS) this.broker.metrics.register(def as any);
-		this.reports = new MicroBatcher<Item, boolean>(items => this.flushReports(items), {
+		this.reports = new MicroBatcher<ReportItem, boolean>(items => this.flushReports(items), {
 			delayMs: this.settings.flushMs,
 			maxItems: this.settings.flushMaxItems
 		});
