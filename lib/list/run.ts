@@ -97,7 +97,31 @@ export function pageItemsSql(
 ): string {
 	const count = counted ? cappedCountSql(source, p) : "NULL AS __total";
 	return `SELECT json_agg(${item} ORDER BY ${p.orderBy}) AS __page, ${count},
-		${extra} FROM ${chosenPageSql(source, p, joins)}`;
+		${extra} FROM ${readPageSql(source, p, item, joins) ?? chosenPageSql(source, p, joins)}`;
+}
+
+/**
+ * The FROM body of a page statement whose item, order and joins read only a few of `from`'s own
+ * columns: the page's rows with those columns, under `from`'s alias, then `joins`. Each row is
+ * read once, and from the index the page is chosen by when that index holds the columns (the
+ * list indexes hold the versions of kept records: migration 0016), where chosenPageSql reads
+ * each chosen row a second time, by its key. Null when the order needs other tables.
+ */
+function readPageSql(
+	source: ListSource & { key: string },
+	p: ParsedList,
+	item: string,
+	joins: string
+): string | null {
+	const alias = source.key.split(".")[0];
+	if (referencesOthers(p.orderBy, alias)) return null;
+	const columns = new Set<string>();
+	for (const [, name, column] of `${source.key} ${p.orderBy} ${item} ${joins}`.matchAll(
+		/\b([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)/gi
+	))
+		if (name === alias) columns.add(`${alias}.${column}`);
+	return `(SELECT ${[...columns].join(", ")} FROM ${source.from} WHERE ${p.where}
+		ORDER BY ${p.orderBy} LIMIT ${p.limit + 1} OFFSET ${p.offset}) ${alias} ${joins}`;
 }
 
 /**

@@ -14,8 +14,11 @@ import { FILE_COLUMNS, serializeScaleFile, type ScaleFileRow } from "./scale-fil
  * update's `source_files`), cached by version like the lists' own (lib/list/cached-list.ts).
  */
 
-/** A file record is current while the file's row and the workspaces are unchanged. */
-export const FILE_VERSION = "f.xmin::text";
+/**
+ * A file record is current while the file's row (its `last_modified`, which every UPDATE changes:
+ * migration 0016) and the workspaces are unchanged.
+ */
+export const FILE_VERSION = "f.last_modified::text";
 
 const FILE_SOURCE: RecordSource = {
 	from: "scale_file f",

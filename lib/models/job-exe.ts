@@ -139,13 +139,14 @@ const ORDERABLE_EXE_FIELDS = JOB_EXE_BASE_FIELDS.filter(
 );
 
 /**
- * Execution records are current while the execution's row, its job's, the job types and the
- * errors are unchanged, and its node's hostname, port and slave_id (a node's row changes at
- * every heartbeat; the record shows only these).
+ * Execution records are current while the execution's row (its `last_modified`, which every
+ * UPDATE changes: migration 0016), its job's (`xmin`: the job is read for it anyway), the job
+ * types and the errors are unchanged, and its node's hostname, port and slave_id (a node's row
+ * changes at every heartbeat; the record shows only these).
  */
 export const JOB_EXE_RECORD: RecordSpec<JobExeListRow> = {
 	name: "job-exe",
-	version: `concat(x.xmin, '|', j.xmin, '|', n.port, '|', n.slave_id, '|', n.hostname)`,
+	version: `concat(x.last_modified, '|', j.xmin, '|', n.port, '|', n.slave_id, '|', n.hostname)`,
 	versionJoins: `LEFT JOIN job j ON j.id = x.job_id LEFT JOIN node n ON n.id = x.node_id`,
 	generations: ["job_type", "error"],
 	record: row => serializeJobExe(row)

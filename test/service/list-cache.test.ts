@@ -1,4 +1,5 @@
 import { promises as fs } from "fs";
+import type { Transaction } from "sequelize";
 import os from "os";
 import path from "path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
@@ -307,6 +308,20 @@ describe("lists of cached records", () => {
 		expect((await only("/jobs/updates/")).input_files[0].is_parsed).toBe(true);
 	});
 
+	it("show a change of the execution's own row", async () => {
+		expect((await only("/job-executions/")).timeout).not.toBe(4321);
+		await query(`UPDATE job_exe SET timeout = 4321 WHERE id = $1`, [ids.exe]);
+		expect((await only("/job-executions/")).timeout).toBe(4321);
+	});
+
+	it("show a change whose UPDATE sets last_modified to the value it had", async () => {
+		await only("/jobs/");
+		await query(`UPDATE job SET priority = 11, last_modified = last_modified WHERE id = $1`, [
+			ids.job
+		]);
+		expect((await only("/jobs/")).priority).toBe(11);
+	});
+
 	it("show a change of a product and leave out one no longer listed", async () => {
 		await query(`UPDATE scale_file SET is_operational = false WHERE id = $1`, [ids.product]);
 		expect((await only("/products/")).is_operational).toBe(false);
@@ -315,5 +330,45 @@ describe("lists of cached records", () => {
 			[ids.product]
 		);
 		expect((await only("/products/updates/")).update.action).toBe("DELETED");
+	});
+});
+
+/**
+ * A kept record's version is its row's last_modified, read from the list's index: migration 0016
+ * makes every UPDATE of a job, execution or file change it, as every UPDATE changed the row's
+ * xmin, and keeps a value an UPDATE sets.
+ */
+describe("last_modified of jobs, executions and files", () => {
+	const TABLES: [string, () => number][] = [
+		["job", () => ids.job],
+		["job_exe", () => ids.exe],
+		["scale_file", () => ids.product]
+	];
+	/** Runs `UPDATE table SET sets` on the row; answers its last_modified after, in microseconds. */
+	const update = async (table: string, id: number, sets: string, transaction?: Transaction) => {
+		const [rows] = await tdb.db.query(
+			`UPDATE ${table} SET ${sets} WHERE id = $1
+			 RETURNING (extract(epoch FROM last_modified) * 1000000)::bigint AS at`,
+			{ bind: [id], transaction }
+		);
+		return Number((rows as { at: string }[])[0].at);
+	};
+
+	it.each(TABLES)("%s: moves on at an UPDATE that leaves it as it was", async (table, id) => {
+		const before = await update(table, id(), "last_modified = now()");
+		expect(await update(table, id(), "last_modified = last_modified")).toBeGreaterThan(before);
+		// now() is the transaction's: the second update sets the value the first did
+		await tdb.db.transaction(async transaction => {
+			const first = await update(table, id(), "last_modified = now()", transaction);
+			expect(await update(table, id(), "last_modified = now()", transaction)).toBeGreaterThan(
+				first
+			);
+		});
+	});
+
+	it.each(TABLES)("%s: keeps a value an UPDATE sets", async (table, id) => {
+		const at = Date.parse("2020-01-02T03:04:05Z") * 1000;
+		expect(await update(table, id(), "last_modified = '2020-01-02T03:04:05Z'")).toBe(at);
+		await update(table, id(), "last_modified = now()");
 	});
 });
