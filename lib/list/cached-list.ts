@@ -17,8 +17,10 @@ export interface RecordSpec<Row> {
 	name: string;
 	/**
 	 * SQL text over the list's `from` and `versionJoins` that changes whenever anything the
-	 * record shows changes: the `xmin` of each row it shows columns of, or the columns themselves
-	 * where a row changes often for other reasons (a node's heartbeat).
+	 * record shows changes: the `last_modified` of the list's own row (every UPDATE changes it:
+	 * migration 0016; the list's indexes hold it, so the page reads it there) or the `xmin` of
+	 * another row it shows columns of, or the columns themselves where a row changes often for
+	 * other reasons (a node's heartbeat).
 	 */
 	version: string;
 	/** the joins `version` reads */

@@ -1,6 +1,6 @@
 /**
  * Records of the lists as UTF-8 JSON, each kept with the version of the rows it was made from
- * (their `xmin`s: PostgreSQL gives a row a new one at every UPDATE). A list reads each page's
+ * (their `last_modified`, which every UPDATE changes: migration 0016). A list reads each page's
  * keys and versions, takes the records whose version is unchanged from here, and reads and
  * serializes only the others: a page costs PostgreSQL an index read instead of forty columns per
  * record, and the service a lookup instead of parsing and serializing them (docs/decisions.md,
