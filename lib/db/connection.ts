@@ -1,5 +1,5 @@
 import { Sequelize, type Transaction } from "sequelize";
-import { installTimestampParser } from "./timestamps";
+import { installTimestampParser, ISO_TIMESTAMP_TYPES } from "./timestamps";
 
 /**
  * One Sequelize instance per database URL per process, shared by the services of the process
@@ -97,11 +97,13 @@ async function run(
 	sql: string,
 	bind: unknown[],
 	transaction?: Transaction,
-	prepare = false
+	prepare = false,
+	types?: typeof ISO_TIMESTAMP_TYPES
 ) {
-	const query = prepare
+	const query: { text: string; values: unknown[]; name?: string; types?: unknown } = prepare
 		? { text: sql, values: bind, name: statementName(sql) }
 		: { text: sql, values: bind };
+	if (types) query.types = types;
 	const conn = (transaction as unknown as { connection?: PgConnection } | undefined)?.connection;
 	if (conn) return inTurn(conn, async () => (await conn.query(query)).rows);
 	const manager = poolOf(db);
@@ -181,6 +183,19 @@ export async function selectPrepared<T = Record<string, any>>(
 	transaction?: Transaction
 ): Promise<T[]> {
 	return run(db, sql, bind, transaction, true) as Promise<T[]>;
+}
+
+/**
+ * A SELECT run as selectPrepared runs it, its timestamptz values answered as the API writes them
+ * (ISO-8601 text: lib/db/timestamps.ts isoTimestamp) instead of Dates: for rows read to be
+ * serialized, whose timestamps would be parsed into a Date only to be written out again.
+ */
+export async function selectPreparedIsoTimes<T = Record<string, any>>(
+	db: Sequelize,
+	sql: string,
+	bind: unknown[] = []
+): Promise<T[]> {
+	return run(db, sql, bind, undefined, true, ISO_TIMESTAMP_TYPES) as Promise<T[]>;
 }
 
 /** A write run as a named prepared statement (see selectPrepared): for the hot, fixed ones. */

@@ -60,6 +60,51 @@ export function parseTimestamptz(text: string): Date {
 	return date;
 }
 
+/**
+ * A timestamptz as the API writes it (`formatDatetime`: ISO-8601 in UTC with milliseconds),
+ * straight from PostgreSQL's text for a UTC session, without a Date in between: for the rows a
+ * list serializes (lib/list/cached-list.ts), ~900 timestamps per page of jobs. Anything else
+ * (another offset, BC, infinity) through parseTimestamptz and Date's own ISO form.
+ */
+export function isoTimestamp(text: string): string {
+	const n = text.length;
+	if (
+		n >= 22 &&
+		n <= 29 &&
+		text.charCodeAt(4) === 45 &&
+		text.charCodeAt(7) === 45 &&
+		text.charCodeAt(10) === 32 &&
+		text.charCodeAt(13) === 58 &&
+		text.charCodeAt(16) === 58 &&
+		text.charCodeAt(n - 3) === 43 &&
+		text.charCodeAt(n - 2) === 48 &&
+		text.charCodeAt(n - 1) === 48 &&
+		(n === 22 || text.charCodeAt(19) === 46) &&
+		!Number.isNaN(
+			digits(text, 0, 4) +
+				digits(text, 5, 7) +
+				digits(text, 8, 10) +
+				digits(text, 11, 13) +
+				digits(text, 14, 16) +
+				digits(text, 17, 19) +
+				(n > 22 ? digits(text, 20, n - 3) : 0)
+		)
+	) {
+		const ms = n === 22 ? "000" : text.slice(20, Math.min(23, n - 3)).padEnd(3, "0");
+		return `${text.slice(0, 10)}T${text.slice(11, 19)}.${ms}Z`;
+	}
+	const value: unknown = parseTimestamptz(text);
+	return value instanceof Date && !Number.isNaN(value.getTime()) ? value.toISOString() : text;
+}
+
+/** pg's `types` for a query whose timestamptz values are wanted as isoTimestamp's text. */
+export const ISO_TIMESTAMP_TYPES = {
+	getTypeParser(oid: number, format?: "text" | "binary"): (value: string) => unknown {
+		if (oid === TIMESTAMPTZ_OID && format !== "binary") return isoTimestamp;
+		return pg.types.getTypeParser(oid, format as "text");
+	}
+};
+
 /** Makes every pg client of this process parse timestamptz values with parseTimestamptz. */
 export function installTimestampParser(): void {
 	pg.types.setTypeParser(TIMESTAMPTZ_OID, parseTimestamptz);

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { selectPrepared } from "../db/connection";
+import { selectPrepared, selectPreparedIsoTimes } from "../db/connection";
 import { envelopeHead } from "./envelope";
 import { recordCache, type CachedRecord, type RecordCache, type Scope } from "./record-cache";
 import { filterValues, parseListQuery, type ParsedList } from "./params";
@@ -422,7 +422,11 @@ async function readRecords(
 	cache: RecordCache
 ): Promise<void> {
 	const { source, spec, scope, made, gone } = want;
-	const rows = await selectPrepared<{ __key: number; __version: string; __generation: string }>(
+	const rows = await selectPreparedIsoTimes<{
+		__key: number;
+		__version: string;
+		__generation: string;
+	}>(
 		db,
 		`SELECT ${source.columns}, ${source.key} AS __key, ${versionSelect(spec)}
 		 FROM ${source.from} ${source.joins ?? ""} WHERE ${source.key} = ANY($1::int[])`,
@@ -432,9 +436,6 @@ async function readRecords(
 	for (const row of rows) {
 		const { __key: key } = row;
 		const version = versionOf(row);
-		delete (row as { __key?: number }).__key;
-		delete (row as { __version?: string }).__version;
-		delete (row as { __generation?: string }).__generation;
 		gone.delete(key);
 		const kept = cache.set(scope, key, version, spec.record(row, apiRoot), spec.refs?.(row));
 		// a copy: another wait may come before the page's copy (a record forgotten meanwhile)

@@ -78,6 +78,7 @@ export function parseDuration(text: string): number {
  * not luxon: it runs for every timestamp of every list row, and luxon's measured slower
  * (docs/decisions.md, Libraries).
  */
-export function formatDatetime(d: Date): string {
-	return d.toISOString();
+export function formatDatetime(d: Date | string): string {
+	// text: read so already (lib/db/timestamps.ts isoTimestamp)
+	return typeof d === "string" ? d : d.toISOString();
 }

@@ -1,5 +1,5 @@
 import pg from "pg";
-import { parseTimestamptz } from "../../../lib/db/timestamps";
+import { isoTimestamp, parseTimestamptz } from "../../../lib/db/timestamps";
 
 const pgParse = pg.types.getTypeParser(1184, "text") as (text: string) => Date;
 
@@ -39,6 +39,43 @@ describe("parseTimestamptz", () => {
 			const iso = new Date(ms).toISOString();
 			const text = `${iso.slice(0, 10)} ${iso.slice(11, 23)}${micros}+00`;
 			expect(parseTimestamptz(text).getTime()).toBe(pgParse(text).getTime());
+		}
+	});
+});
+
+describe("isoTimestamp", () => {
+	it.each([
+		"2026-11-24 09:05:50+00",
+		"2026-11-24 09:05:50.5+00",
+		"2026-11-24 09:05:50.06+00",
+		"2026-11-24 09:05:50.069553+00",
+		"2026-11-24 09:05:50.999999+00",
+		"1970-01-01 00:00:00+00",
+		"0050-06-01 12:00:00+00",
+		"2026-11-24 09:05:50+05:30",
+		"2026-11-24 09:05:50.123-08",
+		"0044-03-15 12:00:00+00 BC",
+		"12026-11-24 09:05:50+00"
+	])("writes %s as the Date pg reads would be written", text => {
+		expect(isoTimestamp(text)).toBe(pgParse(text).toISOString());
+	});
+
+	it("answers what is no instant as it is", () => {
+		expect(isoTimestamp("infinity")).toBe("infinity");
+	});
+
+	it("takes no text that only looks like a timestamp apart", () => {
+		expect(isoTimestamp("2026-11-24 09:05:5x+00")).not.toBe("2026-11-24T09:05:5x.000Z");
+		expect(isoTimestamp("2026-11-24 09:05:50.12a+00")).not.toMatch(/12a/);
+	});
+
+	it("agrees with pg over a spread of instants", () => {
+		for (let i = 0; i < 2000; i++) {
+			const ms = Date.UTC(1990, 0, 1) + Math.floor(Math.random() * 60 * 365 * 86400000);
+			const micros = String(Math.floor(Math.random() * 1000)).padStart(3, "0");
+			const iso = new Date(ms).toISOString();
+			const text = `${iso.slice(0, 10)} ${iso.slice(11, 23)}${micros}+00`;
+			expect(isoTimestamp(text)).toBe(pgParse(text).toISOString());
 		}
 	});
 });
