@@ -104,6 +104,13 @@ export class LeaderLock {
 				client.on("end", () => this.lose(client, "connection ended"));
 				this.client = client;
 				await client.connect();
+				// The leader's work runs on this connection too: a leader killed in the middle of
+				// a statement (or of a wait for a row lock) would keep the lock until the statement
+				// ended, PostgreSQL noticing a lost client only when it next reads from it. Checked
+				// each second instead (PostgreSQL 14+; older servers keep their behaviour).
+				await client
+					.query("SET client_connection_check_interval = 1000")
+					.catch(() => undefined);
 			}
 			const client = this.client;
 			const { rows } = await client.query("SELECT pg_try_advisory_lock($1) AS ok", [
