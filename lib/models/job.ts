@@ -333,9 +333,9 @@ export const JOB_LIST: ListSource = {
 
 /**
  * Job records are current while the job's row (its `last_modified`, which every UPDATE changes:
- * migration 0016), the job types and the errors are unchanged: a
- * revision never changes, and an event's fields are fixed before any of its jobs is visible (the
- * transaction that processes it creates them).
+ * migration 0016), the job types and the errors are unchanged: a revision never changes, and an
+ * event's fields are fixed before any of its jobs is visible (the transaction that processes it
+ * creates them).
  */
 export const JOB_RECORD: RecordSpec<JobListRow> = {
 	name: "job",
