@@ -277,7 +277,10 @@ export class EmbeddedPostgres {
  * thousands of jobs) is otherwise planned as empty for up to a minute, and the foreign key
  * checks of every insert, whose plans PostgreSQL keeps, read the referenced table whole. On a
  * fresh database P1 rose from ~470 to ~1,060 jobs/s and PostgreSQL's CPU per job fell from
- * 1.94 to 0.49 ms (docs/decisions.md, "Statistics of a fresh database").
+ * 1.94 to 0.49 ms (docs/decisions.md, "Statistics of a fresh database"). A backend checks each
+ * second, while it runs a statement, that its client is still there: a service killed while one
+ * of its statements waited for a row lock no longer keeps the locks its transaction holds until
+ * that wait ends (PostgreSQL otherwise learns of a lost client only when it next reads from it).
  */
 export function serverSettings(totalBytes = os.totalmem()): string[] {
 	return [
@@ -285,7 +288,8 @@ export function serverSettings(totalBytes = os.totalmem()): string[] {
 		"max_connections=200",
 		`shared_buffers=${sharedBuffersMiB(totalBytes)}MB`,
 		"fsync=on",
-		"autovacuum_naptime=1"
+		"autovacuum_naptime=1",
+		"client_connection_check_interval=1000"
 	];
 }
 

@@ -14,13 +14,14 @@ describe("sharedBuffersMiB (the embedded PostgreSQL's page cache)", () => {
 });
 
 describe("serverSettings (the embedded PostgreSQL's)", () => {
-	it("listens on loopback, sizes the page cache, and analyzes growing tables within a second", () => {
+	it("listens on loopback, sizes the page cache, analyzes growing tables and checks for lost clients within a second", () => {
 		expect(serverSettings(2 * GiB)).toEqual([
 			"listen_addresses=127.0.0.1",
 			"max_connections=200",
 			"shared_buffers=512MB",
 			"fsync=on",
-			"autovacuum_naptime=1"
+			"autovacuum_naptime=1",
+			"client_connection_check_interval=1000"
 		]);
 	});
 });
