@@ -18,7 +18,7 @@ import { LocalCluster } from "../lib/cluster/cluster";
 import type { NodeProcess } from "../lib/cluster/node-process";
 import { createSequelize } from "../lib/db/connection";
 import { schedulerLeader } from "../lib/models/status";
-import { freePort } from "../test/helpers/ports";
+import { freePort, freePortRun } from "../test/helpers/ports";
 
 const MINUTES = Number(process.env.SOAK_MINUTES || 10);
 const JOBS_PER_S = Number(process.env.SOAK_JOBS_PER_S || 2);
@@ -80,8 +80,7 @@ async function main() {
 	const drop = path.join(dir, "drop");
 	for (const d of [products, raw, drop]) fs.mkdirSync(d, { recursive: true, mode: 0o777 });
 
-	const apiPort = await freePort();
-	await freePort(); // the second control plane takes apiPort + 1
+	const apiPort = await freePortRun(2); // the second control plane takes apiPort + 1
 	const log = fs.createWriteStream(path.join(dir, "cluster.log"));
 	const cluster = new LocalCluster({
 		dataDir: path.join(dir, "cluster"),

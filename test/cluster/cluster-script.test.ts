@@ -6,7 +6,7 @@ import { connect } from "nats";
 import { PROJECT_ROOT } from "../../lib/paths";
 import { request } from "../helpers/broker";
 import { ensureNatsServer } from "../helpers/nats";
-import { freePort } from "../helpers/ports";
+import { freePort, freePortRun } from "../helpers/ports";
 import { waitUntil } from "../helpers/process";
 
 const CLUSTER_SCRIPT = path.join(PROJECT_ROOT, "dist", "bin", "cluster.js");
@@ -58,7 +58,7 @@ describe("npm run cluster", () => {
 		ensureNatsServer();
 		dir = fs.mkdtempSync(path.join(os.tmpdir(), "cluster-script-"));
 		fs.chmodSync(dir, 0o755);
-		apiPort = await freePort();
+		apiPort = await freePortRun(2);
 		natsPort = await freePort();
 		proc = spawn(process.execPath, [CLUSTER_SCRIPT], {
 			env: {

@@ -6,7 +6,7 @@ import { LocalCluster } from "../../lib/cluster/cluster";
 import { createSequelize } from "../../lib/db/connection";
 import { schedulerLeader } from "../../lib/models/status";
 import { ensureNatsServer } from "../helpers/nats";
-import { freePort } from "../helpers/ports";
+import { freePort, freePortRun } from "../helpers/ports";
 import { waitUntil } from "../helpers/process";
 
 const JOB = path.resolve(__dirname, "..", "fixtures", "jobs", "sleep-then-output.sh");
@@ -38,8 +38,7 @@ async function rig(name: string, seconds: number): Promise<Rig> {
 	const ws = path.join(dir, "products");
 	fs.mkdirSync(ws, { mode: 0o777 });
 	const log: string[] = [];
-	const apiPort = await freePort();
-	await freePort();
+	const apiPort = await freePortRun(2);
 	const cluster = new LocalCluster({
 		dataDir: path.join(dir, "cluster"),
 		apiPort,
