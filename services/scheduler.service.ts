@@ -22,15 +22,7 @@ import { requireSender } from "../lib/agent/callers";
 import { callGroups } from "../lib/agent/call-groups";
 import { METRICS, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { buildSpecs } from "../lib/scheduling/spec";
-import {
-	clientSql,
-	clientTransaction,
-	poolSql,
-	poolTransaction,
-	withRetry,
-	type Sql,
-	type TxRunner
-} from "../lib/scheduling/sql";
+import { clientSql, poolSql, poolTransaction, withRetry, type Sql } from "../lib/scheduling/sql";
 
 export interface SchedulerSettings {
 	/** an agent not heard from for this long has lost its node (its executions fail: node-lost) */
@@ -256,12 +248,10 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				while (again && this.isLeader()) {
 					this.dirty = false;
 					const sql: Sql = this.leaderSql;
-					const tx: TxRunner = this.leaderTx;
 					const passStarted = this.metered ? performance.now() : 0;
 					const result = await this.exclusive(() =>
 						schedulePass(
 							sql,
-							tx,
 							{
 								agents: this.agentIds(),
 								leaseMs: this.settings.leaseMs,
@@ -514,7 +504,6 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 	created() {
 		this.leaderClient = null as Client | null;
 		this.leaderSql = null as Sql | null;
-		this.leaderTx = null as TxRunner | null;
 		this.chain = Promise.resolve();
 		this.passing = false;
 		this.dirty = false;
@@ -547,7 +536,6 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			onAcquired: (client: Client) => {
 				this.leaderClient = client;
 				this.leaderSql = clientSql(client);
-				this.leaderTx = clientTransaction(client);
 				this.chain = Promise.resolve();
 				this.logger.info("scheduler: leading");
 				void this.tick();
@@ -555,7 +543,6 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			onLost: (reason: string) => {
 				this.leaderClient = null;
 				this.leaderSql = null;
-				this.leaderTx = null;
 				this.logger.info({ reason }, "scheduler: no longer leading");
 			},
 			log: (message: string, error?: unknown) => this.logger.warn({ err: error }, message)

@@ -46,16 +46,16 @@ export class JobRequeuedDuringCancelError extends Error {
 
 /**
  * Cancels a job inside the caller's transaction, every step guarded on the old state, taking
- * row locks in the order the scheduler's claim does (queue row, then execution, then job): its
- * queue row is deleted, its live execution (if any) becomes CANCELED (ended now), and the job
- * CANCELED (ended and last_status_change now). Throws NotFoundError for an unknown job and
+ * row locks in the order the scheduler's placing statement does (queue row, then execution, then
+ * job: applyPlacements in lib/scheduling/claim.ts): its queue row is deleted, its live execution
+ * (if any) becomes CANCELED (ended now), and the job CANCELED (ended and last_status_change now). Throws NotFoundError for an unknown job and
  * BadRequestError for a COMPLETED or CANCELED one (both text/plain); a refusal rolls back.
  *
  * A requeue creates the job's next execution and queue row while it holds the job row, so one
  * that committed after the first two steps looked is seen once the job row is ours: then nothing
  * live may be left, or JobRequeuedDuringCancelError is thrown (to be run again, see
- * cancelJobTransaction). The job row is not taken first: the claim takes it last, after the queue
- * row and the execution, and the two would deadlock. Once the job is CANCELED under our lock, the
+ * cancelJobTransaction). The job row is not taken first: a placement takes it last, after the
+ * queue row and the execution, and the two would deadlock. Once the job is CANCELED under our lock, the
  * scheduler's requeue cannot follow (it is guarded on RUNNING); a user's requeue that waited for
  * the lock comes after the cancel, as it should.
  *

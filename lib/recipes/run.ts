@@ -35,32 +35,56 @@ interface RecipeJobRow {
 	disk_out_mult_required: number;
 }
 
-/** The recipes of these jobs, locked, with their jobs. */
+/**
+ * Locks the recipes of the jobs `jobIds` (an SQL int[] expression) FOR UPDATE, in id order, so
+ * that the transactions that change their jobs read them in turn. A statement that completes
+ * jobs takes these locks itself, after its updates (`complete` in lib/scheduling/finish.ts), and
+ * its transaction then reads without locking again.
+ */
+export function lockRecipesSql(jobIds: string): string {
+	return `SELECT r.id FROM recipe r
+		WHERE r.id IN (SELECT recipe_id FROM recipe_job WHERE job_id = ANY(${jobIds}))
+		ORDER BY r.id FOR UPDATE OF r`;
+}
+
+/**
+ * The recipes of these jobs, locked, with their jobs. `locked`: jobs whose recipes this
+ * transaction has locked already. The read is a statement of its own, after the lock: it sees
+ * what the lock waited for committed (a statement sees the snapshot it began with, whatever it
+ * waits for).
+ */
 async function loadRecipes(
 	sql: Sql,
-	jobIds: number[]
+	jobIds: number[],
+	locked: ReadonlySet<number> = new Set()
 ): Promise<{ recipes: RecipeRow[]; jobs: RecipeJobRow[] }> {
 	if (jobIds.length === 0) return { recipes: [], jobs: [] };
-	const recipes = await sql.query<RecipeRow>(
-		`SELECT r.id, r.data, rev.definition, r.completed FROM recipe r
-		 JOIN recipe_type_rev rev ON rev.id = r.recipe_type_rev_id
+	const toLock = jobIds.filter(id => !locked.has(id));
+	if (toLock.length > 0) await sql.query(lockRecipesSql("$1::int[]"), [toLock]);
+	const rows = await sql.query<RecipeRow & { jobs: RecipeJobRow[] }>(
+		`SELECT r.id, r.data, rev.definition, r.completed,
+			(SELECT json_agg(json_build_object('recipe_id', rj.recipe_id, 'job_name', rj.job_name,
+				'id', j.id, 'status', j.status, 'results', j.results,
+				'interface', CASE WHEN j.status = 'PENDING' THEN jr.interface END,
+				'disk_out_const_required', t.disk_out_const_required,
+				'disk_out_mult_required', t.disk_out_mult_required))
+			 FROM recipe_job rj JOIN job j ON j.id = rj.job_id
+				JOIN job_type_rev jr ON jr.id = j.job_type_rev_id JOIN job_type t ON t.id = j.job_type_id
+			 WHERE rj.recipe_id = r.id) AS jobs
+		 FROM recipe r JOIN recipe_type_rev rev ON rev.id = r.recipe_type_rev_id
 		 WHERE r.id IN (SELECT recipe_id FROM recipe_job WHERE job_id = ANY($1::int[]))
-		 ORDER BY r.id FOR UPDATE OF r`,
+		 ORDER BY r.id`,
 		[jobIds]
 	);
-	if (recipes.length === 0) return { recipes, jobs: [] };
-	// a statement of its own, after the lock: it sees what the transactions waited for committed
-	// (a statement sees the snapshot it began with, whatever it waits for)
-	const jobs = await sql.query<RecipeJobRow>(
-		`SELECT rj.recipe_id, rj.job_name, j.id, j.status, j.results,
-			CASE WHEN j.status = 'PENDING' THEN rev.interface END AS interface,
-			t.disk_out_const_required, t.disk_out_mult_required
-		 FROM recipe_job rj JOIN job j ON j.id = rj.job_id
-		 JOIN job_type_rev rev ON rev.id = j.job_type_rev_id JOIN job_type t ON t.id = j.job_type_id
-		 WHERE rj.recipe_id = ANY($1::int[])`,
-		[recipes.map(r => r.id)]
-	);
-	return { recipes, jobs };
+	return {
+		recipes: rows.map(r => ({
+			id: r.id,
+			data: r.data,
+			definition: r.definition,
+			completed: r.completed
+		})),
+		jobs: rows.flatMap(r => r.jobs ?? [])
+	};
 }
 
 /** A PENDING job to queue with its data. */
@@ -98,10 +122,15 @@ export function inputBytes(data: JobData, sizeOf: (fileId: number) => number): n
  * `queued` is now): within a priority, a recipe's later jobs go ahead of work that arrived after
  * the recipe, so recipes under way finish first instead of each waiting for the whole backlog
  * at every step (P6: the time from A's completion to B's start under the load of 1,000 recipes,
- * docs/decisions.md "Recipes").
+ * docs/decisions.md "Recipes"). The recipes `completeRecipes` are marked completed by the same
+ * statement.
  */
-export async function queuePending(sql: Sql, items: PendingToQueue[]): Promise<number[]> {
-	if (items.length === 0) return [];
+export async function queuePending(
+	sql: Sql,
+	items: PendingToQueue[],
+	completeRecipes: number[] = []
+): Promise<number[]> {
+	if (items.length === 0 && completeRecipes.length === 0) return [];
 	const datas = items.map(item => parseJobData(item.data, item.iface, `job ${item.jobId} data`));
 	const fileIds = [...new Set(datas.flatMap(d => d.input_data.flatMap(inputFileIdsOf)))];
 	const sizes = new Map<number, number>();
@@ -139,9 +168,11 @@ export async function queuePending(sql: Sql, items: PendingToQueue[]): Promise<n
 			FROM x JOIN j ON j.id = x.job_id
 				LEFT JOIN recipe_job rj ON rj.job_id = j.id
 				LEFT JOIN recipe rc ON rc.id = rj.recipe_id
+		 ), c AS (
+			UPDATE recipe SET completed = now(), last_modified = now() WHERE id = ANY($2::int[])
 		 )
 		 SELECT id FROM j ORDER BY id`,
-		[JSON.stringify(rows)]
+		[JSON.stringify(rows), completeRecipes]
 	);
 	return queued.map(r => r.id);
 }
@@ -157,8 +188,12 @@ export interface Advanced {
  * that waits (PENDING) with every dependency COMPLETED, and marks a recipe whose jobs all
  * COMPLETED as completed.
  */
-export async function advanceRecipes(sql: Sql, jobIds: number[]): Promise<Advanced> {
-	const { recipes, jobs } = await loadRecipes(sql, jobIds);
+export async function advanceRecipes(
+	sql: Sql,
+	jobIds: number[],
+	locked: ReadonlySet<number> = new Set()
+): Promise<Advanced> {
+	const { recipes, jobs } = await loadRecipes(sql, jobIds, locked);
 	const toQueue: PendingToQueue[] = [];
 	const completedRecipes: number[] = [];
 	for (const recipe of recipes) {
@@ -186,12 +221,7 @@ export async function advanceRecipes(sql: Sql, jobIds: number[]): Promise<Advanc
 			});
 		}
 	}
-	const queued = await queuePending(sql, toQueue);
-	if (completedRecipes.length > 0)
-		await sql.query(
-			`UPDATE recipe SET completed = now(), last_modified = now() WHERE id = ANY($1::int[])`,
-			[completedRecipes]
-		);
+	const queued = await queuePending(sql, toQueue, completedRecipes);
 	return { queued, completedRecipes };
 }
 

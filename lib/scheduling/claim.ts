@@ -7,13 +7,22 @@ import {
 	type QueuedRow,
 	type TypeLimits
 } from "./matching";
-import type { Sql, TxRunner } from "./sql";
+import type { Sql } from "./sql";
 
 /**
- * The scheduler's claim: queued executions are read from the narrow `queue` table in batches,
- * in (priority, queued, id) order with FOR UPDATE SKIP LOCKED, matched in memory against the free
- * resources of the nodes that may take work, and the placed ones are taken off the queue and
- * marked RUNNING (execution and job) in the same transaction, with set-based statements.
+ * The scheduler's claim: queued executions are read from the narrow `queue` table in batches, in
+ * (priority, queued, id) order, matched in memory against the free resources of the nodes that
+ * may take work, and the placed ones are taken off the queue and marked RUNNING (execution and
+ * job) by one set-based statement per batch.
+ *
+ * Why the read takes no row locks and the batch no transaction: passes run one at a time in the
+ * whole cluster (on the leader's lock connection, one piece of work at a time), so no other pass
+ * can take the rows read; what else changes a queued execution meanwhile (a cancel, a requeue)
+ * is caught by the placing statement's guard on QUEUED, which PostgreSQL re-checks under the row
+ * lock after waiting for that change to commit. Locking the rows read (FOR UPDATE SKIP LOCKED in a
+ * BEGIN ... COMMIT) wrote every row read and cost two more round trips per batch, each waiting
+ * for a cpu under load: the time from a recipe job's completion to its dependents' placement
+ * (docs/decisions.md, "Recipes").
  */
 
 export interface PassOptions {
@@ -21,7 +30,7 @@ export interface PassOptions {
 	agents: string[];
 	/** a node whose last heartbeat is older than this is not offered work */
 	leaseMs: number;
-	/** queue rows read per transaction */
+	/** queue rows read per batch */
 	batchSize: number;
 	/** queue rows read per pass at most, past rows that could not be placed */
 	maxScanRows: number;
@@ -125,9 +134,9 @@ const CLAIM_COLUMNS = `id, job_exe_id, job_id, job_type_id, priority, cpus_requi
  * (index (job_type_id, priority, queued, id), migration 0008), merged: read through the claim
  * index, a paused type's backlog at the head of the queue was stepped over row by row on every
  * pass (20,000 queued jobs of a paused type cost each pass ~20,000 index entries and heap
- * fetches, and P1 fell from ~1.2 to ~0.65 of bare spawn beside them). Each type's head is locked
- * (SKIP LOCKED) before the merge keeps `limit` rows: a few more rows locked for the moment of the
- * pass, against a scan that no longer grows with what waits.
+ * fetches, and P1 fell from ~1.2 to ~0.65 of bare spawn beside them). Each type's head is read
+ * before the merge keeps `limit` rows: a few more rows read, against a scan that no longer grows
+ * with what waits.
  */
 async function claimAroundExcluded(
 	sql: Sql,
@@ -140,7 +149,7 @@ async function claimAroundExcluded(
 			SELECT ${CLAIM_COLUMNS}, queued FROM queue
 			WHERE job_type_id = t.id
 			  AND ($3::int IS NULL OR (priority, queued, id) > ($3::int, $4::timestamptz, $5::int))
-			ORDER BY priority, queued, id LIMIT $2 FOR UPDATE SKIP LOCKED
+			ORDER BY priority, queued, id LIMIT $2
 		 ) q
 		 WHERE t.id <> ALL($1::int[])
 		 ORDER BY q.priority, q.queued, q.id LIMIT $2`,
@@ -149,8 +158,8 @@ async function claimAroundExcluded(
 }
 
 /**
- * Locks the next batch of queue rows after `after` (keyset on the claim index), skipping rows
- * another transaction holds and rows of the excluded job types.
+ * Reads the next batch of queue rows after `after` (keyset on the claim index), skipping the rows
+ * of the excluded job types.
  */
 export async function claimBatch(
 	sql: Sql,
@@ -166,13 +175,13 @@ export async function claimBatch(
 						`SELECT ${CLAIM_COLUMNS} FROM queue
 				 WHERE (priority, queued, id) > ($1::int, $2::timestamptz, $3::int)
 				   AND job_type_id <> ALL($4::int[])
-				 ORDER BY priority, queued, id LIMIT $5 FOR UPDATE SKIP LOCKED`,
+				 ORDER BY priority, queued, id LIMIT $5`,
 						[after.priority, after.queuedKey, after.id, excluded, limit]
 					)
 				: await sql.query(
 						`SELECT ${CLAIM_COLUMNS} FROM queue
 				 WHERE job_type_id <> ALL($1::int[])
-				 ORDER BY priority, queued, id LIMIT $2 FOR UPDATE SKIP LOCKED`,
+				 ORDER BY priority, queued, id LIMIT $2`,
 						[excluded, limit]
 					);
 	return rows.map(r => ({
@@ -212,6 +221,11 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				$6::float8[], $7::float8[], $8::float8[], $9::float8[])
 				AS u(queue_id, exe_id, node_id, agent_id, cpus, mem, disk_in, disk_out, disk_total)
 		),
+		-- the queue rows, locked first: in the order a cancel takes its locks (queue row, then
+		-- execution, then job: lib/queue/cancel.ts), so that the two wait for each other instead
+		-- of deadlocking; a row a cancel deleted meanwhile is not returned, and nothing is placed
+		-- for it
+		held AS (SELECT id, job_exe_id FROM queue WHERE id = ANY($1::int[]) ORDER BY id FOR UPDATE),
 		-- the nodes still able to take work, share-locked: a report that pauses a node (too many
 		-- failures) or a node update committing meanwhile is waited for and seen, so nothing is
 		-- placed on a node paused after this pass read its offers
@@ -229,6 +243,7 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				environment = coalesce(e.environment, '{}'::jsonb), last_modified = now()
 			FROM u, job j, job_type_rev r, job_type t
 			WHERE e.id = ANY($2::int[]) AND e.id = u.exe_id AND e.status = 'QUEUED'
+				AND e.id = ANY(ARRAY(SELECT job_exe_id FROM held))
 				AND u.node_id IN (SELECT id FROM n)
 				AND j.id = e.job_id AND r.id = j.job_type_rev_id AND t.id = j.job_type_id
 			RETURNING e.id, e.job_id, e.timeout, u.node_id, u.agent_id, u.cpus, u.mem,
@@ -278,15 +293,13 @@ export interface PassResult {
 }
 
 /**
- * One scheduling pass: reads the context, then claims batches from the head of the queue, each
- * batch's placements given to `onPlaced` once its transaction committed. Rows
- * that cannot be placed stay queued (their locks go with the batch's commit) and the next batch
- * continues after them by keyset, up to `maxScanRows` rows, so a head of unplaceable work never
- * starves placeable work behind it. Each batch is its own transaction.
+ * One scheduling pass: reads the context, then reads batches from the head of the queue, each
+ * batch's placements written by one statement and given to `onPlaced` at once. Rows that cannot
+ * be placed stay queued and the next batch continues after them by keyset, up to `maxScanRows`
+ * rows, so a head of unplaceable work never starves placeable work behind it.
  */
 export async function schedulePass(
 	sql: Sql,
-	transaction: TxRunner,
 	opts: PassOptions,
 	onPlaced: (placed: PlacedExe[]) => void = () => undefined
 ): Promise<PassResult> {
@@ -300,17 +313,15 @@ export async function schedulePass(
 	for (;;) {
 		const excluded = excludedTypes(ctx.limits);
 		const limit = Math.max(1, Math.min(opts.batchSize, opts.maxScanRows - scanned));
-		const batch: { rows: number; last: QueuedRow | null; placed: PlacedExe[] } =
-			await transaction(async tx => {
-				const rows = await claimBatch(tx, after, excluded, limit);
-				if (rows.length === 0) return { rows: 0, last: null, placed: [] };
-				const { placed: matches } = matchBatch(rows, ctx.nodes, ctx.limits);
-				return {
-					rows: rows.length,
-					last: rows[rows.length - 1],
-					placed: await applyPlacements(tx, matches)
-				};
-			});
+		const rows = await claimBatch(sql, after, excluded, limit);
+		const batch = {
+			rows: rows.length,
+			last: rows.length > 0 ? rows[rows.length - 1] : null,
+			placed:
+				rows.length > 0
+					? await applyPlacements(sql, matchBatch(rows, ctx.nodes, ctx.limits).placed)
+					: []
+		};
 		placed.push(...batch.placed);
 		// handed to their agents now, while the pass goes on: the first runs do not wait for
 		// the whole pass

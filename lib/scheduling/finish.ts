@@ -19,7 +19,7 @@ import {
 	type RawParseResult
 } from "./parse";
 import type { Sql } from "./sql";
-import { advanceRecipes, blockRecipeJobs } from "../recipes/run";
+import { advanceRecipes, blockRecipeJobs, lockRecipesSql } from "../recipes/run";
 
 /**
  * The end of executions, many at once, inside the caller's transaction: step times, completions
@@ -342,13 +342,17 @@ export async function finishExecutions(
 		if (exe) failing.push({ exe, errorName: failure.errorName || ERRORS.unknown });
 	}
 
-	if (completions.length > 0) await complete(sql, completions, stepCols, result, opts);
+	// jobs whose recipes this transaction has locked
+	const locked =
+		completions.length > 0
+			? await complete(sql, completions, stepCols, result, opts)
+			: new Set<number>();
 	if (failing.length > 0) await fail(sql, failing, stepCols, result);
 	if (canceling.length > 0) await cancel(sql, canceling, stepCols, result);
 	// Recipes, in the same transaction: the jobs these completions free are queued, and the
 	// never-queued dependents of jobs ended for good are blocked (lib/recipes/run.ts).
 	if (result.completedJobs.length > 0)
-		result.recipeQueued = (await advanceRecipes(sql, result.completedJobs)).queued;
+		result.recipeQueued = (await advanceRecipes(sql, result.completedJobs, locked)).queued;
 	const stopped = [...result.failedJobs, ...result.canceledJobs];
 	if (stopped.length > 0) await blockRecipeJobs(sql, stopped);
 	for (const s of steps) if (result.ended.has(s.jobExeId)) result.stepped.add(s.jobExeId);
@@ -441,13 +445,14 @@ function resultsOf(exe: EndingExe, made: { output: string; id: number }[]): JobR
 	);
 }
 
+/** Completes executions (and the jobs they end); answers the jobs whose recipes it locked. */
 async function complete(
 	sql: Sql,
 	completions: { exe: EndingExe; f: ExecutionFinished; products: ProducedFile[] }[],
 	stepCols: Map<number, StepColumns>,
 	result: FinishResult,
 	opts: FinishOptions
-): Promise<void> {
+): Promise<Set<number>> {
 	// The transition, with the jobs of executions that made no products (their results are
 	// known already); those with products get their results once the products are stored.
 	const ids = completions.map(c => c.exe.id);
@@ -489,12 +494,21 @@ async function complete(
 				AND job.id = ANY(ARRAY(SELECT job_id FROM e WHERE final))
 				AND job.status = 'RUNNING'
 			RETURNING job.id
-		)
-		SELECT id, job_id FROM e UNION ALL SELECT NULL, id FROM j`,
+		),
+		-- their recipes locked here, after the updates (ARRAY(...) runs j to its end first), as
+		-- advanceRecipes would lock them: a round trip less between A's completion and B's queueing
+		l AS (${lockRecipesSql("ARRAY(SELECT id FROM j)")})
+		SELECT id, job_id FROM e UNION ALL SELECT NULL, id FROM j
+		UNION ALL SELECT -1, count(*)::int FROM l`,
 		[...u.binds, jobIds, u.binds[1]]
 	);
-	const won = rows.filter(r => r.id !== null) as { id: number; job_id: number }[];
-	for (const row of rows) if (row.id === null) result.completedJobs.push(row.job_id);
+	const won = rows.filter(r => r.id !== null && r.id >= 0) as { id: number; job_id: number }[];
+	const locked = new Set<number>();
+	for (const row of rows)
+		if (row.id === null) {
+			result.completedJobs.push(row.job_id);
+			locked.add(row.job_id);
+		}
 	const wonIds = new Set(won.map(w => w.id));
 	for (const row of won) result.ended.add(row.id);
 	const mine = completions.filter(c => wonIds.has(c.exe.id));
@@ -592,6 +606,7 @@ async function complete(
 		opts.moves?.push(...moves);
 		result.parseEvents.push(...(await applyParseUpdates(sql, updates)));
 	}
+	return locked;
 }
 
 async function fail(

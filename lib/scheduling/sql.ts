@@ -25,22 +25,6 @@ export function clientSql(client: Pick<Client, "query">): Sql {
 	};
 }
 
-/** A transaction on a plain `pg` client: BEGIN, fn, COMMIT (ROLLBACK when fn throws). */
-export function clientTransaction(client: Pick<Client, "query">): TxRunner {
-	const sql = clientSql(client);
-	return async fn => {
-		await client.query("BEGIN");
-		try {
-			const result = await fn(sql);
-			await client.query("COMMIT");
-			return result;
-		} catch (error) {
-			await client.query("ROLLBACK").catch(() => undefined);
-			throw error;
-		}
-	};
-}
-
 /** An Sql on the pool, each statement on its own connection (no transaction). */
 export function poolSql(db: Sequelize): Sql {
 	return { query: (text, values = []) => select(db, text, values) as Promise<any[]> };

@@ -712,18 +712,16 @@ describe("canceling while the scheduler requeues the job", () => {
 		expect(agent.cancels).toEqual([]);
 	});
 
-	it("waits for a claim of the job in flight, then cancels what it started (no deadlock)", async () => {
+	it("waits for a placement in flight, then cancels what it started (no deadlock)", async () => {
 		const job = await createJob(ids.kml);
-		// The claim has locked the queue row; the cancel comes while it matches.
-		await client.query("BEGIN");
 		const rows = await claimBatch(clientSql(client), null, [], 1000);
 		const row = rows.find(r => r.jobId === job.id)!;
+		const node = { id: ids.node, agentId: broker.nodeID, free: { cpus: 1, mem: 1, disk: 1 } };
+		// the placement has taken the queue row, the execution and the job, not yet committed
+		await client.query("BEGIN");
+		const [placed] = await applyPlacements(clientSql(client), [{ row, node }]);
 		const reply = patch(job.id, { status: "CANCELED" });
 		await someoneWaitsForALock();
-		// Then it marks the execution and the job RUNNING: the job row must not be the cancel's
-		// already (it would wait for the queue row the claim holds: a deadlock).
-		const node = { id: ids.node, agentId: broker.nodeID, free: { cpus: 1, mem: 1, disk: 1 } };
-		const [placed] = await applyPlacements(clientSql(client), [{ row, node }]);
 		await client.query("COMMIT");
 		const answer = await reply;
 		expect(answer.status).toBe(200);
@@ -733,6 +731,67 @@ describe("canceling while the scheduler requeues the job", () => {
 			queue: []
 		});
 		expect(agent.cancels).toEqual([{ jobExeId: placed.id }]);
+	});
+
+	it("places nothing for a job a cancel took while the pass matched it", async () => {
+		const job = await createJob(ids.kml);
+		// the pass read the queue row (no lock: passes run one at a time) ...
+		const rows = await claimBatch(clientSql(client), null, [], 1000);
+		const row = rows.find(r => r.jobId === job.id)!;
+		// ... and a cancel committed before the placement
+		expect((await patch(job.id, { status: "CANCELED" })).status).toBe(200);
+		const node = { id: ids.node, agentId: broker.nodeID, free: { cpus: 1, mem: 1, disk: 1 } };
+		expect(await applyPlacements(clientSql(client), [{ row, node }])).toEqual([]);
+		expect(await state(job.id)).toEqual({
+			job: "CANCELED",
+			exes: [["CANCELED", null]],
+			queue: []
+		});
+		expect(agent.cancels).toEqual([]);
+	});
+
+	it("waits for a cancel in flight on the queue row before taking the execution (no deadlock)", async () => {
+		const job = await createJob(ids.kml);
+		const rows = await claimBatch(clientSql(client), null, [], 1000);
+		const row = rows.find(r => r.jobId === job.id)!;
+		const [{ id: exeId }] = await query<{ id: number }>(
+			`SELECT id FROM job_exe WHERE job_id = $1`,
+			[job.id]
+		);
+		// a cancel's first step (lib/queue/cancel.ts): its queue row, not yet committed
+		await client.query("BEGIN");
+		await client.query(`DELETE FROM queue WHERE job_id = $1`, [job.id]);
+		const placer = new Client({ connectionString: tdb.url });
+		await placer.connect();
+		try {
+			const node = {
+				id: ids.node,
+				agentId: broker.nodeID,
+				free: { cpus: 1, mem: 1, disk: 1 }
+			};
+			const placing = applyPlacements(clientSql(placer), [{ row, node }]);
+			await someoneWaitsForALock();
+			// the placement holds no lock on the execution the cancel takes next
+			await expect(
+				query(`SELECT id FROM job_exe WHERE id = $1 FOR UPDATE NOWAIT`, [exeId])
+			).resolves.toHaveLength(1);
+			await client.query(
+				`UPDATE job_exe SET status = 'CANCELED', ended = now() WHERE id = $1`,
+				[exeId]
+			);
+			await client.query(`UPDATE job SET status = 'CANCELED', ended = now() WHERE id = $1`, [
+				job.id
+			]);
+			await client.query("COMMIT");
+			expect(await placing).toEqual([]);
+		} finally {
+			await placer.end();
+		}
+		expect(await state(job.id)).toEqual({
+			job: "CANCELED",
+			exes: [["CANCELED", null]],
+			queue: []
+		});
 	});
 
 	it("places nothing on a node paused since the pass read its offers: the job stays queued", async () => {
