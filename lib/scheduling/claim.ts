@@ -208,8 +208,8 @@ export async function claimBatch(
  *
  * Takes the placed rows off the queue and marks their executions RUNNING (node, agent, started,
  * scheduled resources, command arguments from the interface when the queue left them unset) and
- * their jobs RUNNING, in one statement. Each transition is guarded on QUEUED: a queue row whose
- * execution is no longer QUEUED is dropped and nothing is sent for it.
+ * their jobs RUNNING, in one statement. Each transition is guarded: a queue row a cancel took
+ * meanwhile is not found, its execution is not placed and nothing is sent for it.
  */
 export async function applyPlacements(sql: Sql, placements: Placement[]): Promise<PlacedExe[]> {
 	if (placements.length === 0) return [];
@@ -221,11 +221,6 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				$6::float8[], $7::float8[], $8::float8[], $9::float8[])
 				AS u(queue_id, exe_id, node_id, agent_id, cpus, mem, disk_in, disk_out, disk_total)
 		),
-		-- the queue rows, locked first: in the order a cancel takes its locks (queue row, then
-		-- execution, then job: lib/queue/cancel.ts), so that the two wait for each other instead
-		-- of deadlocking; a row a cancel deleted meanwhile is not returned, and nothing is placed
-		-- for it
-		held AS (SELECT id, job_exe_id FROM queue WHERE id = ANY($1::int[]) ORDER BY id FOR UPDATE),
 		-- the nodes still able to take work, share-locked: a report that pauses a node (too many
 		-- failures) or a node update committing meanwhile is waited for and seen, so nothing is
 		-- placed on a node paused after this pass read its offers
@@ -233,6 +228,16 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 			SELECT id FROM node WHERE id = ANY(ARRAY(SELECT DISTINCT node_id FROM u))
 				AND is_active AND NOT is_paused
 			ORDER BY id FOR SHARE
+		),
+		-- the rows placed on those nodes leave the queue first, in the order a cancel takes its
+		-- locks (queue row, then execution, then job: lib/queue/cancel.ts), so that the two wait
+		-- for each other instead of deadlocking; a row a cancel deleted meanwhile is not found,
+		-- and nothing is placed for it (a queue row leaves with its execution's QUEUED, by a
+		-- cancel or a placement, in one transaction); the others stay for a later pass
+		d AS (
+			DELETE FROM queue q WHERE q.id = ANY($1::int[])
+				AND q.id = ANY(ARRAY(SELECT queue_id FROM u WHERE node_id IN (SELECT id FROM n)))
+			RETURNING q.job_exe_id
 		),
 		e AS (
 			UPDATE job_exe e SET status = 'RUNNING', node_id = u.node_id, agent_id = u.agent_id,
@@ -243,16 +248,12 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				environment = coalesce(e.environment, '{}'::jsonb), last_modified = now()
 			FROM u, job j, job_type_rev r, job_type t
 			WHERE e.id = ANY($2::int[]) AND e.id = u.exe_id AND e.status = 'QUEUED'
-				AND e.id = ANY(ARRAY(SELECT job_exe_id FROM held))
-				AND u.node_id IN (SELECT id FROM n)
+				AND e.id = ANY(ARRAY(SELECT job_exe_id FROM d))
 				AND j.id = e.job_id AND r.id = j.job_type_rev_id AND t.id = j.job_type_id
 			RETURNING e.id, e.job_id, e.timeout, u.node_id, u.agent_id, u.cpus, u.mem,
 				u.disk_total, j.data, r.interface, j.job_type_id, t.name, t.version,
 				t.uses_docker, t.docker_image, t.docker_privileged, t.is_long_running, t.is_system
 		),
-		-- only the rows placed leave the queue; the others stay for a later pass
-		d AS (DELETE FROM queue q WHERE q.id = ANY($1::int[])
-			AND q.job_exe_id = ANY(ARRAY(SELECT id FROM e))),
 		jr AS (
 			UPDATE job SET status = 'RUNNING', started = now(), last_status_change = now(),
 				last_modified = now()
