@@ -1,25 +1,12 @@
-import type { ExecutionFinished, ExecutionStep, ProducedFile, Step } from "../agent/protocol";
-import { buildJobResults, type JobResults } from "../documents/job-results";
+import type { ExecutionFinished, ExecutionStep, ProducedFile } from "../agent/protocol";
 import type { ErrorMapping, JobInterface } from "../documents/types";
-import {
-	checkProducts,
-	insertProducts,
-	linkAncestry,
-	productRow,
-	type AncestryEntry,
-	type ProductRow
-} from "../models/product";
+import { checkProducts } from "../models/product";
+import { advanceRecipes, blockRecipeJobs } from "../recipes/run";
+import { complete } from "./complete";
 import { countsAgainstNode, ERRORS, errorNameFor, shouldRequeue } from "./failure";
-import {
-	applyParseUpdates,
-	moveSourceFiles,
-	planParseUpdates,
-	type FileMove,
-	type ParseTarget,
-	type RawParseResult
-} from "./parse";
+import type { FileMove } from "./parse";
 import type { Sql } from "./sql";
-import { advanceRecipes, blockRecipeJobs, lockRecipesSql } from "../recipes/run";
+import { collectSteps, stepUnnest, type StepColumns } from "./steps";
 
 /**
  * The end of executions, many at once, inside the caller's transaction: step times, completions
@@ -71,7 +58,7 @@ export interface FinishOptions {
 	warn?: (message: string) => void;
 }
 
-interface EndingExe {
+export interface EndingExe {
 	id: number;
 	/** the agent running it: a report from another agent ends nothing */
 	agent_id: string | null;
@@ -89,96 +76,9 @@ interface EndingExe {
 	error_mapping: ErrorMapping | null;
 }
 
-interface StepColumns {
-	pre_started: string | null;
-	pre_completed: string | null;
-	pre_exit_code: number | null;
-	job_started: string | null;
-	job_completed: string | null;
-	job_exit_code: number | null;
-	post_started: string | null;
-	post_completed: string | null;
-	post_exit_code: number | null;
-	command_arguments: string | null;
-}
-
-const PREFIX: Record<Step, "pre" | "job" | "post"> = { pre: "pre", main: "job", post: "post" };
-
-function emptySteps(): StepColumns {
-	return {
-		pre_started: null,
-		pre_completed: null,
-		pre_exit_code: null,
-		job_started: null,
-		job_completed: null,
-		job_exit_code: null,
-		post_started: null,
-		post_completed: null,
-		post_exit_code: null,
-		command_arguments: null
-	};
-}
-
-function isTime(value: unknown): value is string {
-	return typeof value === "string" && !Number.isNaN(Date.parse(value));
-}
-
-function exitCode(value: unknown): number | null {
-	return Number.isInteger(value) && Math.abs(value as number) <= 2147483647
-		? (value as number)
-		: null;
-}
-
-/** The step columns the reports give, per execution (later reports win). */
-export function collectSteps(
-	steps: readonly ExecutionStep[],
-	finished: readonly ExecutionFinished[]
-): Map<number, StepColumns> {
-	const out = new Map<number, StepColumns>();
-	const get = (id: number) => {
-		let cols = out.get(id);
-		if (!cols) out.set(id, (cols = emptySteps()));
-		return cols;
-	};
-	for (const s of steps) {
-		const prefix = PREFIX[s.step];
-		if (!prefix) continue;
-		const cols = get(s.jobExeId) as any;
-		if (isTime(s.at))
-			cols[`${prefix}_${s.event === "started" ? "started" : "completed"}`] = s.at;
-		const code = exitCode(s.exitCode);
-		if (s.event === "completed" && code !== null) cols[`${prefix}_exit_code`] = code;
-		if (typeof s.commandArguments === "string") cols.command_arguments = s.commandArguments;
-	}
-	for (const f of finished) {
-		const cols = get(f.jobExeId) as any;
-		for (const [step, times] of Object.entries(f.steps ?? {})) {
-			const prefix = PREFIX[step as Step];
-			if (!prefix || !times) continue;
-			if (isTime(times.started)) cols[`${prefix}_started`] = times.started;
-			if (isTime(times.completed)) cols[`${prefix}_completed`] = times.completed;
-			const code = exitCode(times.exitCode);
-			if (code !== null) cols[`${prefix}_exit_code`] = code;
-		}
-		const main = exitCode(f.exitCode);
-		if (main !== null) cols.job_exit_code = main;
-		if (typeof f.commandArguments === "string") cols.command_arguments = f.commandArguments;
-	}
-	return out;
-}
-
 /** Text PostgreSQL can store (no NUL). */
 function storable(text: unknown): string {
 	return typeof text === "string" ? text.split("\u0000").join("") : "";
-}
-
-function inputFileIds(data: any): number[] {
-	const ids: number[] = [];
-	for (const input of data?.input_data ?? []) {
-		if (Number.isInteger(input.file_id)) ids.push(input.file_id);
-		for (const id of input.file_ids ?? []) if (Number.isInteger(id)) ids.push(id);
-	}
-	return [...new Set(ids)];
 }
 
 /** Product files deduplicated by where they are: the same file reported twice is one product. */
@@ -190,64 +90,6 @@ function distinctProducts(products: readonly ProducedFile[]): ProducedFile[] {
 		seen.add(key);
 		return true;
 	});
-}
-
-/** The step columns as SQL: unnest types, column names, and the SET list (`u` over `e`). */
-const STEP_KEYS = [
-	["pre_started", "timestamptz"],
-	["pre_completed", "timestamptz"],
-	["pre_exit_code", "int"],
-	["job_started", "timestamptz"],
-	["job_completed", "timestamptz"],
-	["job_exit_code", "int"],
-	["post_started", "timestamptz"],
-	["post_completed", "timestamptz"],
-	["post_exit_code", "int"],
-	["command_arguments", "text"]
-] as const;
-
-/**
- * A `WITH u AS (...)`-ready unnest of `ids` and the step columns, after `extra` columns of
- * the caller: answers the SQL of the unnest, the SET list for the step columns, and the binds.
- * The report's values win, except in `fill` mode, where only columns still unset are filled
- * (and `changes` is true only where that fills something).
- */
-function stepUnnest(
-	ids: number[],
-	steps: Map<number, StepColumns>,
-	extra: { name: string; type: string; values: unknown[] }[] = [],
-	mode: "report" | "fill" = "report"
-): { from: string; set: string; changes: string; binds: unknown[] } {
-	const cols = [
-		{ name: "id", type: "int", values: ids },
-		...extra,
-		...STEP_KEYS.map(([name, type]) => ({
-			name,
-			type,
-			values: ids.map(id => steps.get(id)?.[name] ?? null)
-		}))
-	];
-	return {
-		from: `unnest(${cols.map((c, i) => `$${i + 1}::${c.type}[]`).join(", ")}) AS u(${cols
-			.map(c => c.name)
-			.join(", ")})`,
-		set: STEP_KEYS.map(([name]) => `${name} = ${filled(name, mode)}`).join(", "),
-		changes: STEP_KEYS.map(([name]) => `e.${name} IS DISTINCT FROM ${filled(name, mode)}`).join(
-			" OR "
-		),
-		binds: cols.map(c => c.values)
-	};
-}
-
-/**
- * A step column's new value. When filling in, the times and exit codes already recorded stay;
- * the command line is the report's all the same, because the claim recorded the interface's
- * template there and the report has the substituted line (which a step event would have set).
- */
-function filled(name: (typeof STEP_KEYS)[number][0], mode: "report" | "fill"): string {
-	return mode === "fill" && name !== "command_arguments"
-		? `coalesce(e.${name}, u.${name})`
-		: `coalesce(u.${name}, e.${name})`;
 }
 
 /** A FinishResult of nothing done. */
@@ -432,181 +274,6 @@ async function fillInCanceled(
 			logs.map(f => storable(f.stderr))
 		]
 	);
-}
-
-/** The results document of an execution from the products stored per output. */
-function resultsOf(exe: EndingExe, made: { output: string; id: number }[]): JobResults {
-	return buildJobResults(
-		(exe.interface?.output_data ?? []).map(o => ({
-			name: o.name,
-			multiple: o.type === "files",
-			fileIds: made.filter(m => m.output === o.name).map(m => m.id)
-		}))
-	);
-}
-
-/** Completes executions (and the jobs they end); answers the jobs whose recipes it locked. */
-async function complete(
-	sql: Sql,
-	completions: { exe: EndingExe; f: ExecutionFinished; products: ProducedFile[] }[],
-	stepCols: Map<number, StepColumns>,
-	result: FinishResult,
-	opts: FinishOptions
-): Promise<Set<number>> {
-	// The transition, with the jobs of executions that made no products (their results are
-	// known already); those with products get their results once the products are stored.
-	const ids = completions.map(c => c.exe.id);
-	const final = completions.map(c => c.products.length === 0);
-	const u = stepUnnest(ids, stepCols, [
-		{
-			name: "results",
-			type: "jsonb",
-			values: completions.map((c, i) =>
-				final[i] ? JSON.stringify(resultsOf(c.exe, [])) : null
-			)
-		},
-		{
-			name: "manifest",
-			type: "jsonb",
-			values: completions.map(c =>
-				c.f.resultsManifest === undefined || c.f.resultsManifest === null
-					? null
-					: JSON.stringify(c.f.resultsManifest)
-			)
-		},
-		{ name: "final", type: "boolean", values: final }
-	]);
-	// Jobs are named by id (from the arrays, for the planner) among the executions updated.
-	const jobIds = completions.map(c => c.exe.job_id);
-	const rows = await sql.query<{ id: number | null; job_id: number }>(
-		`WITH e AS (
-			UPDATE job_exe e SET status = 'COMPLETED', ended = now(), results = u.results,
-				results_manifest = u.manifest, ${u.set}, last_modified = now()
-			FROM ${u.from} WHERE e.id = ANY($1::int[]) AND e.id = u.id AND e.status = 'RUNNING'
-			RETURNING e.id, e.job_id, u.final
-		),
-		j AS (
-			UPDATE job SET status = 'COMPLETED', ended = now(), last_status_change = now(),
-				error_id = NULL, results = r.results, last_modified = now()
-			FROM unnest($${u.binds.length + 1}::int[], $${u.binds.length + 2}::jsonb[])
-				AS r(id, results)
-			WHERE job.id = ANY($${u.binds.length + 1}::int[]) AND job.id = r.id
-				AND job.id = ANY(ARRAY(SELECT job_id FROM e WHERE final))
-				AND job.status = 'RUNNING'
-			RETURNING job.id
-		),
-		-- their recipes locked here, after the updates (ARRAY(...) runs j to its end first), as
-		-- advanceRecipes would lock them: a round trip less between A's completion and B's queueing
-		l AS (${lockRecipesSql("ARRAY(SELECT id FROM j)")})
-		SELECT id, job_id FROM e UNION ALL SELECT NULL, id FROM j
-		UNION ALL SELECT -1, count(*)::int FROM l`,
-		[...u.binds, jobIds, u.binds[1]]
-	);
-	const won = rows.filter(r => r.id !== null && r.id >= 0) as { id: number; job_id: number }[];
-	const locked = new Set<number>();
-	for (const row of rows)
-		if (row.id === null) {
-			result.completedJobs.push(row.job_id);
-			locked.add(row.job_id);
-		}
-	const wonIds = new Set(won.map(w => w.id));
-	for (const row of won) result.ended.add(row.id);
-	const mine = completions.filter(c => wonIds.has(c.exe.id));
-
-	// The input files, when products or parse results need them (operational flag, parse targets).
-	const needInputs = mine.filter(
-		c => c.products.length > 0 || (Array.isArray(c.f.parseResults) && c.f.parseResults.length)
-	);
-	const inputIds = [...new Set(needInputs.flatMap(c => inputFileIds(c.exe.data)))];
-	const files = new Map<number, any>();
-	if (inputIds.length > 0) {
-		const rows = await sql.query(
-			`SELECT f.id, f.file_type, f.file_name, f.file_path, f.is_operational,
-				w.json_config->'broker'->>'host_path' AS workspace_host_path, w.is_move_enabled
-			 FROM scale_file f JOIN workspace w ON w.id = f.workspace_id
-			 WHERE f.id = ANY($1::int[])`,
-			[inputIds]
-		);
-		for (const row of rows) files.set(row.id, row);
-	}
-
-	// Products, in the order given, then each execution's results document.
-	const productRows: ProductRow[] = [];
-	for (const { exe, products } of mine) {
-		const inputs = inputFileIds(exe.data)
-			.map(id => files.get(id))
-			.filter(Boolean);
-		const operational =
-			exe.is_operational && inputs.every(f => f.file_type !== "PRODUCT" || f.is_operational);
-		for (const product of products)
-			productRows.push(
-				productRow(
-					{
-						jobExeId: exe.id,
-						jobId: exe.job_id,
-						jobTypeId: exe.job_type_id,
-						jobTypeName: exe.name,
-						jobTypeVersion: exe.version,
-						isOperational: operational,
-						jobData: exe.data,
-						iface: exe.interface!
-					},
-					product
-				)
-			);
-	}
-	const productIds = await insertProducts(sql, productRows);
-	const byExe = new Map<number, { output: string; id: number }[]>();
-	productRows.forEach((row, i) => {
-		const list = byExe.get(row.job_exe_id) ?? [];
-		list.push({ output: row.output_name, id: productIds[i] });
-		byExe.set(row.job_exe_id, list);
-	});
-	const ancestry: AncestryEntry[] = mine.map(({ exe }) => ({
-		jobExeId: exe.id,
-		jobId: exe.job_id,
-		inputFileIds: inputFileIds(exe.data),
-		productIds: (byExe.get(exe.id) ?? []).map(m => m.id)
-	}));
-	await linkAncestry(sql, ancestry);
-
-	const withProducts = mine.filter(c => c.products.length > 0);
-	if (withProducts.length > 0) {
-		const docs = withProducts.map(c =>
-			JSON.stringify(resultsOf(c.exe, byExe.get(c.exe.id) ?? []))
-		);
-		await sql.query(
-			`UPDATE job_exe e SET results = u.results
-			 FROM unnest($1::int[], $2::jsonb[]) AS u(id, results)
-			 WHERE e.id = ANY($1::int[]) AND e.id = u.id`,
-			[withProducts.map(c => c.exe.id), docs]
-		);
-		const done = await sql.query<{ id: number }>(
-			`UPDATE job SET status = 'COMPLETED', ended = now(), last_status_change = now(),
-				error_id = NULL, results = u.results, last_modified = now()
-			 FROM unnest($1::int[], $2::jsonb[]) AS u(id, results)
-			 WHERE job.id = ANY($1::int[]) AND job.id = u.id AND job.status = 'RUNNING'
-			 RETURNING job.id`,
-			[withProducts.map(c => c.exe.job_id), docs]
-		);
-		result.completedJobs.push(...done.map(r => r.id));
-	}
-
-	// parse_results: applied to the job's input source files.
-	const updates = needInputs.flatMap(({ exe, f }) => {
-		if (!Array.isArray(f.parseResults) || f.parseResults.length === 0) return [];
-		const sources: ParseTarget[] = inputFileIds(exe.data)
-			.map(id => files.get(id))
-			.filter(file => file && file.file_type === "SOURCE");
-		return planParseUpdates(f.parseResults as RawParseResult[], sources);
-	});
-	if (updates.length > 0) {
-		const sources = [...files.values()].filter(f => f.file_type === "SOURCE") as ParseTarget[];
-		const moves = await moveSourceFiles(updates, sources, opts.warn ?? (() => undefined));
-		opts.moves?.push(...moves);
-		result.parseEvents.push(...(await applyParseUpdates(sql, updates)));
-	}
-	return locked;
 }
 
 async function fail(

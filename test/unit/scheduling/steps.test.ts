@@ -1,4 +1,4 @@
-import { collectSteps } from "../../../lib/scheduling/finish";
+import { collectSteps } from "../../../lib/scheduling/steps";
 
 describe("collectSteps", () => {
 	it("maps step reports to the execution's columns, later reports winning", () => {
