@@ -4,15 +4,17 @@ import { DbMixin } from "../mixins/db.mixin";
 import { ListMixin } from "../mixins/list.mixin";
 import {
 	getJobTypeDetails,
-	JOB_TYPE_FIELDS,
 	JOB_TYPE_LIST,
+	serializeJobType,
+	type JobTypeRow
+} from "../lib/models/job-type";
+import {
+	JOB_TYPE_FIELDS,
 	NEW_JOB_TYPE_SCHEMA,
 	saveJobType,
-	serializeJobType,
 	validateJobType,
-	type JobTypeRow,
 	type JobTypeSpec
-} from "../lib/models/job-type";
+} from "../lib/models/job-type-save";
 import type { RequestMeta } from "../types/meta";
 
 const ID = { type: "integer", minimum: 1 };

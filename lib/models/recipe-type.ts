@@ -11,15 +11,8 @@ import { NotFoundError } from "../errors";
 import { formatDatetime } from "../list/iso8601";
 import type { ListSource } from "../list/run";
 import { compileChecker, type Checker } from "../validation/schema";
-import {
-	JOB_TYPE_NAME,
-	JOB_TYPE_NAME_RULE,
-	JOB_TYPE_VERSION,
-	jobTypeKey,
-	loadJobTypesByKey,
-	serializeJobTypeBase,
-	type JobTypeRow
-} from "./job-type";
+import { jobTypeKey, loadJobTypesByKey, serializeJobTypeBase, type JobTypeRow } from "./job-type";
+import { JOB_TYPE_NAME, JOB_TYPE_NAME_RULE, JOB_TYPE_VERSION } from "./job-type-save";
 import {
 	applyTriggerRuleChange,
 	checkTriggerRule,

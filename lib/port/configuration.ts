@@ -3,7 +3,8 @@ import { parseConfigurationImport } from "../documents/configuration";
 import { referencedJobTypes } from "../documents/recipe-definition";
 import type { Warning } from "../documents/types";
 import { exportErrors, importError } from "../models/error";
-import { exportJobTypes, findJobTypeId, saveJobType } from "../models/job-type";
+import { exportJobTypes, findJobTypeId } from "../models/job-type";
+import { saveJobType } from "../models/job-type-save";
 import { exportRecipeTypes, findRecipeTypeId, saveRecipeType } from "../models/recipe-type";
 
 export const INCLUDES = ["recipe_types", "job_types", "errors"] as const;
