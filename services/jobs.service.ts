@@ -9,13 +9,8 @@ import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
 import { cachedListAction } from "../mixins/list.mixin";
 import { INPUT_FILES } from "../lib/models/file-records";
-import {
-	getJobDetails,
-	JOB_LIST,
-	JOB_RECORD,
-	JOB_UPDATE_RECORD,
-	JOB_UPDATES_LIST
-} from "../lib/models/job";
+import { JOB_LIST, JOB_RECORD, JOB_UPDATE_RECORD, JOB_UPDATES_LIST } from "../lib/models/job";
+import { getJobDetails } from "../lib/models/job-details";
 import { cancelJobTransaction, checkJobUpdate } from "../lib/queue/cancel";
 import type { RequestMeta } from "../types/meta";
 

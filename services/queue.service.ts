@@ -5,15 +5,8 @@ import { listParamsSchema, REPEATABLE } from "../mixins/list.mixin";
 import { select } from "../lib/db/connection";
 import { buildEnvelope } from "../lib/list/envelope";
 import { parseListQuery } from "../lib/list/params";
-import {
-	getJobsDetails,
-	jobsDetailsFromRows,
-	JOB_COLUMNS,
-	JOB_FROM,
-	serializeJob,
-	type JobDetails,
-	type JobListRow
-} from "../lib/models/job";
+import { JOB_COLUMNS, JOB_FROM, serializeJob, type JobListRow } from "../lib/models/job";
+import { getJobsDetails, jobsDetailsFromRows, type JobDetails } from "../lib/models/job-details";
 import { getJobLoad, LOAD_FILTERS, recordJobLoad } from "../lib/queue/load";
 import { queueEachNewJob, type NewJobRequest, type QueuedJob } from "../lib/queue/new-job";
 import { MicroBatcher } from "../lib/scheduling/batcher";

@@ -6,14 +6,8 @@ import type { JobInterface } from "../documents/types";
 import { NotFoundError } from "../errors";
 import { formatDatetime } from "../list/iso8601";
 import type { ListSource } from "../list/run";
-import {
-	JOB_COLUMNS,
-	JOB_JOINS,
-	serializeEventDetails,
-	serializeJob,
-	type EventDetailsRow,
-	type JobListRow
-} from "./job";
+import { JOB_COLUMNS, JOB_JOINS, serializeJob, type JobListRow } from "./job";
+import { serializeEventDetails, type EventDetailsRow } from "./job-details";
 import { RECIPE_TYPE_COLUMNS, serializeRecipeType, type RecipeTypeRow } from "./recipe-type";
 import { loadFiles, serializeScaleFile, type ScaleFileRow } from "./scale-file";
 

@@ -3,13 +3,13 @@ import { select, writePrepared } from "../db/connection";
 import { fileIdsIn, parseJobData, workspaceIdsIn, type JobData } from "../documents/job-data";
 import type { InputEntry, JobInterface } from "../documents/types";
 import { FieldError } from "../errors";
+import type { JobRow } from "../models/job";
 import {
 	EXE_PART_SQL,
 	JOB_TYPE_PART_SQL,
 	REV_PART_SQL,
-	type DetailsRow,
-	type JobRow
-} from "../models/job";
+	type DetailsRow
+} from "../models/job-details";
 
 /**
  * Creating jobs and putting them on the queue (Scale 3.0's Queue.queue_new_job and
