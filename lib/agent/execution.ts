@@ -5,38 +5,23 @@ import { splitCommandArguments, substituteArguments } from "../documents/job-int
 import {
 	mergeArtifacts,
 	parseArtifactLines,
-	parseResultsManifest,
-	type ManifestFile,
 	type ResultsManifest
 } from "../documents/results-manifest";
 import { DockerCheck, dockerClientEnv, dockerRunArgs } from "./docker";
-import {
-	artifactLines,
-	copyAtomically,
-	isInside,
-	isPlainFileName,
-	readTail,
-	resolveConfined
-} from "./files";
+import { ExecutionFailure } from "./execution-failure";
+import { artifactLines, copyAtomically, isPlainFileName, readTail } from "./files";
 import { LaunchError, type Launched, type Launcher } from "./launcher";
-import { mediaTypeOf } from "./media-types";
+import { planProducts, readManifest, removeProducts, workspaceOf } from "./outputs";
 import type { TaskDirs } from "./task-dirs";
 import type {
 	ExecutionFinished,
 	ExecutionLogs,
 	ExecutionSpec,
 	ExecutionStep,
-	OutputWorkspace,
 	ProducedFile,
 	StagedFile,
 	Step
 } from "./protocol";
-
-/** The results manifest's file name, in the output directory. */
-export const RESULTS_MANIFEST_FILE = "results_manifest.json";
-
-/** The longest product file name the control plane stores (its scale_file.file_name). */
-export const MAX_FILE_NAME = 250;
 
 /**
  * Makes a directory that did not exist, or replaces one left by an earlier run of the same
@@ -80,21 +65,6 @@ export const DEFAULT_TASK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/
 /** The task directory of an execution. */
 export function taskDirOf(workDir: string, jobExeId: number): string {
 	return path.join(workDir, "tasks", String(jobExeId));
-}
-
-/**
- * Why an execution failed, as the agent reports it. `errorName` is a SYSTEM error the agent
- * diagnosed, or null for an algorithm failure the control plane maps (through the job type's
- * error mapping for a non-zero exit code; as an algorithm error for the post step's findings,
- * which come with exit code 0).
- */
-class Failure extends Error {
-	constructor(
-		readonly errorName: string | null,
-		readonly detail: string
-	) {
-		super(detail);
-	}
 }
 
 type Phase = "new" | Step | "finished";
@@ -191,8 +161,8 @@ export class Execution {
 	}
 
 	private checkCanceled(when: string): void {
-		if (this.canceled) throw new Failure(null, `canceled ${when}`);
-		if (this.stopped) throw new Failure(null, `the agent stopped ${when}`);
+		if (this.canceled) throw new ExecutionFailure(null, `canceled ${when}`);
+		if (this.stopped) throw new ExecutionFailure(null, `the agent stopped ${when}`);
 	}
 
 	private now(): string {
@@ -253,23 +223,23 @@ export class Execution {
 			exitCode = await this.main(launch);
 			this.checkCanceled("while its process ran");
 			if (this.timedOut)
-				throw new Failure(
+				throw new ExecutionFailure(
 					"timeout",
 					`the process ran longer than its timeout of ${this.spec.timeout} s and was killed`
 				);
-			if (exitCode !== 0) throw new Failure(null, this.exitDetail);
+			if (exitCode !== 0) throw new ExecutionFailure(null, this.exitDetail);
 			({ products, manifest } = await this.post());
 			if (this.canceled || this.stopped) {
-				await this.removeProducts(products);
+				await removeProducts(this.spec, products);
 				products = [];
 				this.checkCanceled("while its outputs were stored");
 			}
 			status = "COMPLETED";
 		} catch (error) {
 			const failure =
-				error instanceof Failure
+				error instanceof ExecutionFailure
 					? error
-					: new Failure(
+					: new ExecutionFailure(
 							"unknown",
 							`the agent failed: ${(error as Error)?.stack ?? error}`
 						);
@@ -322,7 +292,7 @@ export class Execution {
 				await fs.promises.mkdir(this.outputDir);
 			}
 		} catch (error) {
-			throw new Failure(
+			throw new ExecutionFailure(
 				"filesystem-io",
 				`could not make the task directory ${this.taskDir}: ${(error as Error).message}`
 			);
@@ -330,7 +300,7 @@ export class Execution {
 		const values = await this.stageInputs();
 		// a required output will need its workspace: better to fail before running than after
 		for (const output of spec.interface.output_data)
-			if (output.required) this.workspaceOf(output.name);
+			if (output.required) workspaceOf(this.spec, output.name);
 		let words: string[];
 		try {
 			words = substituteArguments(splitCommandArguments(spec.interface.command_arguments), {
@@ -339,7 +309,10 @@ export class Execution {
 			});
 		} catch (error) {
 			const message = error instanceof FieldError ? error.message : String(error);
-			throw new Failure("task-launch", `the command arguments cannot be used: ${message}`);
+			throw new ExecutionFailure(
+				"task-launch",
+				`the command arguments cannot be used: ${message}`
+			);
 		}
 		const command = spec.interface.command;
 		const display = words.join(" ");
@@ -348,7 +321,7 @@ export class Execution {
 			return { command, args: words, display };
 		}
 		if (!spec.jobType.dockerImage)
-			throw new Failure(
+			throw new ExecutionFailure(
 				"docker-task-launch",
 				`the job type ${spec.jobType.name} ${spec.jobType.version} uses Docker but has no docker image`
 			);
@@ -384,7 +357,7 @@ export class Execution {
 				("files" in given && given.files.length === 0);
 			if (absent) {
 				if (input.required)
-					throw new Failure(
+					throw new ExecutionFailure(
 						"task-launch",
 						`the required input "${input.name}" has no value`
 					);
@@ -393,7 +366,7 @@ export class Execution {
 			}
 			if (input.type === "property") {
 				if (!("value" in given) || typeof given.value !== "string")
-					throw new Failure(
+					throw new ExecutionFailure(
 						"task-launch",
 						`the property input "${input.name}" was given files instead of a value`
 					);
@@ -401,12 +374,12 @@ export class Execution {
 				continue;
 			}
 			if (!("files" in given))
-				throw new Failure(
+				throw new ExecutionFailure(
 					"task-launch",
 					`the ${input.type} input "${input.name}" was given a value instead of files`
 				);
 			if (input.type === "file" && given.files.length > 1)
-				throw new Failure(
+				throw new ExecutionFailure(
 					"task-launch",
 					`the file input "${input.name}" was given ${given.files.length} files`
 				);
@@ -421,12 +394,12 @@ export class Execution {
 		const seen = new Set<string>();
 		for (const file of files) {
 			if (!isPlainFileName(file.fileName))
-				throw new Failure(
+				throw new ExecutionFailure(
 					"task-launch",
 					`the input "${name}" has a file named "${file.fileName}", which is not a plain file name`
 				);
 			if (seen.has(file.fileName))
-				throw new Failure(
+				throw new ExecutionFailure(
 					"task-launch",
 					`the input "${name}" has two files named "${file.fileName}"`
 				);
@@ -442,7 +415,7 @@ export class Execution {
 				paths.push(target);
 			}
 		} catch (error) {
-			throw new Failure(
+			throw new ExecutionFailure(
 				"filesystem-io",
 				`could not stage the input "${name}": ${(error as Error).message}`
 			);
@@ -463,13 +436,16 @@ export class Execution {
 		const docker = spec.jobType.usesDocker;
 		if (docker) {
 			const problem = await this.ctx.docker.problem();
-			if (problem) throw new Failure("docker-task-launch", problem);
+			if (problem) throw new ExecutionFailure("docker-task-launch", problem);
 		}
 		const env = docker
 			? { PATH: this.ctx.taskPath, HOME: this.taskDir, ...dockerClientEnv() }
 			: { PATH: this.ctx.taskPath, ...this.taskEnv() };
 		if (spec.task && !this.ctx.launchBuiltin)
-			throw new Failure("task-launch", `this agent cannot run a ${spec.task.kind} task`);
+			throw new ExecutionFailure(
+				"task-launch",
+				`this agent cannot run a ${spec.task.kind} task`
+			);
 		try {
 			this.launched =
 				spec.task && this.ctx.launchBuiltin
@@ -489,7 +465,7 @@ export class Execution {
 				error instanceof LaunchError && error.code === "ENOENT"
 					? `${what} was not found`
 					: `${what} could not be started: ${(error as Error).message}`;
-			throw new Failure(docker ? "docker-task-launch" : "task-launch", detail);
+			throw new ExecutionFailure(docker ? "docker-task-launch" : "task-launch", detail);
 		}
 		if (this.canceled || this.stopped) this.kill();
 		let timer: NodeJS.Timeout | null = null;
@@ -511,7 +487,8 @@ export class Execution {
 				// nothing left
 			}
 		this.stepCompleted("main", status.code);
-		if (status.lost) throw new Failure("task-launch", `the process was lost: ${status.lost}`);
+		if (status.lost)
+			throw new ExecutionFailure("task-launch", `the process was lost: ${status.lost}`);
 		this.exitDetail =
 			status.code === null
 				? `the process was killed by ${status.signal}`
@@ -523,7 +500,7 @@ export class Execution {
 
 	private async post(): Promise<{ products: ProducedFile[]; manifest: ResultsManifest | null }> {
 		this.stepStarted("post");
-		const manifest = await this.readManifest();
+		const manifest = await readManifest(this.outputDir);
 		const printed = parseArtifactLines(await artifactLines(this.stdoutPath));
 		const merged =
 			manifest || printed.length > 0
@@ -537,7 +514,7 @@ export class Execution {
 						printed
 					)
 				: null;
-		const planned = await this.planProducts(merged);
+		const planned = await planProducts(this.spec, merged, this);
 		const products: ProducedFile[] = [];
 		try {
 			for (const plan of planned) {
@@ -546,154 +523,13 @@ export class Execution {
 				products.push(plan.product);
 			}
 		} catch (error) {
-			await this.removeProducts(products);
-			throw new Failure(
+			await removeProducts(this.spec, products);
+			throw new ExecutionFailure(
 				"filesystem-io",
 				`could not copy the outputs into their workspace: ${(error as Error).message}`
 			);
 		}
 		this.stepCompleted("post", 0);
 		return { products, manifest: merged };
-	}
-
-	/**
-	 * The manifest in the output directory, in the 1.1 shape; null when there is none. An
-	 * unreadable or invalid manifest fails the execution as the algorithm's fault (see the class
-	 * comment): errorName null, exitCode 0, errorDetail naming the problem.
-	 */
-	private async readManifest(): Promise<ResultsManifest | null> {
-		const file = path.join(this.outputDir, RESULTS_MANIFEST_FILE);
-		let stat: fs.Stats | undefined;
-		try {
-			// synchronous: one quick call on the local task directory (see SMALL_FILE in files.ts)
-			stat = fs.lstatSync(file, { throwIfNoEntry: false });
-		} catch {
-			// an output directory the task replaced or locked holds no manifest
-		}
-		if (!stat) return null;
-		if (!stat.isFile())
-			throw new Failure(
-				null,
-				`the results manifest ${RESULTS_MANIFEST_FILE} is not a regular file`
-			);
-		let doc: unknown;
-		try {
-			doc = JSON.parse(await fs.promises.readFile(file, "utf8"));
-		} catch (error) {
-			throw new Failure(
-				null,
-				`the results manifest ${RESULTS_MANIFEST_FILE} is not valid JSON: ${(error as Error).message}`
-			);
-		}
-		try {
-			return parseResultsManifest(doc, RESULTS_MANIFEST_FILE);
-		} catch (error) {
-			throw new Failure(null, `the results manifest is invalid: ${(error as Error).message}`);
-		}
-	}
-
-	/**
-	 * Matches the registered outputs to the interface and answers what to copy where, checking
-	 * everything before anything is copied. Outputs the interface does not name are ignored (they
-	 * stay in the reported manifest).
-	 */
-	private async planProducts(
-		merged: ResultsManifest | null
-	): Promise<{ from: string; to: string; product: ProducedFile }[]> {
-		const spec = this.spec;
-		const byName = new Map((merged?.output_data ?? []).map(entry => [entry.name, entry]));
-		const plans: { from: string; to: string; product: ProducedFile }[] = [];
-		const destinations = new Map<string, string>();
-		for (const output of spec.interface.output_data) {
-			const entry = byName.get(output.name);
-			const files: ManifestFile[] = entry
-				? entry.file
-					? [entry.file]
-					: (entry.files ?? [])
-				: [];
-			if (files.length === 0) {
-				if (output.required)
-					throw new Failure(
-						null,
-						`the required output "${output.name}" was not produced (no results manifest entry or ARTIFACT line names it)`
-					);
-				continue;
-			}
-			if (output.type === "file" && files.length > 1)
-				throw new Failure(
-					null,
-					`the output "${output.name}" is a single file but ${files.length} files were registered for it`
-				);
-			const workspace = this.workspaceOf(output.name);
-			for (const file of files) {
-				const found = await resolveConfined(file.path, this.outputDir, this.taskDir);
-				if ("refused" in found)
-					throw new Failure(null, `the output "${output.name}": ${found.refused}`);
-				const fileName = path.basename(file.path);
-				if (fileName.length > MAX_FILE_NAME)
-					throw new Failure(
-						null,
-						`the output "${output.name}": the file name "${fileName.slice(0, 40)}..." is longer than ${MAX_FILE_NAME} characters`
-					);
-				const filePath = [
-					spec.jobType.name,
-					spec.jobType.version,
-					String(spec.jobId),
-					fileName
-				].join("/");
-				const to = path.resolve(workspace.hostPath, filePath);
-				if (!isPlainFileName(fileName) || !isInside(path.resolve(workspace.hostPath), to))
-					throw new Failure(
-						"task-launch",
-						`the output "${output.name}": "${filePath}" would leave its workspace`
-					);
-				const other = destinations.get(to);
-				if (other !== undefined)
-					throw new Failure(
-						null,
-						`the outputs "${other}" and "${output.name}" both register a file named "${fileName}"`
-					);
-				destinations.set(to, output.name);
-				const geo = file.geo_metadata;
-				const product: ProducedFile = {
-					outputName: output.name,
-					workspaceId: workspace.workspaceId,
-					filePath,
-					fileName,
-					mediaType: output.media_type ?? mediaTypeOf(fileName),
-					size: 0,
-					dataStarted: geo?.data_started ?? null,
-					dataEnded: geo?.data_ended ?? null
-				};
-				if (geo?.geo_json !== undefined) product.geoJson = geo.geo_json;
-				plans.push({ from: found.path, to, product });
-			}
-		}
-		return plans;
-	}
-
-	/** The output workspace of an output, which must have an absolute host path here. */
-	private workspaceOf(outputName: string): OutputWorkspace {
-		const workspace = this.spec.outputWorkspaces[outputName];
-		if (!workspace)
-			throw new Failure("task-launch", `the output "${outputName}" has no output workspace`);
-		if (!path.isAbsolute(workspace.hostPath))
-			throw new Failure(
-				"task-launch",
-				`the workspace ${workspace.workspaceId} of the output "${outputName}" has no host path (got "${workspace.hostPath}"): it is not mounted on this node`
-			);
-		return workspace;
-	}
-
-	private async removeProducts(products: ProducedFile[]): Promise<void> {
-		for (const product of products) {
-			const workspace = Object.values(this.spec.outputWorkspaces).find(
-				w => w.workspaceId === product.workspaceId
-			);
-			if (workspace)
-				await fs.promises
-					.rm(path.resolve(workspace.hostPath, product.filePath), { force: true })
-					.catch(() => undefined);
-		}
 	}
 }
