@@ -11,7 +11,7 @@ import { FieldError } from "../errors";
 import type { Sql } from "../scheduling/sql";
 import { recipeJobData } from "./job-data";
 import { parseJobData } from "../documents/job-data";
-import { diskRequired } from "../queue/new-job";
+import { diskRequired } from "../queue/prepare-job";
 import { inputBytes } from "./run";
 
 /**

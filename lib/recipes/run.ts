@@ -2,7 +2,7 @@ import { parseJobData, type JobData } from "../documents/job-data";
 import type { RecipeDefinition } from "../documents/recipe-definition";
 import type { RecipeData } from "../documents/recipe-data";
 import type { JobInterface } from "../documents/types";
-import { diskRequired } from "../queue/new-job";
+import { diskRequired } from "../queue/prepare-job";
 import type { Sql } from "../scheduling/sql";
 import { dependentsOf, readyJobs, recipeJobData, type ResultOutput } from "./job-data";
 

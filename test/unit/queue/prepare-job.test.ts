@@ -1,6 +1,6 @@
 import { parseJobData } from "../../../lib/documents/job-data";
 import { parseJobInterface } from "../../../lib/documents/job-interface";
-import { checkDataFacts, diskRequired, type DataFacts } from "../../../lib/queue/new-job";
+import { checkDataFacts, diskRequired, type DataFacts } from "../../../lib/queue/prepare-job";
 
 const MIB = 1024 * 1024;
 
