@@ -1,15 +1,14 @@
 import net from "net";
 
-/** A TCP port free on loopback right now. */
+/**
+ * A TCP port free on loopback right now, for a server a test or bench starts (PostgreSQL, NATS,
+ * the API). Drawn below Linux's ephemeral range (see freePortRun): a port the kernel hands out
+ * for listening is also one it hands out to outgoing connections, and a CI run failed on
+ * PostgreSQL's "could not bind ... Address already in use" when one took it between the choice
+ * and the server's start.
+ */
 export function freePort(): Promise<number> {
-	return new Promise((resolve, reject) => {
-		const server = net.createServer();
-		server.once("error", reject);
-		server.listen(0, "127.0.0.1", () => {
-			const { port } = server.address() as net.AddressInfo;
-			server.close(() => resolve(port));
-		});
-	});
+	return freePortRun(1);
 }
 
 /** Whether `port` can be listened on on loopback right now. */
@@ -23,9 +22,9 @@ function bindable(port: number): Promise<boolean> {
 
 /**
  * The first of `count` consecutive TCP ports free on loopback right now, for a process that
- * takes a run of ports from one (`npm run cluster`'s control planes). Drawn below Linux's
- * ephemeral range (32768 and up), where `freePort` and every outgoing connection take theirs:
- * the run's later ports, unprobed by the kernel's choice, could otherwise be taken meanwhile.
+ * takes a run of ports from one (`npm run cluster`'s control planes). Drawn at random below
+ * Linux's ephemeral range (32768 and up), where every outgoing connection takes its port: one
+ * could otherwise take a port between its choice and the server's start.
  */
 export async function freePortRun(count: number): Promise<number> {
 	for (let attempt = 0; attempt < 100; attempt++) {
