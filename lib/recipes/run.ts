@@ -47,20 +47,29 @@ export function lockRecipesSql(jobIds: string): string {
 		ORDER BY r.id FOR UPDATE OF r`;
 }
 
+/** Recipe locks a transaction holds already: those of these jobs, that many recipes. */
+export interface HeldRecipeLocks {
+	jobs: ReadonlySet<number>;
+	recipes: number;
+}
+
+const NO_LOCKS: HeldRecipeLocks = { jobs: new Set(), recipes: 0 };
+
 /**
- * The recipes of these jobs, locked, with their jobs. `locked`: jobs whose recipes this
- * transaction has locked already. The read is a statement of its own, after the lock: it sees
- * what the lock waited for committed (a statement sees the snapshot it began with, whatever it
- * waits for).
+ * The recipes of these jobs, locked, with their jobs (nothing read when none has a recipe). The
+ * read is a statement of its own, after the lock: it sees what the lock waited for committed (a
+ * statement sees the snapshot it began with, whatever it waits for).
  */
 async function loadRecipes(
 	sql: Sql,
 	jobIds: number[],
-	locked: ReadonlySet<number> = new Set()
+	held: HeldRecipeLocks = NO_LOCKS
 ): Promise<{ recipes: RecipeRow[]; jobs: RecipeJobRow[] }> {
-	if (jobIds.length === 0) return { recipes: [], jobs: [] };
-	const toLock = jobIds.filter(id => !locked.has(id));
-	if (toLock.length > 0) await sql.query(lockRecipesSql("$1::int[]"), [toLock]);
+	const toLock = jobIds.filter(id => !held.jobs.has(id));
+	let recipes = held.recipes;
+	if (toLock.length > 0)
+		recipes += (await sql.query(lockRecipesSql("$1::int[]"), [toLock])).length;
+	if (recipes === 0) return { recipes: [], jobs: [] };
 	const rows = await sql.query<RecipeRow & { jobs: RecipeJobRow[] }>(
 		`SELECT r.id, r.data, rev.definition, r.completed,
 			(SELECT json_agg(json_build_object('recipe_id', rj.recipe_id, 'job_name', rj.job_name,
@@ -191,9 +200,9 @@ export interface Advanced {
 export async function advanceRecipes(
 	sql: Sql,
 	jobIds: number[],
-	locked: ReadonlySet<number> = new Set()
+	held: HeldRecipeLocks = NO_LOCKS
 ): Promise<Advanced> {
-	const { recipes, jobs } = await loadRecipes(sql, jobIds, locked);
+	const { recipes, jobs } = await loadRecipes(sql, jobIds, held);
 	const toQueue: PendingToQueue[] = [];
 	const completedRecipes: number[] = [];
 	for (const recipe of recipes) {

@@ -17,12 +17,12 @@ import type { Sql } from "./sql";
  *
  * Why the read takes no row locks and the batch no transaction: passes run one at a time in the
  * whole cluster (on the leader's lock connection, one piece of work at a time), so no other pass
- * can take the rows read; what else changes a queued execution meanwhile (a cancel, a requeue)
- * is caught by the placing statement's guard on QUEUED, which PostgreSQL re-checks under the row
- * lock after waiting for that change to commit. Locking the rows read (FOR UPDATE SKIP LOCKED in a
- * BEGIN ... COMMIT) wrote every row read and cost two more round trips per batch, each waiting
- * for a cpu under load: the time from a recipe job's completion to its dependents' placement
- * (docs/decisions.md, "Recipes").
+ * can take the rows read; a cancel meanwhile takes the queue row away (in its own transaction,
+ * with the execution), and the placing statement places only the executions whose queue rows it
+ * deletes itself, waiting for a cancel in flight (see applyPlacements). Locking the rows read
+ * (FOR UPDATE SKIP LOCKED in a BEGIN ... COMMIT) wrote every row read and cost two more round
+ * trips per batch, each a wait for a cpu under load between a recipe job's completion and its
+ * dependents' placement (docs/decisions.md, "Recipes").
  */
 
 export interface PassOptions {

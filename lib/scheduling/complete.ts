@@ -7,7 +7,7 @@ import {
 	type AncestryEntry,
 	type ProductRow
 } from "../models/product";
-import { lockRecipesSql } from "../recipes/run";
+import { lockRecipesSql, type HeldRecipeLocks } from "../recipes/run";
 import type { EndingExe, FinishOptions, FinishResult } from "./finish";
 import {
 	applyParseUpdates,
@@ -46,14 +46,17 @@ function resultsOf(exe: EndingExe, made: { output: string; id: number }[]): JobR
 	);
 }
 
-/** Completes executions (and the jobs they end); answers the jobs whose recipes it locked. */
+/**
+ * Completes executions (and the jobs they end); answers the recipe locks it took: those of the
+ * jobs it completed in its first statement.
+ */
 export async function complete(
 	sql: Sql,
 	completions: { exe: EndingExe; f: ExecutionFinished; products: ProducedFile[] }[],
 	stepCols: Map<number, StepColumns>,
 	result: FinishResult,
 	opts: FinishOptions
-): Promise<Set<number>> {
+): Promise<HeldRecipeLocks> {
 	// The transition, with the jobs of executions that made no products (their results are
 	// known already); those with products get their results once the products are stored.
 	const ids = completions.map(c => c.exe.id);
@@ -104,12 +107,12 @@ export async function complete(
 		[...u.binds, jobIds, u.binds[1]]
 	);
 	const won = rows.filter(r => r.id !== null && r.id >= 0) as { id: number; job_id: number }[];
-	const locked = new Set<number>();
+	const locked = { jobs: new Set<number>(), recipes: 0 };
 	for (const row of rows)
 		if (row.id === null) {
 			result.completedJobs.push(row.job_id);
-			locked.add(row.job_id);
-		}
+			locked.jobs.add(row.job_id);
+		} else if (row.id === -1) locked.recipes = row.job_id;
 	const wonIds = new Set(won.map(w => w.id));
 	for (const row of won) result.ended.add(row.id);
 	const mine = completions.filter(c => wonIds.has(c.exe.id));

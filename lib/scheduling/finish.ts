@@ -184,11 +184,11 @@ export async function finishExecutions(
 		if (exe) failing.push({ exe, errorName: failure.errorName || ERRORS.unknown });
 	}
 
-	// jobs whose recipes this transaction has locked
+	// the recipe locks this transaction holds (see advanceRecipes)
 	const locked =
 		completions.length > 0
 			? await complete(sql, completions, stepCols, result, opts)
-			: new Set<number>();
+			: undefined;
 	if (failing.length > 0) await fail(sql, failing, stepCols, result);
 	if (canceling.length > 0) await cancel(sql, canceling, stepCols, result);
 	// Recipes, in the same transaction: the jobs these completions free are queued, and the
