@@ -1,17 +1,11 @@
 import os from "os";
 import path from "path";
-import {
-	Errors,
-	type Context,
-	type Service,
-	type ServiceBroker,
-	type ServiceSchema
-} from "moleculer";
+import type { Context, Service, ServiceBroker, ServiceSchema } from "moleculer";
 import type { AgentConfig } from "../lib/config";
 import { ForbiddenError, NotFoundError } from "../lib/errors";
 import { isLocalCall, LeaderView } from "../lib/agent/callers";
 import { NodeAgent } from "../lib/agent/agent";
-import { callGroups } from "../lib/agent/call-groups";
+import { ExecutionReporter } from "../lib/agent/reporter";
 import { measureResources, readSlaveId } from "../lib/agent/resources";
 import { RUN_PARAMS, JOB_EXE_ID_SCHEMA, STRIKE_ID_SCHEMA } from "../lib/agent/spec-schema";
 import { launchStrikeMonitor, StrikeMonitor } from "../lib/ingest/monitor";
@@ -42,7 +36,8 @@ import type {
  *   event loop, after their steps, retried every finishRetryMs while the call fails for want of
  *   a peer (no service, timeout, server error), so a result survives a control-plane restart.
  *   An answer of any kind ends the retries (a 4xx refusal of several reports sends each again
- *   alone; of one, it is logged as an error: retrying would not change it).
+ *   alone; of one, it is logged as an error: retrying would not change it). Both through
+ *   lib/agent/reporter.ts.
  */
 
 interface Settings {
@@ -71,10 +66,7 @@ interface AgentMethods {
 	register(): Promise<void>;
 	heartbeat(): Promise<void>;
 	stopEnded(ids: unknown): void;
-	sendSteps(steps: ExecutionStep[]): Promise<void>;
 	runOne(spec: ExecutionSpec): void;
-	finish(report: ExecutionFinished): Promise<void>;
-	deliver(reports: ExecutionFinished[]): Promise<void>;
 }
 
 /** The service's state: set in `created` (and the agent, slave id and timers in `started`). */
@@ -86,8 +78,7 @@ interface AgentVars {
 	warned: Map<string, number>;
 	pauses: Set<() => void>;
 	monitors: Map<number, StrikeMonitor>;
-	/** finish reports gathered in this turn of the event loop, sent together at its end */
-	finishing: { report: ExecutionFinished; sent: () => void }[];
+	reporter: ExecutionReporter;
 	stopping: boolean;
 	registered: boolean;
 	registering: boolean;
@@ -109,13 +100,6 @@ const DEFAULT_AGENT: AgentConfig = {
 
 /** how long the question "who leads the scheduler?" may take before a run is refused */
 const LEADER_QUESTION_TIMEOUT_MS = 5000;
-
-/** Errors worth retrying: no peer, a timeout, a server-side failure; not a refusal (4xx). */
-function isRetryable(error: any): boolean {
-	if (error?.retryable) return true;
-	const code = Number(error?.code);
-	return !(code >= 400 && code < 500);
-}
 
 /** Whether any node runs the service now (Moleculer's typings ask for a node; it is optional). */
 function serviceRuns(broker: ServiceBroker, name: string): boolean {
@@ -414,24 +398,6 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 				);
 		},
 
-		/** Reports steps, best effort: a failure is logged (once a minute at most), not retried. */
-		async sendSteps(this: AgentThis, steps: ExecutionStep[]) {
-			try {
-				if (!serviceRuns(this.broker, "scheduler"))
-					throw new Error("no scheduler service answers");
-				await this.broker.call(
-					"scheduler.exeSteps",
-					{ steps },
-					{ timeout: this.settings.callTimeoutMs }
-				);
-			} catch (error: any) {
-				this.warnOnce(
-					"step",
-					`${steps.length} step events were not reported (best effort): ${error?.message ?? error}`
-				);
-			}
-		},
-
 		runOne(this: AgentThis, spec: ExecutionSpec) {
 			const outcome = this.agent.run(spec);
 			if (outcome === "started")
@@ -449,74 +415,6 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 				this.logger.warn(
 					`execution ${spec.jobExeId} arrived while the agent stops: not run (the control plane will find it lost)`
 				);
-		},
-
-		/**
-		 * Reports an execution's end, with the others that end in the same turn of the event loop
-		 * (a launcher tells of several exits at once), in one call (several where their JSON
-		 * would make too large a message: callGroups); resolves once it is delivered.
-		 * Calls do not wait for each other: a call waits for the transaction that records its
-		 * reports, and the next ones go meanwhile.
-		 */
-		finish(this: AgentThis, report: ExecutionFinished): Promise<void> {
-			return new Promise(sent => {
-				if (this.finishing.length === 0)
-					setImmediate(() => {
-						const gathered = this.finishing;
-						this.finishing = [];
-						for (const group of callGroups(gathered, g => g.report))
-							void this.deliver(group.map(g => g.report)).finally(() =>
-								group.forEach(g => g.sent())
-							);
-					});
-				this.finishing.push({ report, sent });
-			});
-		},
-
-		/**
-		 * Calls scheduler.exeFinished with the reports gathered together until it answers (or the
-		 * service stops). Refused (a 4xx), several reports are sent again one by one, so one
-		 * that is refused does not take the others with it.
-		 */
-		async deliver(this: AgentThis, reports: ExecutionFinished[]): Promise<void> {
-			while (!this.stopping) {
-				try {
-					if (!serviceRuns(this.broker, "scheduler"))
-						throw new Errors.ServiceNotFoundError({ action: "scheduler.exeFinished" });
-					await this.broker.call(
-						"scheduler.exeFinished",
-						{ reports },
-						{ timeout: this.settings.callTimeoutMs }
-					);
-					for (const report of reports)
-						this.logger.info(
-							{
-								jobExeId: report.jobExeId,
-								status: report.status,
-								exitCode: report.exitCode,
-								errorName: report.errorName ?? null
-							},
-							"execution ended"
-						);
-					break;
-				} catch (error: any) {
-					if (!isRetryable(error)) {
-						if (reports.length > 1) {
-							for (const report of reports) await this.deliver([report]);
-							break;
-						}
-						this.logger.error(
-							`execution ${reports[0].jobExeId}: the scheduler refused its result (${error?.message ?? error}); not retried`
-						);
-						break;
-					}
-					this.warnOnce(
-						"finished",
-						`execution${reports.length > 1 ? "s" : ""} ${reports.map(r => r.jobExeId).join(", ")}: reporting the end failed (retrying every ${this.settings.finishRetryMs / 1000} s): ${error?.message ?? error}`
-					);
-				}
-				await this.pause(this.settings.finishRetryMs);
-			}
 		}
 	},
 
@@ -544,7 +442,17 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 		this.beating = false;
 		this.nodeId = null;
 		this.monitors = new Map<number, StrikeMonitor>();
-		this.finishing = [];
+		this.reporter = new ExecutionReporter({
+			call: (action, params) =>
+				this.broker.call(action, params, { timeout: this.settings.callTimeoutMs }),
+			serviceRuns: name => serviceRuns(this.broker, name),
+			warnOnce: (key, message) => this.warnOnce(key, message),
+			info: (fields, message) => this.logger.info(fields, message),
+			error: message => this.logger.error(message),
+			pause: ms => this.pause(ms),
+			stopping: () => this.stopping,
+			finishRetryMs: this.settings.finishRetryMs
+		});
 	},
 
 	async started(this: AgentThis) {
@@ -560,9 +468,9 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			logCapBytes: settings.logCapBytes,
 			keepFailedMs: settings.keepFailedMs,
 			cancelMemoryMs: settings.cancelMemoryMs,
-			sendSteps: (steps: ExecutionStep[]) => this.sendSteps(steps),
+			sendSteps: (steps: ExecutionStep[]) => this.reporter.sendSteps(steps),
 			stepDelayMs: settings.stepDelayMs,
-			deliver: (report: ExecutionFinished) => this.finish(report),
+			deliver: (report: ExecutionFinished) => this.reporter.finish(report),
 			warn: (message: string) => this.logger.warn(message),
 			launchBuiltin: (spec: ExecutionSpec) => this.launchBuiltin(spec)
 		});

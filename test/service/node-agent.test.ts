@@ -416,8 +416,9 @@ describe("running executions", () => {
 		const attempts = a.plane.finishedAttempts;
 		a.plane.refuseBatches = true;
 		try {
-			const agent = a.broker.getLocalService("node-agent") as any;
-			await agent.deliver(reports);
+			// ending in one turn of the event loop, the two go in one call
+			const { reporter } = a.broker.getLocalService("node-agent") as any;
+			await Promise.all(reports.map(r => reporter.finish(r)));
 		} finally {
 			a.plane.refuseBatches = false;
 		}
@@ -427,16 +428,16 @@ describe("running executions", () => {
 	});
 
 	it("sends reports ending together in one call, unless their logs make it too large", async () => {
-		const agent = a.broker.getLocalService("node-agent") as any;
+		const { reporter } = a.broker.getLocalService("node-agent") as any;
 		const before = a.plane.reportsPerCall.length;
 		// in one turn of the event loop: three small reports, then two with 200 KB of logs each
 		await Promise.all([
-			agent.finish(completed("a")),
-			agent.finish(completed("b")),
-			agent.finish(completed("c"))
+			reporter.finish(completed("a")),
+			reporter.finish(completed("b")),
+			reporter.finish(completed("c"))
 		]);
 		const big = [completed("x".repeat(200 * 1024)), completed("y".repeat(200 * 1024))];
-		await Promise.all(big.map(r => agent.finish(r)));
+		await Promise.all(big.map(r => reporter.finish(r)));
 		expect(a.plane.reportsPerCall.slice(before)).toEqual([3, 1, 1]);
 		expect(big.map(r => a.plane.finishedOf(r.jobExeId)?.stdout.length)).toEqual([
 			200 * 1024,
