@@ -40,23 +40,14 @@ export interface RecordSpec<Row> {
 
 /**
  * Records embedded in each record of a list that are records of their own (a job update's input
- * files, a product update's source files): kept apart, current by their own versions, and
- * written into each record's JSON as its last member.
+ * files, a product update's source files): named by the refs kept with each record, kept apart,
+ * current by their own versions, and written into each record's JSON as its last member.
  */
 export interface Embedded {
 	/** the member's name, e.g. "input_files" */
 	member: string;
-	source: RecordSource;
+	source: RecordSource & { key: string };
 	spec: RecordSpec<any>;
-	/**
-	 * The keys and versions of the records each of the page's records embeds, in the order they
-	 * are shown, given the page's keys and the refs kept with each record (one statement).
-	 */
-	of(
-		db: Sequelize,
-		keys: number[],
-		refs: (number[] | undefined)[]
-	): Promise<{ __key: number; __version: string }[][]>;
 }
 
 const COMMA = Buffer.from(",");
@@ -86,24 +77,75 @@ export type RecordSource = Pick<ListSource, "from" | "joins" | "key" | "columns"
 
 /**
  * The page statement of a list of kept records: one row with the page's keys and versions in
- * order (`__page`, a JSON array of [key, version]), the capped count and the generations.
+ * order (`__page`, a JSON array of [key, version]), the capped count and the generations; with
+ * `embedded`, also the versions of the embedded records whose keys its last parameter (int[])
+ * gives (`__embedded`, `__embedded_generation`: see embeddedVersionsSql).
  */
 export function cachedPageSql(
 	source: ListSource,
 	spec: RecordSpec<never>,
 	p: ParsedList,
-	counted = true
+	counted = true,
+	embedded?: Embedded
 ): string {
 	if (!source.key) throw new Error("a list of kept records needs its source's key");
+	const extra = `${generationsSql(spec)} AS __generation`;
 	return pageItemsSql(
 		{ ...source, key: source.key },
 		p,
 		`json_build_array(${source.key}, ${spec.version})`,
 		spec.versionJoins,
-		`${generationsSql(spec)} AS __generation`,
+		embedded === undefined
+			? extra
+			: `${extra}, ${embeddedVersionsSql(embedded, `$${p.bind.length + 1}::int[]`)}`,
 		counted
 	);
 }
+
+/**
+ * SELECT items of the versions of the embedded records whose keys `keys` (an SQL int[]) gives:
+ * `__embedded`, a JSON array of [key, version] (null when none exists), and
+ * `__embedded_generation`.
+ */
+function embeddedVersionsSql({ source, spec }: Embedded, keys: string): string {
+	return `(SELECT json_agg(json_build_array(${source.key}, ${spec.version}))
+			FROM ${source.from} ${spec.versionJoins} WHERE ${source.key} = ANY(${keys})) AS __embedded,
+		${generationsSql(spec)} AS __embedded_generation`;
+}
+
+interface EmbeddedVersions {
+	__embedded: [number, string][] | null;
+	__embedded_generation: string;
+}
+
+/** The keys and versions of the embedded records `keys` names that exist, in one statement. */
+async function embeddedVersions(
+	db: Sequelize,
+	embedded: Embedded,
+	keys: number[]
+): Promise<{ __key: number; __version: string }[]> {
+	const [row] = await selectPrepared<EmbeddedVersions>(
+		db,
+		`SELECT ${embeddedVersionsSql(embedded, "$1::int[]")}`,
+		[keys]
+	);
+	return keysOf(row);
+}
+
+function keysOf(row: EmbeddedVersions): { __key: number; __version: string }[] {
+	return (row.__embedded ?? []).map(([key, version]) => ({
+		__key: key,
+		__version: versionOf({ __version: version, __generation: row.__embedded_generation })
+	}));
+}
+
+/**
+ * The embedded records a page's records named when the same page statement (text and binds)
+ * was last answered, by database: read with the page, so a page asked again, unchanged, costs
+ * one statement; those a page names beyond them are read in a second (embeddedVersions).
+ */
+const embeddedGuesses = new Map<string, number[]>();
+const GUESSES_KEPT = 1000;
 
 /** The list envelope for the request as JSON, UTF-8. */
 export async function runCachedList<Row>(
@@ -116,16 +158,30 @@ export async function runCachedList<Row>(
 ): Promise<Buffer> {
 	const first = await parseKeptList(db, source, spec, req, false);
 	let p = first.p;
-	const pageOf = (list: ParsedList) =>
-		selectPrepared<{
-			__page: [number, string][] | null;
-			__total: string | null;
-			__generation: string;
-		}>(
-			db,
-			cachedPageSql(source, spec, list, countNeeded(source.from, list.where, list.bind)),
-			list.bind
+	let guessKey = "";
+	let guess: number[] = [];
+	const pageOf = (list: ParsedList) => {
+		const text = cachedPageSql(
+			source,
+			spec,
+			list,
+			countNeeded(source.from, list.where, list.bind),
+			embedded
 		);
+		let bind = list.bind;
+		if (embedded !== undefined) {
+			guessKey = `${scopeOf(db)}\u0000${text}\u0000${JSON.stringify(list.bind)}`;
+			guess = embeddedGuesses.get(guessKey) ?? [];
+			bind = [...list.bind, guess];
+		}
+		return selectPrepared<
+			{
+				__page: [number, string][] | null;
+				__total: string | null;
+				__generation: string;
+			} & EmbeddedVersions
+		>(db, text, bind);
+	};
 	let [page] = await pageOf(p);
 	if (first.kept.some(k => k.generation !== page.__generation)) {
 		// a kept lookup is older than a change of its table: looked up again, the page read again
@@ -152,22 +208,39 @@ export async function runCachedList<Row>(
 		[wanted(db, spec, source, keys, apiRoot)],
 		apiRoot,
 		([found]) =>
-			keys.map(({ __key }) => (found.has(__key) ? { refs: found.get(__key)!.refs } : null))
+			keys.map(({ __key }) => (found.has(__key) ? (found.get(__key)!.refs ?? []) : null))
 	);
 	const present = keys.filter((_, i) => refs[i] !== null);
-	const inner = await embedded.of(
-		db,
-		present.map(k => k.__key),
-		refs.flatMap(r => (r === null ? [] : [r.refs]))
-	);
+	const named = new Set<number>();
+	for (const r of refs) if (r !== null) for (const id of r) named.add(id);
 	const innerKeys = new Map<number, { __key: number; __version: string }>();
-	for (const list of inner) for (const k of list) innerKeys.set(k.__key, k);
+	for (const k of keysOf(page)) innerKeys.set(k.__key, k);
+	const guessed = new Set(guess);
+	const unread = [...named].filter(id => !guessed.has(id));
+	if (unread.length > 0)
+		for (const k of await embeddedVersions(db, embedded, unread)) innerKeys.set(k.__key, k);
+	if (embeddedGuesses.size >= GUESSES_KEPT) embeddedGuesses.clear();
+	embeddedGuesses.set(guessKey, [...named]);
+	// for each of the page's records, the keys and versions of those it embeds that exist, in order
+	const inner: { __key: number; __version: string }[][] = [];
+	const wantedInner = new Map<number, { __key: number; __version: string }>();
+	for (const r of refs) {
+		if (r === null) continue;
+		const list: { __key: number; __version: string }[] = [];
+		for (const id of r) {
+			const key = innerKeys.get(id);
+			if (key === undefined) continue;
+			list.push(key);
+			wantedInner.set(id, key);
+		}
+		inner.push(list);
+	}
 	// Then all of them at once, in one stretch without a wait, written into the answer.
 	return withRecordsOf(
 		db,
 		[
 			wanted(db, spec, source, present, apiRoot),
-			wanted(db, embedded.spec, embedded.source, [...innerKeys.values()], apiRoot)
+			wanted(db, embedded.spec, embedded.source, [...wantedInner.values()], apiRoot)
 		],
 		apiRoot,
 		([found, innerFound]) =>

@@ -1,10 +1,14 @@
 import { promises as fs } from "fs";
+import { Client } from "pg";
 import type { Transaction } from "sequelize";
 import os from "os";
 import path from "path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
 import { addFileJobType, addNode, runToCompletion } from "../helpers/completion";
+import { runCachedList } from "../../lib/list/cached-list";
+import { INPUT_FILES } from "../../lib/models/file-records";
+import { JOB_UPDATES_LIST, JOB_UPDATE_RECORD } from "../../lib/models/job";
 
 /**
  * The lists answer records kept by version (lib/list/cached-list.ts): a record is answered from
@@ -330,6 +334,85 @@ describe("lists of cached records", () => {
 			[ids.product]
 		);
 		expect((await only("/products/updates/")).update.action).toBe("DELETED");
+	});
+});
+
+/**
+ * A page of records with embedded records (a job update's input files) reads the versions of the
+ * embedded records the same page named last time with the page itself, and only those it names
+ * beyond them in a second statement.
+ */
+describe("embedded records read with their page", () => {
+	/** The job updates page (as JSON) and the statements its call ran. */
+	const jobUpdates = async (params: Record<string, string>) => {
+		const spy = jest.spyOn(Client.prototype, "query");
+		try {
+			const json = await runCachedList(
+				tdb.db,
+				JOB_UPDATES_LIST,
+				JOB_UPDATE_RECORD,
+				{ query: params, baseUrl: "http://127.0.0.1", path: "/api/jobs/updates/" },
+				"http://127.0.0.1/api",
+				INPUT_FILES
+			);
+			return { page: JSON.parse(json.toString()), statements: spy.mock.calls.length };
+		} finally {
+			spy.mockRestore();
+		}
+	};
+
+	it("answer a page asked again, unchanged, in one statement", async () => {
+		const params = { page_size: "7" };
+		await jobUpdates(params);
+		const again = await jobUpdates(params);
+		expect(again.statements).toBe(1);
+		expect(again.page.results.map((r: any) => r.input_files.map((f: any) => f.id))).toEqual([
+			[ids.source]
+		]);
+	});
+
+	it("read the embedded records a page names beyond the last time's, and a change of those", async () => {
+		const params = { page_size: "8" };
+		await jobUpdates(params);
+		const [other] = await query<{ id: number }>(
+			`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
+				file_size, uuid, is_parsed)
+			 VALUES ('SOURCE', $1, 'other.tif', 'in/other.tif', 'image/tiff', 20, md5('o'), false)
+			 RETURNING id`,
+			[ids.raw]
+		);
+		const [{ data }] = await query<{ data: any }>(`SELECT data FROM job WHERE id = $1`, [
+			ids.job
+		]);
+		const input = data.input_data[0];
+		const changed = {
+			...data,
+			input_data: [
+				{ name: input.name, file_ids: [ids.source, other.id] },
+				...data.input_data.slice(1)
+			]
+		};
+		try {
+			await query(`UPDATE job SET data = $1 WHERE id = $2`, [changed, ids.job]);
+			// the page statement, the job's record read again, the new file's version, its record
+			const named = await jobUpdates(params);
+			expect(named.statements).toBe(4);
+			expect(named.page.results[0].input_files.map((f: any) => f.id)).toEqual([
+				ids.source,
+				other.id
+			]);
+			expect((await jobUpdates(params)).statements).toBe(1);
+			// a guessed file's change is read with the page
+			await query(`UPDATE scale_file SET file_size = 21 WHERE id = $1`, [other.id]);
+			const after = await jobUpdates(params);
+			expect(after.page.results[0].input_files[1]).toMatchObject({
+				id: other.id,
+				file_size: 21
+			});
+			expect(after.statements).toBe(2);
+		} finally {
+			await query(`UPDATE job SET data = $1 WHERE id = $2`, [data, ids.job]);
+		}
 	});
 });
 
