@@ -18,7 +18,7 @@ import os from "os";
 import path from "path";
 import { queueNewJobs } from "../lib/queue/new-job";
 import { patchJson, percentile, postJson, waitForCount } from "./lib/cluster";
-import { treeRssKiB } from "./lib/cpu";
+import { rssSampler, treeRssKiB } from "./lib/cpu";
 import { controlPlaneOverNats, startAgent } from "./lib/agent-process";
 import { SimulatedAgents } from "./lib/simulated-agents";
 
@@ -44,23 +44,11 @@ const say = (msg: string) => process.stdout.write(`${msg}\n`);
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
 const mib = (kib: number) => kib / 1024;
 
-/** The largest RSS of a process tree sampled every 100 ms until stopped, in MiB. */
-function rssSampler(pid: number): { stop(): number } {
-	let max = treeRssKiB(pid);
-	const timer = setInterval(() => (max = Math.max(max, treeRssKiB(pid))), 100);
-	return {
-		stop() {
-			clearInterval(timer);
-			return mib(Math.max(max, treeRssKiB(pid)));
-		}
-	};
-}
-
 async function main() {
 	const work = fs.mkdtempSync(path.join(os.tmpdir(), "scale-bench-agents-"));
 	const cluster = await controlPlaneOverNats(work, { NODE_ID: CONTROL_PLANE });
 	const { db, service, transporter, nats, password } = cluster;
-	const controlRss = rssSampler(service.proc.pid!);
+	const controlRss = rssSampler(service.proc.pid!, 100);
 	const agentDir = path.join(work, "agent");
 	fs.mkdirSync(agentDir);
 	const agent = startAgent(transporter, agentDir, "p7-agent");

@@ -19,7 +19,7 @@ import { Client } from "pg";
 import { ALL_SERVICES } from "../lib/config";
 import { startService } from "./lib/cluster";
 import { run } from "./lib/load";
-import { cpuReader, treeRssKiB } from "./lib/cpu";
+import { cpuReader, rssSampler } from "./lib/cpu";
 import { openP4Database } from "./lib/p4-db";
 
 const SECONDS = Number(process.env.BENCH_SECONDS) || 10;
@@ -66,20 +66,6 @@ interface Mix {
 const pick = <T>(values: readonly T[]): T => values[Math.floor(Math.random() * values.length)];
 const page = () => 1 + Math.floor(Math.random() * 20);
 
-/** Samples a process tree's RSS every 200 ms until stopped; answers the largest, in MiB. */
-function rssSampler(pid: number): { stop(): number } {
-	let max = treeRssKiB(pid);
-	const timer = setInterval(() => {
-		max = Math.max(max, treeRssKiB(pid));
-	}, 200);
-	return {
-		stop() {
-			clearInterval(timer);
-			return Math.max(max, treeRssKiB(pid)) / 1024;
-		}
-	};
-}
-
 async function main() {
 	const database = await openP4Database(msg => console.log(msg));
 	const client = new Client({ connectionString: database.url });
@@ -116,12 +102,12 @@ async function main() {
 		const servicePid = service.proc.pid!;
 		const cpuNow = cpuReader(servicePid, database.pgPid);
 		const measure = async (draw: () => string, connections: number): Promise<Figures> => {
-			const during = rssSampler(servicePid);
+			rss.mark();
 			await run(api, draw, connections, WARMUP_SECONDS);
 			const before = cpuNow();
 			const { total, ...raw } = await run(api, draw, connections, SECONDS);
 			const after = cpuNow();
-			const rssMiB = during.stop();
+			const rssMiB = rss.mark();
 			const perRequest = (a: number, b: number) => ((a - b) / Math.max(1, total)) * 1000;
 			return {
 				...raw,

@@ -53,8 +53,13 @@ export function treeCpuSeconds(root: number): number {
 
 /** The resident memory of a process and its live descendants, in KiB, from /proc (Linux). */
 export function treeRssKiB(root: number): number {
+	return rssKiBOf(processTree(root).map(({ pid }) => pid));
+}
+
+/** The resident memory of these processes, in KiB (those gone count nothing). */
+function rssKiBOf(pids: number[]): number {
 	let total = 0;
-	for (const { pid } of processTree(root)) {
+	for (const pid of pids) {
 		try {
 			const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
 			total += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
@@ -63,6 +68,43 @@ export function treeRssKiB(root: number): number {
 		}
 	}
 	return total;
+}
+
+/**
+ * Samples the RSS of a process tree every `everyMs` until stopped. The tree is found again once
+ * a second; each sample reads only its processes' files. (Walking all of /proc at every sample
+ * held the event loop of the process that runs it for 1–10 ms under load: a load generator in
+ * that process counted the wait in its requests' latency.)
+ */
+export function rssSampler(root: number, everyMs = 200): { mark(): number; stop(): number } {
+	let pids: number[] = [];
+	let samples = 0;
+	let largest = 0;
+	let sinceMark = 0;
+	const sample = () => {
+		if (samples++ % Math.max(1, Math.round(1000 / everyMs)) === 0)
+			pids = processTree(root).map(({ pid }) => pid);
+		const kib = rssKiBOf(pids);
+		largest = Math.max(largest, kib);
+		sinceMark = Math.max(sinceMark, kib);
+	};
+	sample();
+	const timer = setInterval(sample, everyMs);
+	return {
+		/** the largest sample since the last mark (or the start), MiB; the next stretch begins */
+		mark() {
+			sample();
+			const mib = sinceMark / 1024;
+			sinceMark = 0;
+			return mib;
+		},
+		/** stops; the largest sample of all, MiB */
+		stop() {
+			clearInterval(timer);
+			sample();
+			return largest / 1024;
+		}
+	};
 }
 
 /** CPU seconds (user + system) of one process alone, all its threads, without its children. */
