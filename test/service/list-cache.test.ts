@@ -34,6 +34,18 @@ async function get(pathAndQuery: string, root = api): Promise<any> {
 	return reply.body;
 }
 
+/** A source file in the raw workspace, unparsed; answers its id. */
+async function addSource(name: string, size: number): Promise<number> {
+	const [source] = await query<{ id: number }>(
+		`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
+			file_size, uuid, is_parsed)
+		 VALUES ('SOURCE', $1, $2::text, 'in/' || $2::text, 'image/tiff', $3, md5($2::text), false)
+		 RETURNING id`,
+		[ids.raw, name, size]
+	);
+	return source.id;
+}
+
 /** The one record of a list (each list here has one). */
 async function only(pathAndQuery: string): Promise<any> {
 	const body = await get(pathAndQuery);
@@ -65,14 +77,7 @@ beforeAll(async () => {
 	ids.out = ws[1].id;
 	ids.kml = await addFileJobType(tdb.db, "kml", { title: "KML" });
 	ids.node = await addNode(tdb.db, "n1.example");
-	const [source] = await query<{ id: number }>(
-		`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
-			file_size, uuid, is_parsed)
-		 VALUES ('SOURCE', $1, 'scene.tif', 'in/scene.tif', 'image/tiff', 10, md5('s'), false)
-		 RETURNING id`,
-		[ids.raw]
-	);
-	ids.source = source.id;
+	ids.source = await addSource("scene.tif", 10);
 	app = await startServices(tdb.url, [
 		"api",
 		"queue",
@@ -374,13 +379,7 @@ describe("embedded records read with their page", () => {
 	it("read the embedded records a page names beyond the last time's, and a change of those", async () => {
 		const params = { page_size: "8" };
 		await jobUpdates(params);
-		const [other] = await query<{ id: number }>(
-			`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
-				file_size, uuid, is_parsed)
-			 VALUES ('SOURCE', $1, 'other.tif', 'in/other.tif', 'image/tiff', 20, md5('o'), false)
-			 RETURNING id`,
-			[ids.raw]
-		);
+		const other = { id: await addSource("other.tif", 20) };
 		const [{ data }] = await query<{ data: any }>(`SELECT data FROM job WHERE id = $1`, [
 			ids.job
 		]);
