@@ -219,8 +219,11 @@ export async function runCachedList<Row>(
 	const unread = [...named].filter(id => !guessed.has(id));
 	if (unread.length > 0)
 		for (const k of await embeddedVersions(db, embedded, unread)) innerKeys.set(k.__key, k);
-	if (embeddedGuesses.size >= GUESSES_KEPT) embeddedGuesses.clear();
-	embeddedGuesses.set(guessKey, [...named]);
+	// kept again only when it changed: a page asked again leaves no garbage here
+	if (unread.length > 0 || named.size !== guessed.size) {
+		if (embeddedGuesses.size >= GUESSES_KEPT) embeddedGuesses.clear();
+		embeddedGuesses.set(guessKey, [...named]);
+	}
 	// for each of the page's records, the keys and versions of those it embeds that exist, in order
 	const inner: { __key: number; __version: string }[][] = [];
 	const wantedInner = new Map<number, { __key: number; __version: string }>();
