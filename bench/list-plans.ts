@@ -17,7 +17,8 @@ import {
 	runLookups,
 	type ListSource
 } from "../lib/list/run";
-import { cachedPageSql, type RecordSpec } from "../lib/list/cached-list";
+import { cachedPageSql } from "../lib/list/cached-list";
+import type { RecordSpec } from "../lib/list/record-spec";
 import { JOB_LIST, JOB_RECORD, JOB_UPDATE_RECORD, JOB_UPDATES_LIST } from "../lib/models/job";
 import { INGEST_LIST } from "../lib/models/ingest";
 import { JOB_EXE_LIST, JOB_EXE_RECORD } from "../lib/models/job-exe";

@@ -4,6 +4,21 @@ import { envelopeHead } from "./envelope";
 import { recordCache, type CachedRecord, type RecordCache, type Scope } from "./record-cache";
 import { filterValues, parseListQuery, type ParsedList } from "./params";
 import { countNeeded, pageCount, pageItemsSql, type ListRequest, type ListSource } from "./run";
+import {
+	embeddedGuess,
+	embeddedKeys,
+	embeddedVersionsSql,
+	type Embedded,
+	type EmbeddedVersions,
+	type KeyVersion
+} from "./embedded";
+import {
+	generationsSql,
+	versionOf,
+	versionSelect,
+	type RecordSource,
+	type RecordSpec
+} from "./record-spec";
 
 /**
  * Lists answered from cached records (lib/list/record-cache.ts): the page statement reads each
@@ -11,69 +26,8 @@ import { countNeeded, pageCount, pageItemsSql, type ListRequest, type ListSource
  * others are read whole, serialized and kept. The answer is the envelope's JSON, UTF-8.
  */
 
-/** How a list's records are made and when they are current. */
-export interface RecordSpec<Row> {
-	/** names this kind of record in the cache (a list and its updates view differ) */
-	name: string;
-	/**
-	 * SQL text over the list's `from` and `versionJoins` that changes whenever anything the
-	 * record shows changes: the `last_modified` of the list's own row (every UPDATE changes it:
-	 * migration 0016; the list's indexes hold it, so the page reads it there) or the `xmin` of
-	 * another row it shows columns of, or the columns themselves where a row changes often for
-	 * other reasons (a node's heartbeat).
-	 */
-	version: string;
-	/** the joins `version` reads */
-	versionJoins: string;
-	/**
-	 * The small tables whose rows the record embeds, by their generation (migration 0011: raised
-	 * by any change to the table) rather than their rows' `xmin`s, read once per statement
-	 */
-	generations?: ("job_type" | "error" | "workspace")[];
-	/** whether a record depends on the call's API root (download URLs) */
-	byApiRoot?: boolean;
-	/** the record of a row read with the list's columns */
-	record(row: Row, apiRoot: string | undefined): unknown;
-	/** ids of the records it embeds that are read apart, kept with it (a job's input files) */
-	refs?(row: Row): number[];
-}
-
-/**
- * Records embedded in each record of a list that are records of their own (a job update's input
- * files, a product update's source files): named by the refs kept with each record, kept apart,
- * current by their own versions, and written into each record's JSON as its last member.
- */
-export interface Embedded {
-	/** the member's name, e.g. "input_files" */
-	member: string;
-	source: RecordSource & { key: string };
-	spec: RecordSpec<any>;
-}
-
 const COMMA = Buffer.from(",");
 const END = Buffer.from("]}");
-
-/** The SQL of a record's generations part (see versionOf). */
-export function generationsSql(spec: Pick<RecordSpec<unknown>, "generations">): string {
-	const names = spec.generations ?? [];
-	return names.length === 0
-		? "''"
-		: `(SELECT string_agg(generation::text, '.' ORDER BY name) FROM list_generation
-				WHERE name IN (${names.map(n => `'${n}'`).join(", ")}))`;
-}
-
-/** The SELECT items of a record's version (see versionOf): its rows' part and its generations. */
-export function versionSelect(spec: Pick<RecordSpec<unknown>, "version" | "generations">): string {
-	return `${spec.version} AS __version, ${generationsSql(spec)} AS __generation`;
-}
-
-/** A record's version from a row read with versionSelect's items. */
-export function versionOf(row: { __version: string; __generation: string }): string {
-	return `${row.__version}|${row.__generation}`;
-}
-
-/** Where a kind of record is read whole: a list's table, joins, key and columns. */
-export type RecordSource = Pick<ListSource, "from" | "joins" | "key" | "columns">;
 
 /**
  * The page statement of a list of kept records: one row with the page's keys and versions in
@@ -102,51 +56,6 @@ export function cachedPageSql(
 	);
 }
 
-/**
- * SELECT items of the versions of the embedded records whose keys `keys` (an SQL int[]) gives:
- * `__embedded`, a JSON array of [key, version] (null when none exists), and
- * `__embedded_generation`.
- */
-function embeddedVersionsSql({ source, spec }: Embedded, keys: string): string {
-	return `(SELECT json_agg(json_build_array(${source.key}, ${spec.version}))
-			FROM ${source.from} ${spec.versionJoins} WHERE ${source.key} = ANY(${keys})) AS __embedded,
-		${generationsSql(spec)} AS __embedded_generation`;
-}
-
-interface EmbeddedVersions {
-	__embedded: [number, string][] | null;
-	__embedded_generation: string;
-}
-
-/** The keys and versions of the embedded records `keys` names that exist, in one statement. */
-async function embeddedVersions(
-	db: Sequelize,
-	embedded: Embedded,
-	keys: number[]
-): Promise<{ __key: number; __version: string }[]> {
-	const [row] = await selectPrepared<EmbeddedVersions>(
-		db,
-		`SELECT ${embeddedVersionsSql(embedded, "$1::int[]")}`,
-		[keys]
-	);
-	return keysOf(row);
-}
-
-function keysOf(row: EmbeddedVersions): { __key: number; __version: string }[] {
-	return (row.__embedded ?? []).map(([key, version]) => ({
-		__key: key,
-		__version: versionOf({ __version: version, __generation: row.__embedded_generation })
-	}));
-}
-
-/**
- * The embedded records a page's records named when the same page statement (text and binds)
- * was last answered, by database: read with the page, so a page asked again, unchanged, costs
- * one statement; those a page names beyond them are read in a second (embeddedVersions).
- */
-const embeddedGuesses = new Map<string, number[]>();
-const GUESSES_KEPT = 1000;
-
 /** The list envelope for the request as JSON, UTF-8. */
 export async function runCachedList<Row>(
 	db: Sequelize,
@@ -171,7 +80,7 @@ export async function runCachedList<Row>(
 		let bind = list.bind;
 		if (embedded !== undefined) {
 			guessKey = `${scopeOf(db)}\u0000${text}\u0000${JSON.stringify(list.bind)}`;
-			guess = embeddedGuesses.get(guessKey) ?? [];
+			guess = embeddedGuess(guessKey);
 			bind = [...list.bind, guess];
 		}
 		return selectPrepared<
@@ -211,39 +120,20 @@ export async function runCachedList<Row>(
 			keys.map(({ __key }) => (found.has(__key) ? (found.get(__key)!.refs ?? []) : null))
 	);
 	const present = keys.filter((_, i) => refs[i] !== null);
-	const named = new Set<number>();
-	for (const r of refs) if (r !== null) for (const id of r) named.add(id);
-	const innerKeys = new Map<number, { __key: number; __version: string }>();
-	for (const k of keysOf(page)) innerKeys.set(k.__key, k);
-	const guessed = new Set(guess);
-	const unread = [...named].filter(id => !guessed.has(id));
-	if (unread.length > 0)
-		for (const k of await embeddedVersions(db, embedded, unread)) innerKeys.set(k.__key, k);
-	// kept again only when it changed: a page asked again leaves no garbage here
-	if (unread.length > 0 || named.size !== guessed.size) {
-		if (embeddedGuesses.size >= GUESSES_KEPT) embeddedGuesses.clear();
-		embeddedGuesses.set(guessKey, [...named]);
-	}
-	// for each of the page's records, the keys and versions of those it embeds that exist, in order
-	const inner: { __key: number; __version: string }[][] = [];
-	const wantedInner = new Map<number, { __key: number; __version: string }>();
-	for (const r of refs) {
-		if (r === null) continue;
-		const list: { __key: number; __version: string }[] = [];
-		for (const id of r) {
-			const key = innerKeys.get(id);
-			if (key === undefined) continue;
-			list.push(key);
-			wantedInner.set(id, key);
-		}
-		inner.push(list);
-	}
+	const { inner, keys: innerKeys } = await embeddedKeys(
+		db,
+		embedded,
+		page,
+		guessKey,
+		guess,
+		refs
+	);
 	// Then all of them at once, in one stretch without a wait, written into the answer.
 	return withRecordsOf(
 		db,
 		[
 			wanted(db, spec, source, present, apiRoot),
-			wanted(db, embedded.spec, embedded.source, [...wantedInner.values()], apiRoot)
+			wanted(db, embedded.spec, embedded.source, innerKeys, apiRoot)
 		],
 		apiRoot,
 		([found, innerFound]) =>
@@ -399,7 +289,7 @@ export function recordsOf<Row>(
 	db: Sequelize,
 	source: RecordSource,
 	spec: RecordSpec<Row>,
-	keys: { __key: number; __version: string }[],
+	keys: KeyVersion[],
 	apiRoot: string | undefined,
 	cache: RecordCache = recordCache
 ): Promise<Map<number, CachedRecord>> {
@@ -421,7 +311,7 @@ export function withRecords<Row, T>(
 	db: Sequelize,
 	source: RecordSource,
 	spec: RecordSpec<Row>,
-	keys: { __key: number; __version: string }[],
+	keys: KeyVersion[],
 	apiRoot: string | undefined,
 	use: (found: Map<number, CachedRecord>) => T
 ): Promise<T> {
@@ -434,7 +324,7 @@ export function withRecords<Row, T>(
 interface Wanted {
 	source: RecordSource;
 	spec: RecordSpec<any>;
-	keys: { __key: number; __version: string }[];
+	keys: KeyVersion[];
 	scope: Scope;
 	/** copies of the records this request read (they may be forgotten by the cache meanwhile) */
 	made: Map<number, CachedRecord>;
@@ -446,7 +336,7 @@ function wanted<Row>(
 	db: Sequelize,
 	spec: RecordSpec<Row>,
 	source: RecordSource,
-	keys: { __key: number; __version: string }[],
+	keys: KeyVersion[],
 	apiRoot: string | undefined,
 	cache: RecordCache = recordCache
 ): Wanted {

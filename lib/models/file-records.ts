@@ -1,4 +1,5 @@
-import { type Embedded, type RecordSource, type RecordSpec } from "../list/cached-list";
+import type { Embedded } from "../list/embedded";
+import type { RecordSource, RecordSpec } from "../list/record-spec";
 import { FILE_COLUMNS, serializeScaleFile, type ScaleFileRow } from "./scale-file";
 
 /**

@@ -2,7 +2,7 @@ import type { Sequelize, Transaction } from "sequelize";
 import { serializeNode, type NodeRow } from "./node";
 import { select } from "../db/connection";
 import { NotFoundError } from "../errors";
-import type { RecordSpec } from "../list/cached-list";
+import type { RecordSpec } from "../list/record-spec";
 import type { ListSource } from "../list/run";
 import { serializeError, type ErrorRow } from "./error";
 import {

@@ -3,7 +3,7 @@ import { select } from "../db/connection";
 import type { JobData } from "../documents/job-data";
 import { formatDatetime } from "../list/iso8601";
 import type { ListFilter } from "../list/params";
-import type { RecordSpec } from "../list/cached-list";
+import type { RecordSpec } from "../list/record-spec";
 import type { ListSource } from "../list/run";
 
 /**

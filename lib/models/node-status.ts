@@ -1,14 +1,8 @@
 import type { Sequelize } from "sequelize";
 import { select, selectPrepared } from "../db/connection";
 import { parseTimestamptz } from "../db/timestamps";
-import {
-	generationsSql,
-	recordsOf,
-	versionOf,
-	versionSelect,
-	withRecords,
-	type RecordSpec
-} from "../list/cached-list";
+import { recordsOf, withRecords } from "../list/cached-list";
+import { generationsSql, versionOf, versionSelect, type RecordSpec } from "../list/record-spec";
 import { AnswerCache } from "../list/answer-cache";
 import { envelopeHead } from "../list/envelope";
 import { formatDatetime } from "../list/iso8601";

@@ -2,7 +2,7 @@ import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
 import { NotFoundError } from "../errors";
 import { formatDatetime } from "../list/iso8601";
-import type { RecordSpec } from "../list/cached-list";
+import type { RecordSpec } from "../list/record-spec";
 import type { ListSource } from "../list/run";
 import { FILE_VERSION } from "./file-records";
 import { INGEST_BASE_COLUMNS, serializeIngestBase, type IngestRow } from "./ingest";

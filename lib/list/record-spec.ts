@@ -1,0 +1,55 @@
+import type { ListSource } from "./run";
+
+/**
+ * What a kind of kept record of the lists (lib/list/cached-list.ts) is made from and when it is
+ * current: its spec and its version.
+ */
+
+/** How a list's records are made and when they are current. */
+export interface RecordSpec<Row> {
+	/** names this kind of record in the cache (a list and its updates view differ) */
+	name: string;
+	/**
+	 * SQL text over the list's `from` and `versionJoins` that changes whenever anything the
+	 * record shows changes: the `last_modified` of the list's own row (every UPDATE changes it:
+	 * migration 0016; the list's indexes hold it, so the page reads it there) or the `xmin` of
+	 * another row it shows columns of, or the columns themselves where a row changes often for
+	 * other reasons (a node's heartbeat).
+	 */
+	version: string;
+	/** the joins `version` reads */
+	versionJoins: string;
+	/**
+	 * The small tables whose rows the record embeds, by their generation (migration 0011: raised
+	 * by any change to the table) rather than their rows' `xmin`s, read once per statement
+	 */
+	generations?: ("job_type" | "error" | "workspace")[];
+	/** whether a record depends on the call's API root (download URLs) */
+	byApiRoot?: boolean;
+	/** the record of a row read with the list's columns */
+	record(row: Row, apiRoot: string | undefined): unknown;
+	/** ids of the records it embeds that are read apart, kept with it (a job's input files) */
+	refs?(row: Row): number[];
+}
+
+/** The SQL of a record's generations part (see versionOf). */
+export function generationsSql(spec: Pick<RecordSpec<unknown>, "generations">): string {
+	const names = spec.generations ?? [];
+	return names.length === 0
+		? "''"
+		: `(SELECT string_agg(generation::text, '.' ORDER BY name) FROM list_generation
+				WHERE name IN (${names.map(n => `'${n}'`).join(", ")}))`;
+}
+
+/** The SELECT items of a record's version (see versionOf): its rows' part and its generations. */
+export function versionSelect(spec: Pick<RecordSpec<unknown>, "version" | "generations">): string {
+	return `${spec.version} AS __version, ${generationsSql(spec)} AS __generation`;
+}
+
+/** A record's version from a row read with versionSelect's items. */
+export function versionOf(row: { __version: string; __generation: string }): string {
+	return `${row.__version}|${row.__generation}`;
+}
+
+/** Where a kind of record is read whole: a list's table, joins, key and columns. */
+export type RecordSource = Pick<ListSource, "from" | "joins" | "key" | "columns">;
