@@ -12,12 +12,15 @@ import type { NewJobRequest } from "./new-job";
  * job data against the interface, the files and workspaces it names, and the disk it needs.
  */
 
-/** A job type with what a new job takes from it: its current revision and resources. */
-export interface JobTypeForQueue {
+/** A job type's identity and what a new job of it takes from it as its own (both kinds of queueing). */
+export interface JobTypeQueueFields {
 	id: number;
 	name: string;
 	version: string;
 	is_active: boolean;
+	/** the latest job_type_rev (revision numbers may have gaps) */
+	rev_id: number;
+	interface: JobInterface;
 	priority: number;
 	timeout: number;
 	max_tries: number;
@@ -25,11 +28,12 @@ export interface JobTypeForQueue {
 	mem_required: number;
 	disk_out_const_required: number;
 	disk_out_mult_required: number;
+}
+
+/** A job type with what a new job takes from it: its current revision and resources. */
+export interface JobTypeForQueue extends JobTypeQueueFields {
 	/** the job type's edit counter: every edit raises it, so an unchanged one means unchanged values */
 	revision_num: number;
-	/** the latest job_type_rev (revision numbers may have gaps) */
-	rev_id: number;
-	interface: JobInterface;
 	/**
 	 * The job type's and that revision's parts of job details: exact for a job written at this
 	 * revision_num, which the write checks.

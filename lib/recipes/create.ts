@@ -6,12 +6,12 @@ import {
 	parseRecipeData,
 	type RecipeData
 } from "../documents/recipe-data";
-import type { JobInterface, Warning } from "../documents/types";
+import type { Warning } from "../documents/types";
 import { FieldError } from "../errors";
 import type { Sql } from "../scheduling/sql";
 import { recipeJobData } from "./job-data";
 import { parseJobData } from "../documents/job-data";
-import { diskRequired } from "../queue/prepare-job";
+import { diskRequired, type JobTypeQueueFields } from "../queue/prepare-job";
 import { inputBytes } from "./run";
 
 /**
@@ -47,21 +47,7 @@ interface TypeRow {
 	definition: RecipeDefinition;
 }
 
-interface JobTypeRow {
-	id: number;
-	name: string;
-	version: string;
-	is_active: boolean;
-	rev_id: number;
-	interface: JobInterface;
-	priority: number;
-	timeout: number;
-	max_tries: number;
-	cpus_required: number;
-	mem_required: number;
-	disk_out_const_required: number;
-	disk_out_mult_required: number;
-}
+type JobTypeRow = JobTypeQueueFields;
 
 /** A recipe checked and ready to be written: its data and its jobs' rows. */
 interface CheckedRecipe {
