@@ -62,12 +62,20 @@ function keysOf(row: EmbeddedVersions): KeyVersion[] {
  * per database: the caller's key) was last answered: read with the page, so a page asked again,
  * unchanged, costs one statement; those a page names beyond them are read in a second.
  */
-const guesses = new Map<string, number[]>();
+const guesses = new Map<string, Guess>();
 const GUESSES_KEPT = 1000;
 
+/** The ids to read with a page statement, and the same as an SQL array's text (its bind). */
+export interface Guess {
+	ids: number[];
+	literal: string;
+}
+
+const NO_GUESS: Guess = { ids: [], literal: "{}" };
+
 /** The ids to read with the page statement `key` names (see guesses). */
-export function embeddedGuess(key: string): number[] {
-	return guesses.get(key) ?? [];
+export function embeddedGuess(key: string): Guess {
+	return guesses.get(key) ?? NO_GUESS;
 }
 
 /**
@@ -81,21 +89,22 @@ export async function embeddedKeys(
 	embedded: Embedded,
 	read: EmbeddedVersions,
 	guessKey: string,
-	guess: number[],
+	guess: Guess,
 	refs: (number[] | null)[]
 ): Promise<{ inner: KeyVersion[][]; keys: KeyVersion[] }> {
 	const named = new Set<number>();
 	for (const r of refs) if (r !== null) for (const id of r) named.add(id);
 	const found = new Map<number, KeyVersion>();
 	for (const k of keysOf(read)) found.set(k.__key, k);
-	const guessed = new Set(guess);
+	const guessed = new Set(guess.ids);
 	const unread = [...named].filter(id => !guessed.has(id));
 	if (unread.length > 0)
 		for (const k of await embeddedVersions(db, embedded, unread)) found.set(k.__key, k);
 	// kept again only when it changed: a page asked again leaves no garbage here
 	if (unread.length > 0 || named.size !== guessed.size) {
 		if (guesses.size >= GUESSES_KEPT) guesses.clear();
-		guesses.set(guessKey, [...named]);
+		const ids = [...named];
+		guesses.set(guessKey, { ids, literal: `{${ids.join(",")}}` });
 	}
 	const inner: KeyVersion[][] = [];
 	const shown = new Map<number, KeyVersion>();

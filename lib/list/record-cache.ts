@@ -64,6 +64,23 @@ export class RecordCache {
 	}
 
 	/**
+	 * The record kept under `key` when it was made from the version of `row` and `generation`
+	 * (`${row}|${generation}`, versionOf in record-spec.ts), else undefined: compared part by
+	 * part, so that a page's hundred lookups make no strings.
+	 */
+	getParts(scope: Scope, key: number, row: string, generation: string): CachedRecord | undefined {
+		const entry = scope.get(key);
+		if (entry === undefined) return undefined;
+		const v = entry.version;
+		return v.length === row.length + 1 + generation.length &&
+			v.charCodeAt(row.length) === 124 && // "|"
+			v.startsWith(row) &&
+			v.endsWith(generation)
+			? entry
+			: undefined;
+	}
+
+	/**
 	 * Keeps `value`'s JSON under `key` for `version`; answers the record, whether kept or not
 	 * (not when the cache has no room at all or the record is larger than a slab).
 	 */

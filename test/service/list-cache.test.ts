@@ -413,6 +413,37 @@ describe("embedded records read with their page", () => {
 			await query(`UPDATE job SET data = $1 WHERE id = $2`, [data, ids.job]);
 		}
 	});
+
+	it("leave out a file the page no longer names, though read with the page", async () => {
+		const params = { page_size: "9" };
+		const other = { id: await addSource("dropped.tif", 30) };
+		const [{ data }] = await query<{ data: any }>(`SELECT data FROM job WHERE id = $1`, [
+			ids.job
+		]);
+		const input = data.input_data[0];
+		const both = {
+			...data,
+			input_data: [
+				{ name: input.name, file_ids: [ids.source, other.id] },
+				...data.input_data.slice(1)
+			]
+		};
+		const filesOf = (page: any) => page.results[0].input_files.map((f: any) => f.id);
+		try {
+			await query(`UPDATE job SET data = $1 WHERE id = $2`, [both, ids.job]);
+			await jobUpdates(params);
+			expect(filesOf((await jobUpdates(params)).page)).toEqual([ids.source, other.id]);
+		} finally {
+			await query(`UPDATE job SET data = $1 WHERE id = $2`, [data, ids.job]);
+		}
+		// the page statement still reads the dropped file's version; the job's record is new
+		const after = await jobUpdates(params);
+		expect(after.statements).toBe(2);
+		expect(filesOf(after.page)).toEqual([ids.source]);
+		const again = await jobUpdates(params);
+		expect(again.statements).toBe(1);
+		expect(again.page).toEqual(after.page);
+	});
 });
 
 /**

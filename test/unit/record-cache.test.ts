@@ -1,4 +1,5 @@
 import { RecordCache, recordCacheBytes } from "../../lib/list/record-cache";
+import { versionOf } from "../../lib/list/record-spec";
 
 const text = (record: { json: Buffer } | undefined) => record?.json.toString();
 
@@ -12,6 +13,20 @@ describe("RecordCache", () => {
 		expect(cache.get(jobs, 2, "10|3|")).toBeUndefined();
 		expect(cache.scope("0:job:")).toBe(jobs);
 		expect(cache.get(cache.scope("1:job:"), 1, "10|3|")).toBeUndefined();
+	});
+
+	it("answers by a version's row part and generation as by the version they make", () => {
+		const cache = new RecordCache(1000, 100);
+		const s = cache.scope("s");
+		cache.set(s, 1, versionOf({ __version: "2026-01-01 00:00:00+00", __generation: "4.7" }), {
+			id: 1
+		});
+		expect(text(cache.getParts(s, 1, "2026-01-01 00:00:00+00", "4.7"))).toBe('{"id":1}');
+		expect(cache.getParts(s, 1, "2026-01-01 00:00:00+00", "4.8")).toBeUndefined();
+		expect(cache.getParts(s, 1, "2026-01-01 00:00:01+00", "4.7")).toBeUndefined();
+		expect(cache.getParts(s, 1, "2026-01-01 00:00:00+0", "04.7")).toBeUndefined();
+		expect(cache.getParts(s, 1, "2026-01-01 00:00:00+00|", "4.7")).toBeUndefined();
+		expect(cache.getParts(s, 2, "2026-01-01 00:00:00+00", "4.7")).toBeUndefined();
 	});
 
 	it("answers the latest record kept under a key, with its refs", () => {
