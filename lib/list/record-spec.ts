@@ -14,7 +14,9 @@ export interface RecordSpec<Row> {
 	 * record shows changes: the `last_modified` of the list's own row (every UPDATE changes it:
 	 * migration 0016; the list's indexes hold it, so the page reads it there) or the `xmin` of
 	 * another row it shows columns of, or the columns themselves where a row changes often for
-	 * other reasons (a node's heartbeat).
+	 * other reasons (a node's heartbeat). Of any type: it is compared as PostgreSQL writes it in
+	 * JSON (a timestamp so costs less than as text, which JSON then escapes character by
+	 * character: a page of product updates, alone, 470 → 423 µs of PostgreSQL's CPU).
 	 */
 	version: string;
 	/** the joins `version` reads */
@@ -41,9 +43,13 @@ export function generationsSql(spec: Pick<RecordSpec<unknown>, "generations">): 
 				WHERE name IN (${names.map(n => `'${n}'`).join(", ")}))`;
 }
 
-/** The SELECT items of a record's version (see versionOf): its rows' part and its generations. */
+/**
+ * The SELECT items of a record's version (see versionOf) where records are read whole: its rows'
+ * part as text that is the same as a page statement's JSON holds it (`json_build_array(key,
+ * version)`, parsed), whatever its type, and its generations.
+ */
 export function versionSelect(spec: Pick<RecordSpec<unknown>, "version" | "generations">): string {
-	return `${spec.version} AS __version, ${generationsSql(spec)} AS __generation`;
+	return `to_json(${spec.version}) #>> '{}' AS __version, ${generationsSql(spec)} AS __generation`;
 }
 
 /** A record's version from a row read with versionSelect's items. */

@@ -11,7 +11,7 @@ import { FILE_COLUMNS, serializeScaleFile, type ScaleFileRow } from "./scale-fil
  * A file record is current while the file's row (its `last_modified`, which every UPDATE changes:
  * migration 0016) and the workspaces are unchanged.
  */
-export const FILE_VERSION = "f.last_modified::text";
+export const FILE_VERSION = "f.last_modified";
 
 const FILE_SOURCE: RecordSource & { key: string } = {
 	from: "scale_file f",

@@ -334,7 +334,7 @@ export const JOB_LIST: ListSource = {
  */
 export const JOB_RECORD: RecordSpec<JobListRow> = {
 	name: "job",
-	version: "j.last_modified::text",
+	version: "j.last_modified",
 	versionJoins: "",
 	generations: ["job_type", "error"],
 	record: row => serializeJob(row)

@@ -2,7 +2,7 @@ import type { Sequelize } from "sequelize";
 import { select, selectPrepared } from "../db/connection";
 import { parseTimestamptz } from "../db/timestamps";
 import { recordsOf, withRecords } from "../list/cached-list";
-import { generationsSql, versionOf, versionSelect, type RecordSpec } from "../list/record-spec";
+import { generationsSql, versionOf, type RecordSpec } from "../list/record-spec";
 import { AnswerCache } from "../list/answer-cache";
 import { envelopeHead } from "../list/envelope";
 import { formatDatetime } from "../list/iso8601";
@@ -106,7 +106,9 @@ const RUNNING_EXE_RECORD: RecordSpec<any> = {
 // executions by node: given all the nodes at once, or the LATERAL flattened, the planner read
 // every live execution (~2,800 QUEUED and RUNNING; 1.0 ms against 0.6).
 const RUNNING_EXE_KEYS = `
-	SELECT e.id AS __key, e.node_id AS __node, ${versionSelect(RUNNING_EXE_RECORD)}
+	-- the version is text, the same as the records read whole write it (versionSelect)
+	SELECT e.id AS __key, e.node_id AS __node, ${RUNNING_EXE_RECORD.version} AS __version,
+		${generationsSql(RUNNING_EXE_RECORD)} AS __generation
 	FROM unnest($1::int[]) AS wanted(node_id)
 		CROSS JOIN LATERAL (SELECT x.id, x.node_id, x.job_id, x.last_modified, x.xmin FROM job_exe x
 			WHERE x.node_id = wanted.node_id AND x.status = 'RUNNING' OFFSET 0) e
