@@ -13,8 +13,7 @@ export interface RecordSpec<Row> {
 	 * SQL text over the list's `from` and `versionJoins` that changes whenever anything the
 	 * record shows changes: the `last_modified` of the list's own row (every UPDATE changes it:
 	 * migration 0016; the list's indexes hold it, so the page reads it there) or the `xmin` of
-	 * another row it shows columns of, or the columns themselves where a row changes often for
-	 * other reasons (a node's heartbeat). Of any type: it is compared as PostgreSQL writes it in
+	 * another row it shows columns of. Of any type: it is compared as PostgreSQL writes it in
 	 * JSON (a timestamp so costs less than as text, which JSON then escapes character by
 	 * character: a page of product updates, alone, 470 → 423 µs of PostgreSQL's CPU).
 	 */
@@ -23,9 +22,10 @@ export interface RecordSpec<Row> {
 	versionJoins: string;
 	/**
 	 * The small tables whose rows the record embeds, by their generation (migration 0011: raised
-	 * by any change to the table) rather than their rows' `xmin`s, read once per statement
+	 * by any change to the table; for nodes, 0017, by a change of what records show of them)
+	 * rather than their rows' `xmin`s, read once per statement
 	 */
-	generations?: ("job_type" | "error" | "workspace")[];
+	generations?: ("job_type" | "error" | "workspace" | "node")[];
 	/** whether a record depends on the call's API root (download URLs) */
 	byApiRoot?: boolean;
 	/** the record of a row read with the list's columns */

@@ -290,6 +290,30 @@ describe("lists of cached records", () => {
 		expect((await only("/job-executions/")).node.hostname).toBe("n9.example");
 	});
 
+	it("raise the nodes' generation when what records show of a node changes, not at a heartbeat", async () => {
+		const generation = async () =>
+			(
+				await query<{ generation: string }>(
+					`SELECT generation FROM list_generation WHERE name = 'node'`
+				)
+			)[0].generation;
+		const before = await generation();
+		await query(
+			`UPDATE node SET last_heartbeat = now(), cpus_total = 7, last_modified = now() WHERE id = $1`,
+			[ids.node]
+		);
+		expect(await generation()).toBe(before);
+		await query(`UPDATE node SET port = 5052 WHERE id = $1`, [ids.node]);
+		expect((await only("/job-executions/")).node.port).toBe(5052);
+		await query(`UPDATE node SET slave_id = 'agent-renamed' WHERE id = $1`, [ids.node]);
+		expect((await only("/job-executions/")).node.slave_id).toBe("agent-renamed");
+		const changed = await generation();
+		expect(Number(changed)).toBe(Number(before) + 2);
+		await query(`INSERT INTO node (hostname, slave_id) VALUES ('n2.example', 'agent-2')`);
+		await query(`DELETE FROM node WHERE slave_id = 'agent-2'`);
+		expect(Number(await generation())).toBe(Number(changed) + 2);
+	});
+
 	it("show a change of a workspace in the files' URLs, embedded files included", async () => {
 		await query(`UPDATE workspace SET base_url = 'https://cdn.example/raw/' WHERE id = $1`, [
 			ids.raw
