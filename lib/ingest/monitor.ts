@@ -61,6 +61,12 @@ export class StrikeMonitor {
 	private suffix = "";
 	private watcher: FSWatcher | null = null;
 	private readonly dirty = new Set<string>();
+	/**
+	 * Names this monitor is moving out of the directory: the watcher's event of each move is
+	 * its own doing, not a file to look at (an lstat that finds nothing, per file). Forgotten at
+	 * every rescan, so a name whose event never came costs at most a rescan's wait.
+	 */
+	private readonly leaving = new Set<string>();
 	private readonly transfers = new Map<string, Transfer>();
 	private running: Promise<void> | null = null;
 	private again = false;
@@ -161,7 +167,8 @@ export class StrikeMonitor {
 				for (const folder of Object.values(ASIDE_FOLDERS))
 					await fs.mkdir(path.join(this.directory, folder), { recursive: true });
 				this.watcher = watch(this.directory, (_event, name) => {
-					if (typeof name === "string" && name !== "") this.mark(name);
+					if (typeof name === "string" && name !== "" && !this.leaving.delete(name))
+						this.mark(name);
 				});
 				this.watcher.on("error", error => {
 					this.link.warn(
@@ -198,6 +205,7 @@ export class StrikeMonitor {
 			);
 			return;
 		}
+		this.leaving.clear();
 		for (const name of names) if (!name.startsWith(".")) this.dirty.add(name);
 		// transfers whose file is gone without arriving (deleted by its sender) are forgotten
 		const present = new Set(names);
@@ -296,24 +304,27 @@ export class StrikeMonitor {
 		});
 		if (!answer) return;
 		for (const file of arrived) this.transfers.delete(file.name);
+		const sizes = new Map(arrived.map(file => [file.name, file.size]));
 		const results = await mapLimited(answer.decisions, this.moveConcurrency, decision =>
-			this.carryOut(decision)
+			this.carryOut(decision, sizes.get(decision.name) ?? 0)
 		);
 		await this.settle(results.flatMap(r => (r ? [r] : [])));
 	}
 
-	/** Moves one file where the service decided; answers what happened, or null to retry later. */
-	private async carryOut(decision: Decision): Promise<Settled | null> {
+	/**
+	 * Moves one file where the service decided; answers what happened, or null to retry later.
+	 * A stored file's size is the one it had when it arrived (`size`): the move links the same
+	 * inode, and a file is whole once it is named without the transfer suffix.
+	 */
+	private async carryOut(decision: Decision, size: number): Promise<Settled | null> {
 		const from = path.join(this.directory, decision.name);
 		if (decision.action === "ingest") {
+			this.leaving.add(decision.name);
 			try {
 				await moveNoClobber(from, decision.target);
-				return {
-					ingestId: decision.ingestId,
-					status: "INGESTED",
-					size: await sizeOf(decision.target)
-				};
+				return { ingestId: decision.ingestId, status: "INGESTED", size };
 			} catch (error) {
+				this.leaving.delete(decision.name);
 				const stored = await this.alreadyStored(from, decision.target, error);
 				if (stored !== null)
 					return { ingestId: decision.ingestId, status: "INGESTED", size: stored };
