@@ -17,6 +17,7 @@ import fs from "fs";
 import os from "os";
 import path from "path";
 import { bestBareSpawnRate } from "./lib/spawn-rate";
+import { cpuReader } from "./lib/cpu";
 import {
 	benchDatabase,
 	patchJson,
@@ -78,8 +79,9 @@ async function main() {
 	const staging = path.join(root, "staging");
 	const rawDir = path.join(root, "raw");
 	for (const dir of [strikeDir, staging, rawDir]) fs.mkdirSync(dir);
-	const { url, db, stop } = await benchDatabase();
+	const { url, db, pgPid, stop } = await benchDatabase();
 	const service = await startService(url);
+	const cpu = cpuReader(service.proc.pid!, pgPid);
 	const q = async <T>(sql: string, bind: unknown[] = []) =>
 		(await db.query(sql, { bind }))[0] as T[];
 	try {
@@ -158,6 +160,7 @@ async function main() {
 
 		const measure = async (prefix: string, perSecond = Infinity) => {
 			const names = stage(staging, prefix, FILES);
+			const before = cpu();
 			const started = Date.now();
 			const renamed = await renameAll(staging, strikeDir, names, perSecond);
 			const writeSeconds = (Date.now() - started) / 1000;
@@ -173,6 +176,7 @@ async function main() {
 				600000,
 				POLL_MS
 			);
+			const after = cpu();
 			const rows = await q<{ file_name: string; ended: Date }>(
 				`SELECT file_name, ingest_ended AS ended FROM ingest
 				 WHERE status = 'INGESTED' AND file_name LIKE $1`,
@@ -189,6 +193,8 @@ async function main() {
 			return {
 				renamed,
 				writeRate: FILES / writeSeconds,
+				// CPU per file, µs: the service (with its agent and the monitor) and PostgreSQL
+				cpu: `${(((after.service - before.service) * 1e6) / FILES).toFixed(0)} µs of the service and ${(((after.pg! - before.pg!) * 1e6) / FILES).toFixed(0)} µs of PostgreSQL per file`,
 				rate: FILES / ((last - started) / 1000),
 				latencies,
 				other
@@ -197,12 +203,12 @@ async function main() {
 
 		const a = await measure("a");
 		console.log(
-			`P5 A: ${FILES} files renamed in at ${a.writeRate.toFixed(0)} files/s; ingested at ${a.rate.toFixed(0)} files/s (first rename to last INGESTED; target >= 1,000); rename → INGESTED ${summary(a.latencies)} (target p99 <= 1,000 ms); ${a.other} not INGESTED`
+			`P5 A: ${FILES} files renamed in at ${a.writeRate.toFixed(0)} files/s; ingested at ${a.rate.toFixed(0)} files/s (first rename to last INGESTED; target >= 1,000); rename → INGESTED ${summary(a.latencies)} (target p99 <= 1,000 ms); ${a.other} not INGESTED; ${a.cpu}`
 		);
 
 		const paced = await measure("c", PACED);
 		console.log(
-			`P5 A at a steady ${PACED} files/s (renames paced): ingested at ${paced.rate.toFixed(0)} files/s; rename → INGESTED ${summary(paced.latencies)}; ${paced.other} not INGESTED`
+			`P5 A at a steady ${PACED} files/s (renames paced): ingested at ${paced.rate.toFixed(0)} files/s; rename → INGESTED ${summary(paced.latencies)}; ${paced.other} not INGESTED; ${paced.cpu}`
 		);
 
 		/** Measures a run whose files the rule turns into jobs: ingest, then rename → job QUEUED. */
@@ -246,7 +252,7 @@ async function main() {
 		};
 		const b = await measureJobs("b");
 		console.log(
-			`P5 B: with an ingest rule making a job per file: ingested at ${b.rate.toFixed(0)} files/s, rename → INGESTED ${summary(b.latencies)}; ${b.jobs} jobs QUEUED at ${b.jobRate.toFixed(0)} jobs/s; rename → job QUEUED ${summary(b.toJob)} (target p99 <= 1,000 ms)`
+			`P5 B: with an ingest rule making a job per file: ingested at ${b.rate.toFixed(0)} files/s, rename → INGESTED ${summary(b.latencies)}; ${b.jobs} jobs QUEUED at ${b.jobRate.toFixed(0)} jobs/s; rename → job QUEUED ${summary(b.toJob)} (target p99 <= 1,000 ms); up to the last INGESTED, ${b.cpu}`
 		);
 		const pacedB = await measureJobs("d", PACED);
 		console.log(
