@@ -1,7 +1,8 @@
 import { promises as fs, watch, type FSWatcher } from "fs";
 import path from "path";
 import type { Launched } from "../agent/launcher";
-import { exists, moveAside, moveNoClobber, TargetExists } from "./move";
+import type { FsMoved } from "./fs-batch";
+import { FsThread } from "./fs-thread";
 import {
 	ASIDE_FOLDERS,
 	type ArrivedFile,
@@ -38,8 +39,6 @@ export interface MonitorOptions {
 	batchMax?: number;
 	/** how often a growing file's size is reported; default 1 s */
 	progressMs?: number;
-	/** file moves at once; default 16 */
-	moveConcurrency?: number;
 }
 
 /** The control plane says this monitor's execution is not the strike's live one: stop. */
@@ -76,7 +75,8 @@ export class StrikeMonitor {
 	private readonly rescanMs: number;
 	private readonly batchMax: number;
 	private readonly progressMs: number;
-	private readonly moveConcurrency: number;
+	/** where the file-system calls of the batches are made */
+	private readonly files = new FsThread();
 
 	constructor(
 		private readonly task: MonitorCall,
@@ -86,7 +86,6 @@ export class StrikeMonitor {
 		this.rescanMs = options.rescanMs ?? 5000;
 		this.batchMax = options.batchMax ?? 500;
 		this.progressMs = options.progressMs ?? 1000;
-		this.moveConcurrency = options.moveConcurrency ?? 16;
 	}
 
 	/** Runs until `signal` aborts (answers 0) or the control plane refuses it (answers 1). */
@@ -122,6 +121,7 @@ export class StrikeMonitor {
 			if (timer) clearTimeout(timer);
 			this.watcher?.close();
 			await this.running;
+			await this.files.stop();
 		}
 		this.link.info(`strike ${this.task.strikeId}: monitor stopped`);
 		return this.refusal ? 1 : 0;
@@ -256,20 +256,14 @@ export class StrikeMonitor {
 	/** One batch: sizes read, transfers reported, arrivals recorded, moved and settled. */
 	private async handle(names: string[]): Promise<void> {
 		const now = Date.now();
-		const stats = await Promise.all(
-			names.map(name =>
-				fs.lstat(path.join(this.directory, name)).then(
-					stat => ({ name, stat }),
-					() => null
-				)
-			)
-		);
+		const stats = await this.files.lstat(names.map(name => path.join(this.directory, name)));
 		const growing: TransferringFile[] = [];
 		const arrived: ArrivedFile[] = [];
 		const at = new Date(now).toISOString();
-		for (const entry of stats) {
-			if (!entry || !entry.stat.isFile()) continue;
-			const { name, stat } = entry;
+		for (let i = 0; i < names.length; i++) {
+			const stat = stats[i];
+			if (!stat || !stat.isFile) continue;
+			const name = names[i];
 			if (this.suffix && name.endsWith(this.suffix) && name.length > this.suffix.length) {
 				const final = name.slice(0, -this.suffix.length);
 				let transfer = this.transfers.get(final);
@@ -305,54 +299,75 @@ export class StrikeMonitor {
 		if (!answer) return;
 		for (const file of arrived) this.transfers.delete(file.name);
 		const sizes = new Map(arrived.map(file => [file.name, file.size]));
-		const results = await mapLimited(answer.decisions, this.moveConcurrency, decision =>
-			this.carryOut(decision, sizes.get(decision.name) ?? 0)
+		const decisions = answer.decisions;
+		for (const d of decisions) if (d.action === "ingest") this.leaving.add(d.name);
+		// the batch's files moved in one request: into their workspaces, or aside
+		const moved = await this.files.move(
+			decisions.map(d => {
+				const from = path.join(this.directory, d.name);
+				return d.action === "ingest"
+					? { from, to: d.target }
+					: { from, folder: this.asideFolder(d.status), tag: String(d.ingestId) };
+			})
 		);
-		await this.settle(results.flatMap(r => (r ? [r] : [])));
+		const results: Settled[] = [];
+		for (let i = 0; i < decisions.length; i++) {
+			const result = await this.outcome(
+				decisions[i],
+				moved[i],
+				sizes.get(decisions[i].name) ?? 0
+			);
+			if (result) results.push(result);
+		}
+		await this.settle(results);
+	}
+
+	private asideFolder(status: AsideStatus): string {
+		return path.join(this.directory, ASIDE_FOLDERS[status]);
 	}
 
 	/**
-	 * Moves one file where the service decided; answers what happened, or null to retry later.
-	 * A stored file's size is the one it had when it arrived (`size`): the move links the same
-	 * inode, and a file is whole once it is named without the transfer suffix.
+	 * What a file's move where the service decided came to; null to try again at the next
+	 * rescan. A stored file's size is the one it had when it arrived (`size`): the move links the
+	 * same inode, and a file is whole once it is named without the transfer suffix.
 	 */
-	private async carryOut(decision: Decision, size: number): Promise<Settled | null> {
-		const from = path.join(this.directory, decision.name);
-		if (decision.action === "ingest") {
-			this.leaving.add(decision.name);
-			try {
-				await moveNoClobber(from, decision.target);
-				return { ingestId: decision.ingestId, status: "INGESTED", size };
-			} catch (error) {
-				this.leaving.delete(decision.name);
-				const stored = await this.alreadyStored(from, decision.target, error);
-				if (stored !== null)
-					return { ingestId: decision.ingestId, status: "INGESTED", size: stored };
-				if (!(await exists(from)))
-					return {
-						ingestId: decision.ingestId,
-						status: "ERRORED",
-						reason: "the file is lost"
+	private async outcome(
+		decision: Decision,
+		moved: FsMoved,
+		size: number
+	): Promise<Settled | null> {
+		const { ingestId } = decision;
+		if ("to" in moved)
+			return decision.action === "ingest"
+				? { ingestId, status: "INGESTED", size }
+				: {
+						ingestId,
+						status: decision.status,
+						...(decision.reason ? { reason: decision.reason } : {})
 					};
-				return this.putAside(
-					decision.ingestId,
-					from,
-					"ERRORED",
-					describe(error, decision.target)
-				);
-			}
+		this.leaving.delete(decision.name);
+		const from = path.join(this.directory, decision.name);
+		const lost: Settled = { ingestId, status: "ERRORED", reason: "the file is lost" };
+		if (decision.action === "aside") {
+			if (!(await exists(from))) return lost;
+			this.link.warn(
+				`strike ${this.task.strikeId}: cannot move ${from} aside: ${moved.error.message}; left in place`
+			);
+			return null;
 		}
-		if (!(await exists(from)))
-			return { ingestId: decision.ingestId, status: "ERRORED", reason: "the file is lost" };
-		return this.putAside(decision.ingestId, from, decision.status, decision.reason);
+		const stored = moved.error.targetExists
+			? await this.alreadyStored(from, decision.target)
+			: null;
+		if (stored !== null) return { ingestId, status: "INGESTED", size: stored };
+		if (!(await exists(from))) return lost;
+		return this.putAside(ingestId, from, "ERRORED", describe(moved.error, decision.target));
 	}
 
 	/**
 	 * The size of the stored file when `to` already holds this very file (a move done by an
 	 * earlier monitor whose report was lost: same size), removing the leftover at `from`.
 	 */
-	private async alreadyStored(from: string, to: string, error: unknown): Promise<number | null> {
-		if (!(error instanceof TargetExists)) return null;
+	private async alreadyStored(from: string, to: string): Promise<number | null> {
 		const [a, b] = await Promise.all([
 			fs.stat(from).catch(() => null),
 			fs.stat(to).catch(() => null)
@@ -368,15 +383,12 @@ export class StrikeMonitor {
 		status: AsideStatus,
 		reason?: string
 	): Promise<Settled | null> {
-		try {
-			await moveAside(
-				from,
-				path.join(this.directory, ASIDE_FOLDERS[status]),
-				String(ingestId)
-			);
-		} catch (error) {
+		const [moved] = await this.files.move([
+			{ from, folder: this.asideFolder(status), tag: String(ingestId) }
+		]);
+		if (!("to" in moved)) {
 			this.link.warn(
-				`strike ${this.task.strikeId}: cannot move ${from} aside: ${(error as Error).message}; left in place`
+				`strike ${this.task.strikeId}: cannot move ${from} aside: ${moved.error.message}; left in place`
 			);
 			return null;
 		}
@@ -386,18 +398,24 @@ export class StrikeMonitor {
 	private async settle(results: Settled[]): Promise<void> {
 		if (results.length === 0) return;
 		const answer = await this.call<{ answers: SettleAnswer[] }>("ingest.settle", { results });
-		for (const late of answer?.answers ?? []) {
-			if (!late.moveAside) continue;
-			await moveAside(
-				late.moveAside,
-				path.join(this.directory, ASIDE_FOLDERS.DUPLICATE),
-				String(late.ingestId)
-			).catch(error =>
+		const late = (answer?.answers ?? []).flatMap(a =>
+			a.moveAside
+				? [
+						{
+							from: a.moveAside,
+							folder: this.asideFolder("DUPLICATE"),
+							tag: String(a.ingestId)
+						}
+					]
+				: []
+		);
+		const moved = await this.files.move(late);
+		moved.forEach((m, i) => {
+			if (!("to" in m))
 				this.link.warn(
-					`strike ${this.task.strikeId}: cannot move the duplicate ${late.moveAside} aside: ${error.message}`
-				)
-			);
-		}
+					`strike ${this.task.strikeId}: cannot move the duplicate ${late[i].from} aside: ${m.error.message}`
+				);
+		});
 	}
 
 	/**
@@ -452,10 +470,16 @@ async function sizeOf(file: string): Promise<number> {
 	return (await fs.stat(file)).size;
 }
 
-function describe(error: unknown, target: string): string {
-	if (error instanceof TargetExists)
-		return `the workspace already holds another file at ${target}`;
-	return `cannot store it at ${target}: ${(error as Error)?.message ?? error}`;
+async function exists(file: string): Promise<boolean> {
+	return fs.lstat(file).then(
+		() => true,
+		() => false
+	);
+}
+
+function describe(error: { targetExists: boolean; message: string }, target: string): string {
+	if (error.targetExists) return `the workspace already holds another file at ${target}`;
+	return `cannot store it at ${target}: ${error.message}`;
 }
 
 function delay(ms: number): Promise<void> {

@@ -1,4 +1,4 @@
-import { constants, promises as fs } from "fs";
+import fs, { constants } from "fs";
 import path from "path";
 
 /**
@@ -7,14 +7,18 @@ import path from "path";
  * old name unlinked. Across file systems (EXDEV) the file is copied to a hidden temporary name
  * beside the target, flushed to disk, linked to the target, and only then is the original
  * removed. A crash leaves the file at its old name, at its new one, or at both (never neither).
+ *
+ * Synchronous: the monitor runs these in a thread of its own, a batch of files per message
+ * (lib/ingest/fs-thread.ts), where each call through libuv's pool cost the agent's main thread
+ * more than the system call itself.
  */
 
 /** Directories known to exist, so that a burst of files into one day's folder makes it once. */
 const madeDirs = new Set<string>();
 
-async function ensureDir(dir: string): Promise<void> {
+function ensureDir(dir: string): void {
 	if (madeDirs.has(dir)) return;
-	await fs.mkdir(dir, { recursive: true });
+	fs.mkdirSync(dir, { recursive: true });
 	if (madeDirs.size > 10_000) madeDirs.clear();
 	madeDirs.add(dir);
 }
@@ -28,29 +32,29 @@ export class TargetExists extends Error {
  * Moves `from` to `to` (its directory made as needed); throws TargetExists when `to` exists, and
  * the file system's error otherwise (the file then stays at `from`).
  */
-export async function moveNoClobber(from: string, to: string): Promise<void> {
+export function moveNoClobber(from: string, to: string): void {
 	const dir = path.dirname(to);
-	await ensureDir(dir);
+	ensureDir(dir);
 	try {
-		await link(from, to);
+		link(from, to);
 	} catch (error) {
 		const code = (error as NodeJS.ErrnoException).code;
-		if (code === "ENOENT" && !(await exists(from))) throw error;
+		if (code === "ENOENT" && !exists(from)) throw error;
 		if (code === "ENOENT") {
 			// the directory was removed since it was made: once more, for real
 			madeDirs.delete(dir);
-			await fs.mkdir(dir, { recursive: true });
-			await link(from, to);
+			fs.mkdirSync(dir, { recursive: true });
+			link(from, to);
 		} else if (code === "EXDEV" || code === "EPERM" || code === "ENOTSUP") {
-			await copyThenLink(from, to);
+			copyThenLink(from, to);
 		} else throw error;
 	}
-	await fs.unlink(from);
+	fs.unlinkSync(from);
 }
 
-async function link(from: string, to: string): Promise<void> {
+function link(from: string, to: string): void {
 	try {
-		await fs.link(from, to);
+		fs.linkSync(from, to);
 	} catch (error) {
 		if ((error as NodeJS.ErrnoException).code === "EEXIST")
 			throw new TargetExists(`${to} exists`);
@@ -58,43 +62,44 @@ async function link(from: string, to: string): Promise<void> {
 	}
 }
 
-async function copyThenLink(from: string, to: string): Promise<void> {
+function copyThenLink(from: string, to: string): void {
 	const temp = path.join(path.dirname(to), `.${path.basename(to)}.${process.pid}.ingesting`);
-	await fs.copyFile(from, temp, constants.COPYFILE_FICLONE);
+	fs.copyFileSync(from, temp, constants.COPYFILE_FICLONE);
 	try {
-		const handle = await fs.open(temp, "r+");
+		const fd = fs.openSync(temp, "r+");
 		try {
-			await handle.sync();
+			fs.fsyncSync(fd);
 		} finally {
-			await handle.close();
+			fs.closeSync(fd);
 		}
-		await link(temp, to);
+		link(temp, to);
 	} finally {
-		await fs.unlink(temp).catch(() => undefined);
+		try {
+			fs.unlinkSync(temp);
+		} catch {
+			// gone already
+		}
 	}
 }
 
-export async function exists(file: string): Promise<boolean> {
-	return fs.lstat(file).then(
-		() => true,
-		() => false
-	);
+export function exists(file: string): boolean {
+	return fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined;
 }
 
 /**
  * Moves a file into `folder` under its own name, or `name.<tag>` when that is taken (a file of
  * the same name deferred before, say); answers where it went.
  */
-export async function moveAside(from: string, folder: string, tag: string): Promise<string> {
+export function moveAside(from: string, folder: string, tag: string): string {
 	const name = path.basename(from);
 	const first = path.join(folder, name);
 	try {
-		await moveNoClobber(from, first);
+		moveNoClobber(from, first);
 		return first;
 	} catch (error) {
 		if (!(error instanceof TargetExists)) throw error;
 	}
 	const second = path.join(folder, `${name}.${tag}`);
-	await moveNoClobber(from, second);
+	moveNoClobber(from, second);
 	return second;
 }

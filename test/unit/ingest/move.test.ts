@@ -19,32 +19,40 @@ function file(name: string, content: string): string {
 	return p;
 }
 
+/** The error `fn` throws. */
+function thrown(fn: () => unknown): any {
+	try {
+		fn();
+	} catch (error) {
+		return error;
+	}
+	throw new Error("nothing thrown");
+}
+
 describe("moveNoClobber", () => {
-	it("moves a file into a directory it makes", async () => {
+	it("moves a file into a directory it makes", () => {
 		const from = file("a.txt", "a");
 		const to = path.join(dir, "ws", "in", "2026", "01", "02", "a.txt");
-		await moveNoClobber(from, to);
+		moveNoClobber(from, to);
 		expect(fs.readFileSync(to, "utf8")).toBe("a");
 		expect(fs.existsSync(from)).toBe(false);
 	});
 
-	it("never replaces a file: the target kept, the source left where it was", async () => {
+	it("never replaces a file: the target kept, the source left where it was", () => {
 		const from = file("a.txt", "new");
 		const to = file("ws/a.txt", "old");
-		await expect(moveNoClobber(from, to)).rejects.toBeInstanceOf(TargetExists);
+		expect(() => moveNoClobber(from, to)).toThrow(TargetExists);
 		expect(fs.readFileSync(to, "utf8")).toBe("old");
 		expect(fs.readFileSync(from, "utf8")).toBe("new");
 	});
 
-	it("fails, changing nothing, when the source is gone or the target cannot be made", async () => {
-		await expect(
-			moveNoClobber(path.join(dir, "none"), path.join(dir, "x", "y"))
-		).rejects.toMatchObject({
-			code: "ENOENT"
-		});
+	it("fails, changing nothing, when the source is gone or the target cannot be made", () => {
+		expect(() => moveNoClobber(path.join(dir, "none"), path.join(dir, "x", "y"))).toThrow(
+			expect.objectContaining({ code: "ENOENT" })
+		);
 		const from = file("b.txt", "b");
 		file("blocker", "a file where a directory should be");
-		const failure = await moveNoClobber(from, path.join(dir, "blocker", "b.txt")).catch(e => e);
+		const failure = thrown(() => moveNoClobber(from, path.join(dir, "blocker", "b.txt")));
 		expect(failure).not.toBeInstanceOf(TargetExists);
 		expect(failure.code).toMatch(/^(EEXIST|ENOTDIR)$/);
 		expect(fs.readFileSync(from, "utf8")).toBe("b");
@@ -52,10 +60,10 @@ describe("moveNoClobber", () => {
 });
 
 describe("moveAside", () => {
-	it("keeps the name, or adds the tag when the name is taken", async () => {
+	it("keeps the name, or adds the tag when the name is taken", () => {
 		const aside = path.join(dir, "deferred");
-		expect(await moveAside(file("c.dat", "1"), aside, "7")).toBe(path.join(aside, "c.dat"));
-		expect(await moveAside(file("c.dat", "2"), aside, "8")).toBe(path.join(aside, "c.dat.8"));
+		expect(moveAside(file("c.dat", "1"), aside, "7")).toBe(path.join(aside, "c.dat"));
+		expect(moveAside(file("c.dat", "2"), aside, "8")).toBe(path.join(aside, "c.dat.8"));
 		expect(fs.readFileSync(path.join(aside, "c.dat"), "utf8")).toBe("1");
 		expect(fs.readFileSync(path.join(aside, "c.dat.8"), "utf8")).toBe("2");
 	});
