@@ -28,8 +28,12 @@ export class FsThread {
 		{ worker: Worker; resolve: (reply: FsReply) => void; reject: (error: Error) => void }
 	>();
 	private next = 0;
-	private readonly script = path.join(__dirname, "fs-worker.js");
-	private readonly threaded = fs.existsSync(this.script);
+	private readonly threaded: boolean;
+
+	/** `script`: the compiled worker, beside this module unless given */
+	constructor(private readonly script = path.join(__dirname, "fs-worker.js")) {
+		this.threaded = fs.existsSync(script);
+	}
 
 	/** The size and kind of each path (null where there is nothing). */
 	async lstat(paths: string[]): Promise<FsStat[]> {

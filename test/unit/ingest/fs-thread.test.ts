@@ -2,8 +2,10 @@ import fs from "fs";
 import os from "os";
 import path from "path";
 import { runFsRequest } from "../../../lib/ingest/fs-batch";
-// the compiled module, whose worker script is beside it: the calls cross to a thread of their own
-import { FsThread } from "../../../dist/lib/ingest/fs-thread";
+import { FsThread } from "../../../lib/ingest/fs-thread";
+
+// the compiled worker (npm test builds first): the calls cross to a thread of their own
+const WORKER = path.join(__dirname, "..", "..", "..", "dist", "lib", "ingest", "fs-worker.js");
 
 let dir: string;
 
@@ -57,7 +59,7 @@ describe("runFsRequest", () => {
 
 describe("FsThread", () => {
 	it("makes the calls in a thread of its own, in order, and starts again after a stop", async () => {
-		const files = new FsThread();
+		const files = new FsThread(WORKER);
 		try {
 			const a = file("a.txt", "abc");
 			const [stat] = await files.lstat([a]);
