@@ -390,6 +390,30 @@ describe("embedded records read with their page", () => {
 		}
 	};
 
+	/**
+	 * Gives the job's first input the source file and `otherId` for `run`, then its data back;
+	 * answers what `run` answers.
+	 */
+	const withSecondInput = async <T>(otherId: number, run: () => Promise<T>): Promise<T> => {
+		const [{ data }] = await query<{ data: any }>(`SELECT data FROM job WHERE id = $1`, [
+			ids.job
+		]);
+		const input = data.input_data[0];
+		const both = {
+			...data,
+			input_data: [
+				{ name: input.name, file_ids: [ids.source, otherId] },
+				...data.input_data.slice(1)
+			]
+		};
+		try {
+			await query(`UPDATE job SET data = $1 WHERE id = $2`, [both, ids.job]);
+			return await run();
+		} finally {
+			await query(`UPDATE job SET data = $1 WHERE id = $2`, [data, ids.job]);
+		}
+	};
+
 	it("answer a page asked again, unchanged, in one statement", async () => {
 		const params = { page_size: "7" };
 		await jobUpdates(params);
@@ -404,19 +428,7 @@ describe("embedded records read with their page", () => {
 		const params = { page_size: "8" };
 		await jobUpdates(params);
 		const other = { id: await addSource("other.tif", 20) };
-		const [{ data }] = await query<{ data: any }>(`SELECT data FROM job WHERE id = $1`, [
-			ids.job
-		]);
-		const input = data.input_data[0];
-		const changed = {
-			...data,
-			input_data: [
-				{ name: input.name, file_ids: [ids.source, other.id] },
-				...data.input_data.slice(1)
-			]
-		};
-		try {
-			await query(`UPDATE job SET data = $1 WHERE id = $2`, [changed, ids.job]);
+		await withSecondInput(other.id, async () => {
 			// the page statement, the job's record read again, the new file's version, its record
 			const named = await jobUpdates(params);
 			expect(named.statements).toBe(4);
@@ -433,33 +445,17 @@ describe("embedded records read with their page", () => {
 				file_size: 21
 			});
 			expect(after.statements).toBe(2);
-		} finally {
-			await query(`UPDATE job SET data = $1 WHERE id = $2`, [data, ids.job]);
-		}
+		});
 	});
 
 	it("leave out a file the page no longer names, though read with the page", async () => {
 		const params = { page_size: "9" };
 		const other = { id: await addSource("dropped.tif", 30) };
-		const [{ data }] = await query<{ data: any }>(`SELECT data FROM job WHERE id = $1`, [
-			ids.job
-		]);
-		const input = data.input_data[0];
-		const both = {
-			...data,
-			input_data: [
-				{ name: input.name, file_ids: [ids.source, other.id] },
-				...data.input_data.slice(1)
-			]
-		};
 		const filesOf = (page: any) => page.results[0].input_files.map((f: any) => f.id);
-		try {
-			await query(`UPDATE job SET data = $1 WHERE id = $2`, [both, ids.job]);
+		await withSecondInput(other.id, async () => {
 			await jobUpdates(params);
 			expect(filesOf((await jobUpdates(params)).page)).toEqual([ids.source, other.id]);
-		} finally {
-			await query(`UPDATE job SET data = $1 WHERE id = $2`, [data, ids.job]);
-		}
+		});
 		// the page statement still reads the dropped file's version; the job's record is new
 		const after = await jobUpdates(params);
 		expect(after.statements).toBe(2);
