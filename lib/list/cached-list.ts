@@ -166,10 +166,9 @@ function put(out: Buffer, offset: number, part: Buffer): number {
  * The answer when every record of the page, and every record they embed, is kept and current:
  * one synchronous pass over the page's items that makes no key objects, maps or sets (the
  * general path makes them at every request, and collecting them was a tenth of the service's
- * time on the lists with embedded records). The same bytes as body(). Null when a record is
- * missing or stale, or the page's records name embedded records other than those whose
- * versions the page statement read (`read`, the guess): the general path then reads what is
- * missing and keeps the guess anew.
+ * time on the lists with embedded records). Null when a record is missing or stale, or the
+ * page's records name embedded records other than those whose versions the page statement read
+ * (`read`, the guess): the general path then reads what is missing and keeps the guess anew.
  */
 function keptAnswer(
 	db: Sequelize,
@@ -182,61 +181,38 @@ function keptAnswer(
 ): Buffer | null {
 	const scope = recordCache.scope(scopeName(db, spec, apiRoot));
 	const records: CachedRecord[] = new Array(items.length);
-	let length = head.length + END.length + Math.max(items.length - 1, 0);
 	for (let i = 0; i < items.length; i++) {
 		const record = recordCache.getParts(scope, items[i][0], items[i][1], generation);
 		if (record === undefined) return null;
 		records[i] = record;
-		length += record.json.length;
 	}
-	const embedded = inner && keptEmbedded(db, inner, records, apiRoot);
-	if (embedded === null) return null;
-	if (embedded !== undefined) length += embedded.length;
-	const out = Buffer.allocUnsafe(length);
-	let offset = put(out, 0, head);
-	for (let i = 0; i < records.length; i++) {
-		if (i > 0) out[offset++] = COMMA[0];
-		if (embedded === undefined) {
-			offset = put(out, offset, records[i].json);
-			continue;
-		}
-		// the record's JSON, then the member over its closing brace
-		offset = put(out, offset, records[i].json) - 1;
-		offset = put(out, offset, embedded.open);
-		const refs = records[i].refs ?? [];
-		for (let j = 0; j < refs.length; j++) {
-			if (j > 0) out[offset++] = COMMA[0];
-			offset = put(out, offset, embedded.found[embedded.at.get(refs[j])!]!.json);
-		}
-		offset = put(out, offset, MEMBER_END);
-	}
-	offset = put(out, offset, END);
-	return out.subarray(0, offset);
+	const members = inner && keptMembers(db, inner, records, apiRoot);
+	if (members === null) return null;
+	return writeEnvelope(
+		head,
+		records.map(r => r.json),
+		members
+	);
 }
 
 /**
- * For keptAnswer: the records the page's `records` embed, kept and current at the versions the
- * page statement read, by their place in that read (`at`), and the bytes the members add; null
- * when one is not (see keptAnswer).
+ * For keptAnswer: the JSON of the records each of the page's `records` embeds, kept and current
+ * at the versions the page statement read; null when one is not (see keptAnswer).
  */
-function keptEmbedded(
+function keptMembers(
 	db: Sequelize,
 	{ embedded, read, guess }: { embedded: Embedded; read: EmbeddedVersions; guess: Guess },
 	records: CachedRecord[],
 	apiRoot: string | undefined
-): { open: Buffer; at: Map<number, number>; found: CachedRecord[]; length: number } | null {
+): Members | null {
 	const scope = recordCache.scope(scopeName(db, embedded.spec, apiRoot));
 	const versions = read.__embedded ?? [];
 	const at = new Map<number, number>();
 	for (let i = 0; i < versions.length; i++) at.set(versions[i][0], i);
 	const found: CachedRecord[] = new Array(versions.length);
-	const open = memberOpen(embedded);
 	let named = 0;
-	let length = 0;
-	for (const record of records) {
-		const refs = record.refs ?? [];
-		length += open.length - 1 + MEMBER_END.length + Math.max(refs.length - 1, 0);
-		for (const id of refs) {
+	const inner = records.map(record =>
+		(record.refs ?? []).map(id => {
 			const i = at.get(id);
 			if (i === undefined) return null;
 			if (found[i] === undefined) {
@@ -250,12 +226,13 @@ function keptEmbedded(
 				found[i] = kept;
 				named++;
 			}
-			length += found[i].json.length;
-		}
-	}
+			return found[i].json;
+		})
+	);
+	if (inner.some(list => list.includes(null))) return null;
 	// a guess with records the page no longer names is kept anew by the general path
 	if (named !== guess.ids.length) return null;
-	return { open, at, found, length };
+	return { open: memberOpen(embedded), inner: inner as Buffer[][] };
 }
 
 /** The start of an embedded member, e.g. `,"input_files":[`, by member. */
@@ -276,56 +253,69 @@ interface EmbeddedFound {
 	found: Map<number, CachedRecord>;
 }
 
+/** The member each record of a page gets: its start, and for each record the JSON it holds. */
+interface Members {
+	open: Buffer;
+	inner: Buffer[][];
+}
+
 const MEMBER_END = Buffer.from("]}");
 
-/**
- * The envelope's JSON: its head, the records of the keys found in order (each with the records
- * it embeds, those found, as its last member), its end. One copy of each record.
- */
+/** The envelope's JSON (see writeEnvelope) of the records of the keys found, in order. */
 function body(
 	head: Buffer,
 	keys: { __key: number }[],
 	found: Map<number, CachedRecord>,
 	embedded?: EmbeddedFound
 ): Buffer {
-	// what is written, record by record: its JSON and, with embedded records, theirs
-	const written: [Buffer, Buffer[] | null][] = [];
-	let length = head.length + END.length;
+	const records: Buffer[] = [];
+	const inner: Buffer[][] = [];
 	keys.forEach(({ __key }, i) => {
 		const record = found.get(__key)?.json;
 		if (record === undefined) return;
-		length += record.length + 1;
-		let inner: Buffer[] | null = null;
-		if (embedded !== undefined) {
-			inner = [];
-			for (const { __key: key } of embedded.inner[i]) {
-				const json = embedded.found.get(key)?.json;
-				if (json !== undefined) inner.push(json);
-			}
-			length += embedded.open.length + MEMBER_END.length;
-			for (const json of inner) length += json.length + 1;
-		}
-		written.push([record, inner]);
+		records.push(record);
+		if (embedded !== undefined)
+			inner.push(
+				embedded.inner[i].flatMap(({ __key: key }) => {
+					const json = embedded.found.get(key)?.json;
+					return json === undefined ? [] : [json];
+				})
+			);
+	});
+	return writeEnvelope(head, records, embedded && { open: embedded.open, inner });
+}
+
+/**
+ * The envelope's JSON: its head, each record (with, given `members`, the records it embeds as
+ * its last member), its end, in one Buffer of their summed length: one copy of each record.
+ */
+function writeEnvelope(head: Buffer, records: Buffer[], members?: Members): Buffer {
+	let length = head.length + END.length + Math.max(records.length - 1, 0);
+	records.forEach((record, i) => {
+		length += record.length;
+		if (members === undefined) return;
+		const inner = members.inner[i];
+		length += members.open.length - 1 + MEMBER_END.length + Math.max(inner.length - 1, 0);
+		for (const json of inner) length += json.length;
 	});
 	const out = Buffer.allocUnsafe(length);
 	let offset = put(out, 0, head);
-	written.forEach(([record, inner], i) => {
+	records.forEach((record, i) => {
 		if (i > 0) out[offset++] = COMMA[0];
-		if (inner === null) {
+		if (members === undefined) {
 			offset = put(out, offset, record);
 			return;
 		}
 		// the record's JSON, then the member over its closing brace (no view made per record)
 		offset = put(out, offset, record) - 1;
-		offset = put(out, offset, embedded!.open);
-		inner.forEach((json, j) => {
+		offset = put(out, offset, members.open);
+		members.inner[i].forEach((json, j) => {
 			if (j > 0) out[offset++] = COMMA[0];
 			offset = put(out, offset, json);
 		});
 		offset = put(out, offset, MEMBER_END);
 	});
-	offset = put(out, offset, END);
-	return out.subarray(0, offset);
+	return out.subarray(0, put(out, offset, END));
 }
 
 /**
