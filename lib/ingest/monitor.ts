@@ -108,10 +108,20 @@ export class StrikeMonitor {
 			);
 			await this.scan();
 			await this.recover(setup.open);
+			let openBefore = new Set(setup.open.map(i => i.ingestId));
 			const tick = async () => {
 				if (this.stopped) return;
-				await this.setup();
+				const again = await this.setup();
 				await this.scan();
+				// Ingests open at two rescans in a row, with their files handled in between, are
+				// settled from where their files are, as an earlier monitor's are at the start: a
+				// settle call that failed (the control plane restarting) or a file-system thread
+				// that died after its moves would otherwise leave them open while this monitor runs.
+				if (again && !this.stopped) {
+					const stale = again.open.filter(i => openBefore.has(i.ingestId));
+					openBefore = new Set(again.open.map(i => i.ingestId));
+					await this.recover(stale);
+				}
 				if (!this.stopped) timer = setTimeout(tick, this.rescanMs);
 			};
 			timer = setTimeout(tick, this.rescanMs);
