@@ -3,6 +3,7 @@ import path from "path";
 import type { Launched } from "../agent/launcher";
 import type { FsMoved } from "./fs-batch";
 import { FsThread } from "./fs-thread";
+import { exists, settlementsOf } from "./recovery";
 import {
 	ASIDE_FOLDERS,
 	type ArrivedFile,
@@ -428,63 +429,10 @@ export class StrikeMonitor {
 		});
 	}
 
-	/**
-	 * Settles what an earlier monitor left open and the scan did not take up again: a file found
-	 * stored or moved aside is recorded so, one that is nowhere is ERRORED, as Scale marks a file
-	 * it has lost.
-	 */
+	/** Settles open ingests whose files the scan did not take up again (see settlementsOf). */
 	private async recover(open: OpenIngest[]): Promise<void> {
-		const results: Settled[] = [];
-		for (const ingest of open) {
-			const inDirectory =
-				(await exists(path.join(this.directory, ingest.fileName))) ||
-				(await exists(path.join(this.directory, ingest.fileName + this.suffix)));
-			if (inDirectory) continue;
-			if (ingest.status === "INGESTING" && ingest.target) {
-				const size = await sizeOf(ingest.target).catch(() => null);
-				if (size !== null) {
-					results.push({ ingestId: ingest.ingestId, status: "INGESTED", size });
-					continue;
-				}
-			}
-			if (ingest.status === "TRANSFERRED") {
-				const aside = await this.findAside(ingest);
-				if (aside) {
-					results.push({ ingestId: ingest.ingestId, status: aside });
-					continue;
-				}
-			}
-			results.push({
-				ingestId: ingest.ingestId,
-				status: "ERRORED",
-				reason: "the file is lost"
-			});
-		}
-		await this.settle(results);
+		await this.settle(await settlementsOf(open, this.directory, this.suffix));
 	}
-
-	private async findAside(ingest: OpenIngest): Promise<AsideStatus | null> {
-		for (const [status, folder] of Object.entries(ASIDE_FOLDERS) as [AsideStatus, string][]) {
-			const dir = path.join(this.directory, folder);
-			if (
-				(await exists(path.join(dir, ingest.fileName))) ||
-				(await exists(path.join(dir, `${ingest.fileName}.${ingest.ingestId}`)))
-			)
-				return status;
-		}
-		return null;
-	}
-}
-
-async function sizeOf(file: string): Promise<number> {
-	return (await fs.stat(file)).size;
-}
-
-async function exists(file: string): Promise<boolean> {
-	return fs.lstat(file).then(
-		() => true,
-		() => false
-	);
 }
 
 function describe(error: { targetExists: boolean; message: string }, target: string): string {

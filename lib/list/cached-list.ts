@@ -1,6 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { selectPrepared, selectPreparedIsoTimes } from "../db/connection";
-import { envelopeHead } from "./envelope";
+import { body, memberOpen, put, writeEnvelope, envelopeHead, type Members } from "./envelope";
 import { recordCache, type CachedRecord, type RecordCache, type Scope } from "./record-cache";
 import { filterValues, parseListQuery, type ParsedList } from "./params";
 import { countNeeded, pageCount, pageItemsSql, type ListRequest, type ListSource } from "./run";
@@ -26,9 +26,6 @@ import {
  * row's key and version only; the records whose version is unchanged come from the cache, the
  * others are read whole, serialized and kept. The answer is the envelope's JSON, UTF-8.
  */
-
-const COMMA = Buffer.from(",");
-const END = Buffer.from("]}");
 
 /**
  * The page statement of a list of kept records: one row with the page's keys and versions in
@@ -156,12 +153,6 @@ export async function runCachedList<Row>(
 	);
 }
 
-/** Copies `part` into `out` at `offset`; answers the offset after it. */
-function put(out: Buffer, offset: number, part: Buffer): number {
-	out.set(part, offset);
-	return offset + part.length;
-}
-
 /**
  * The answer when every record of the page, and every record they embed, is kept and current:
  * one synchronous pass over the page's items that makes no key objects, maps or sets (the
@@ -233,89 +224,6 @@ function keptMembers(
 	// a guess with records the page no longer names is kept anew by the general path
 	if (named !== guess.ids.length) return null;
 	return { open: memberOpen(embedded), inner: inner as Buffer[][] };
-}
-
-/** The start of an embedded member, e.g. `,"input_files":[`, by member. */
-const memberOpens = new Map<string, Buffer>();
-function memberOpen(embedded: Embedded): Buffer {
-	let open = memberOpens.get(embedded.member);
-	if (open === undefined)
-		memberOpens.set(embedded.member, (open = Buffer.from(`,"${embedded.member}":[`)));
-	return open;
-}
-
-/** Records embedded in each record of a page, found: see Embedded. */
-interface EmbeddedFound {
-	/** the member's start, e.g. `,"input_files":[` */
-	open: Buffer;
-	/** for each of the page's keys, the keys of the records it embeds, in order */
-	inner: { __key: number }[][];
-	found: Map<number, CachedRecord>;
-}
-
-/** The member each record of a page gets: its start, and for each record the JSON it holds. */
-interface Members {
-	open: Buffer;
-	inner: Buffer[][];
-}
-
-const MEMBER_END = Buffer.from("]}");
-
-/** The envelope's JSON (see writeEnvelope) of the records of the keys found, in order. */
-function body(
-	head: Buffer,
-	keys: { __key: number }[],
-	found: Map<number, CachedRecord>,
-	embedded?: EmbeddedFound
-): Buffer {
-	const records: Buffer[] = [];
-	const inner: Buffer[][] = [];
-	keys.forEach(({ __key }, i) => {
-		const record = found.get(__key)?.json;
-		if (record === undefined) return;
-		records.push(record);
-		if (embedded !== undefined)
-			inner.push(
-				embedded.inner[i].flatMap(({ __key: key }) => {
-					const json = embedded.found.get(key)?.json;
-					return json === undefined ? [] : [json];
-				})
-			);
-	});
-	return writeEnvelope(head, records, embedded && { open: embedded.open, inner });
-}
-
-/**
- * The envelope's JSON: its head, each record (with, given `members`, the records it embeds as
- * its last member), its end, in one Buffer of their summed length: one copy of each record.
- */
-function writeEnvelope(head: Buffer, records: Buffer[], members?: Members): Buffer {
-	let length = head.length + END.length + Math.max(records.length - 1, 0);
-	records.forEach((record, i) => {
-		length += record.length;
-		if (members === undefined) return;
-		const inner = members.inner[i];
-		length += members.open.length - 1 + MEMBER_END.length + Math.max(inner.length - 1, 0);
-		for (const json of inner) length += json.length;
-	});
-	const out = Buffer.allocUnsafe(length);
-	let offset = put(out, 0, head);
-	records.forEach((record, i) => {
-		if (i > 0) out[offset++] = COMMA[0];
-		if (members === undefined) {
-			offset = put(out, offset, record);
-			return;
-		}
-		// the record's JSON, then the member over its closing brace (no view made per record)
-		offset = put(out, offset, record) - 1;
-		offset = put(out, offset, members.open);
-		members.inner[i].forEach((json, j) => {
-			if (j > 0) out[offset++] = COMMA[0];
-			offset = put(out, offset, json);
-		});
-		offset = put(out, offset, MEMBER_END);
-	});
-	return out.subarray(0, put(out, offset, END));
 }
 
 /**
