@@ -243,6 +243,24 @@ async function main() {
 			console.log(
 				`   (the triggers service took these ${FILES} events in ${batches.n} transactions, ${(FILES / batches.n).toFixed(0)} per transaction; INGEST event → processed p99 ${batches.lag_ms} ms)`
 			);
+			if (process.env.P5_DIAG && perSecond === Infinity) {
+				// each transaction of the triggers service during a burst: when it began (ms after
+				// the first rename), its events, and how many files were INGESTED by then
+				const timeline = await q<{ at: number; events: number; ingested: number }>(
+					`SELECT (extract(epoch FROM e.processed) * 1000 - $2)::int AS at,
+						count(*)::int AS events,
+						(SELECT count(*)::int FROM ingest i WHERE i.file_name LIKE $1
+							AND i.ingest_ended <= e.processed) AS ingested
+					 FROM trigger_event e
+					 WHERE e.type = 'INGEST' AND e.description->>'file_name' LIKE $1
+					 GROUP BY e.processed ORDER BY e.processed`,
+					[`${prefix}-%`, firstRename]
+				);
+				console.log(
+					"   transactions (began at ms, events, files INGESTED by then):",
+					timeline.map(t => `${t.at}/${t.events}/${t.ingested}`).join(" ")
+				);
+			}
 			return {
 				...run,
 				jobs: jobs.length,

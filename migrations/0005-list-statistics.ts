@@ -23,8 +23,14 @@ export const up: MigrationFn<QueryInterface> = async ({ context: qi }) => {
 			await sql(`CREATE STATISTICS ${name} (mcv) ON ${columns} FROM ${table}`);
 	});
 	// Outside the transaction: statistics are gathered by ANALYZE (autovacuum would, later).
-	for (const table of new Set(STATISTICS.map(([, t]) => t)))
-		await qi.sequelize.query(`ANALYZE ${table}`);
+	// Not on an empty table: one analyzed empty is planned as tiny until autovacuum analyzes it
+	// again (migration 0018 says what that cost).
+	for (const table of new Set(STATISTICS.map(([, t]) => t))) {
+		const [[{ empty }]] = (await qi.sequelize.query(
+			`SELECT NOT EXISTS (SELECT 1 FROM ${table}) AS empty`
+		)) as [{ empty: boolean }[], unknown];
+		if (!empty) await qi.sequelize.query(`ANALYZE ${table}`);
+	}
 };
 
 export const down: MigrationFn<QueryInterface> = async ({ context: qi }) => {
