@@ -1,8 +1,9 @@
 import cron, { type ScheduledTask } from "node-cron";
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
-import { processFileEvents, type Processed } from "../lib/triggers/process";
+import { EVENT_BATCH, processFileEvents, type Processed } from "../lib/triggers/process";
 import { tickClock, type TickResult } from "../lib/triggers/clock";
+import { drainBatches } from "../lib/triggers/drain";
 
 /**
  * Triggers: turns the INGEST and PARSE trigger events into the jobs their rules ask for
@@ -15,12 +16,15 @@ import { tickClock, type TickResult } from "../lib/triggers/clock";
 interface Settings extends ServiceSettingSchema {
 	/** how often waiting events are looked for without a hint */
 	pollMs: number;
+	/** batches processed at once by a drain (each its own transaction, SKIP LOCKED) */
+	workers: number;
 	/** the clock's node-cron expression: every minute, on the minute */
 	clock: string;
 }
 
 interface Methods {
 	drain(): Promise<number>;
+	reportBatch(done: Processed): void;
 	tick(now?: Date): Promise<TickResult[]>;
 }
 
@@ -39,6 +43,7 @@ const TriggersService: ServiceSchema<Settings, Methods & Locals> = {
 
 	settings: {
 		pollMs: 5000,
+		workers: 2,
 		clock: "0 * * * * *"
 	},
 
@@ -70,8 +75,9 @@ const TriggersService: ServiceSchema<Settings, Methods & Locals> = {
 
 	methods: {
 		/**
-		 * Processes batches until none is left; one drain at a time per process, a hint during
-		 * one runs another after it. Answers the events processed.
+		 * Processes batches until none is left, up to `workers` at once (lib/triggers/drain.ts).
+		 * One drain at a time per process; a hint during one runs another after it. Answers the
+		 * events processed.
 		 */
 		drain(this: This): Promise<number> {
 			if (this.draining) {
@@ -83,25 +89,11 @@ const TriggersService: ServiceSchema<Settings, Methods & Locals> = {
 				try {
 					do {
 						this.drainAgain = false;
-						for (;;) {
-							const done: Processed = await processFileEvents(this.db);
-							if (done.events === 0) break;
-							total += done.events;
-							for (const r of done.refused)
-								this.logger.warn(
-									{ eventId: r.eventId, ruleId: r.ruleId },
-									`trigger rule's job not created: ${r.reason}`
-								);
-							if (done.jobs > 0 || done.recipes > 0) {
-								this.logger.info(
-									{ events: done.events, jobs: done.jobs, recipes: done.recipes },
-									"trigger events processed: jobs and recipes created"
-								);
-								this.broker.emit("queue.changed", {
-									count: done.jobs + done.recipes
-								});
-							}
-						}
+						total += await drainBatches(
+							() => processFileEvents(this.db),
+							{ workers: this.settings.workers, fullBatch: EVENT_BATCH },
+							done => this.reportBatch(done)
+						);
 					} while (this.drainAgain);
 				} catch (err) {
 					this.logger.warn(
@@ -114,6 +106,22 @@ const TriggersService: ServiceSchema<Settings, Methods & Locals> = {
 				return total;
 			})();
 			return this.draining;
+		},
+
+		/** Logs what one batch did and tells the scheduler of the jobs it queued. */
+		reportBatch(this: This, done: Processed) {
+			for (const r of done.refused)
+				this.logger.warn(
+					{ eventId: r.eventId, ruleId: r.ruleId },
+					`trigger rule's job not created: ${r.reason}`
+				);
+			if (done.jobs > 0 || done.recipes > 0) {
+				this.logger.info(
+					{ events: done.events, jobs: done.jobs, recipes: done.recipes },
+					"trigger events processed: jobs and recipes created"
+				);
+				this.broker.emit("queue.changed", { count: done.jobs + done.recipes });
+			}
 		},
 
 		async tick(this: This, now?: Date): Promise<TickResult[]> {

@@ -17,7 +17,7 @@ import { transactionSql } from "../scheduling/sql";
 export const FILE_EVENT_TYPES = ["INGEST", "PARSE"] as const;
 
 /** Events claimed per transaction. */
-const BATCH = 500;
+export const EVENT_BATCH = 500;
 
 interface EventRow {
 	id: number;
@@ -65,7 +65,7 @@ export function matchesCondition(
  * a job, a recipe type's rule a recipe (lib/recipes/create.ts) with the file bound to the recipe
  * input `input_data_name` and the workspace `workspace_name`.
  */
-export async function processFileEvents(db: Sequelize, batch = BATCH): Promise<Processed> {
+export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Promise<Processed> {
 	return db.transaction(async t => {
 		// SKIP LOCKED: a replica takes the events no other holds; each is processed once
 		const events = await select<EventRow>(
