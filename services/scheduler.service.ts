@@ -40,6 +40,11 @@ export interface SchedulerSettings {
 	/** reports written together at most */
 	flushMaxItems: number;
 	/**
+	 * report transactions at once at most: a report that arrives during one goes in a second
+	 * beside it, instead of waiting for the first to end
+	 */
+	flushConcurrency: number;
+	/**
 	 * after start-up, how long before an agent missing from this process's registry counts as
 	 * gone (the registry fills as the other nodes announce themselves)
 	 */
@@ -88,6 +93,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		maxScanRows: 5000,
 		flushMs: 2,
 		flushMaxItems: 500,
+		flushConcurrency: 2,
 		registryGraceMs: 15000,
 		runTimeoutMs: 10000,
 		unreachableBackoffMs: 5000
@@ -517,7 +523,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			for (const def of SCHEDULER_DEFINITIONS) this.broker.metrics.register(def as any);
 		this.reports = new MicroBatcher<ReportItem, boolean>(items => this.flushReports(items), {
 			delayMs: this.settings.flushMs,
-			maxItems: this.settings.flushMaxItems
+			maxItems: this.settings.flushMaxItems,
+			concurrency: this.settings.flushConcurrency
 		});
 	},
 

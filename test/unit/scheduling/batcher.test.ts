@@ -65,4 +65,35 @@ describe("MicroBatcher", () => {
 		expect(seen).toEqual([1, 2]);
 		expect(b.size).toBe(0);
 	});
+
+	it("with a concurrency of 2, flushes what arrives during a flush beside it, never a third", async () => {
+		const flushes: number[][] = [];
+		const gates: (() => void)[] = [];
+		const b = new MicroBatcher<number, number>(
+			async items => {
+				flushes.push(items);
+				await new Promise<void>(r => gates.push(r));
+				return items;
+			},
+			{ delayMs: 1, maxItems: 10, concurrency: 2 }
+		);
+		const first = b.add(1);
+		await new Promise(r => setTimeout(r, 10));
+		const second = b.add(2);
+		await new Promise(r => setTimeout(r, 10));
+		// the first flush still runs: the second went beside it
+		expect(flushes).toEqual([[1], [2]]);
+		const third = [b.add(3), b.add(4)];
+		await new Promise(r => setTimeout(r, 10));
+		expect(flushes).toHaveLength(2);
+		gates[0]();
+		await expect(first).resolves.toBe(1);
+		await new Promise(r => setTimeout(r, 10));
+		expect(flushes).toEqual([[1], [2], [3, 4]]);
+		gates[1]();
+		gates[2]();
+		await expect(Promise.all([second, ...third])).resolves.toEqual([2, 3, 4]);
+		await b.drain();
+		expect(b.size).toBe(0);
+	});
 });
