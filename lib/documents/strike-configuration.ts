@@ -5,8 +5,10 @@ import { checkStorableText } from "../validation/text";
 
 /**
  * Strike configuration 1.0 (Scale's ingest/strike/configuration/strike_configuration.py and
- * docs/architecture/strike.rst). In this service the monitored directory is a directory of the
- * host (`mount` is an absolute path), not an NFS export.
+ * docs/architecture/strike.rst), with the `mount_on` the spec lists. The monitor watches a
+ * directory of its node's host: `mount_on` when given (where the operator mounted `mount`, which
+ * is then recorded as given, an NFS export `host:/path` as in Scale), else `mount` itself, which
+ * must then be that directory. This service mounts nothing.
  */
 export const STRIKE_CONFIGURATION_VERSION = "1.0";
 
@@ -21,9 +23,12 @@ export interface StrikeFileRule {
 
 export interface StrikeConfiguration {
 	version: "1.0";
-	/** absolute, normalised host path of the directory to monitor */
+	/**
+	 * as given when `mount_on` is (the network mount the operator mounted there); otherwise the
+	 * absolute, normalised host path of the directory to monitor
+	 */
 	mount: string;
-	/** absolute, normalised; only when given */
+	/** absolute, normalised host path of the directory to monitor; only when given */
 	mount_on?: string;
 	transfer_suffix: string;
 	files_to_ingest: StrikeFileRule[];
@@ -73,8 +78,8 @@ type Given = {
 };
 
 /**
- * Parses a Strike configuration: shape and version as Scale, `mount` (and `mount_on`) an
- * absolute host path, each `workspace_path` relative and inside its workspace, each
+ * Parses a Strike configuration: shape and version as Scale, `mount_on` (when given) or else
+ * `mount` an absolute host path, each `workspace_path` relative and inside its workspace, each
  * `filename_regex` a valid JavaScript regular expression. Answers a normalised copy (paths
  * normalised, data_types filled). Whether the workspaces exist and are active
  * (workspaceNamesIn) is the caller's to check. Throws FieldError, e.g.
@@ -96,7 +101,7 @@ export function parseStrikeConfiguration(
 	}
 	const config: StrikeConfiguration = {
 		version: STRIKE_CONFIGURATION_VERSION,
-		mount: hostPath(given.mount, `${field}.mount`),
+		mount: given.mount_on === undefined ? monitoredMount(given.mount, field) : given.mount,
 		transfer_suffix: given.transfer_suffix,
 		files_to_ingest: given.files_to_ingest.map((rule, i) => {
 			const at = `${field}.files_to_ingest[${i}]`;
@@ -121,15 +126,19 @@ export function parseStrikeConfiguration(
 	return config;
 }
 
-function hostPath(value: string, at: string): string {
-	if (!path.posix.isAbsolute(value)) {
+/** `mount` without a `mount_on`: the directory the monitor watches. */
+function monitoredMount(value: string, field: string): string {
+	if (/^[^/]+:\//.test(value))
 		throw new FieldError(
-			at,
-			/^[^/]+:\//.test(value)
-				? `"${value}" is an NFS export; this service monitors a directory of the host: give its absolute path`
-				: `"${value}" must be an absolute path`
+			`${field}.mount_on`,
+			`is required when mount is the network export "${value}": this service mounts nothing, so mount it on the node and give the directory it is mounted on`
 		);
-	}
+	return hostPath(value, `${field}.mount`);
+}
+
+function hostPath(value: string, at: string): string {
+	if (!path.posix.isAbsolute(value))
+		throw new FieldError(at, `"${value}" must be an absolute path`);
 	return path.posix.normalize(value).replace(/(.)\/$/, "$1");
 }
 

@@ -74,10 +74,14 @@ function today(): string {
 	].join("/");
 }
 
+/** Scale's network mount, recorded; the operator mounted it on `strikeDir`, which is watched. */
+const NFS_MOUNT = "nfs-host:/exports/incoming";
+
 function strikeConfiguration(extraRules: Record<string, unknown>[] = []) {
 	return {
 		version: "1.0",
-		mount: strikeDir,
+		mount: NFS_MOUNT,
+		mount_on: strikeDir,
 		transfer_suffix: "_tmp",
 		files_to_ingest: [
 			{ filename_regex: "^doomed", workspace_path: "in", workspace_name: "doomed" },
@@ -198,6 +202,15 @@ describe("creating a strike", () => {
 		});
 		expect(noName.status).toBe(400);
 		expect(noName.body.detail).toMatch(/name/);
+		const { mount_on: _mountOn, ...unmounted } = strikeConfiguration();
+		const noMountOn = await call("POST", "/strike/create/", {
+			name: "s",
+			configuration: unmounted
+		});
+		expect(noMountOn.status).toBe(400);
+		expect(noMountOn.body.detail).toMatch(
+			/^configuration\.mount_on: is required when mount is the network export "nfs-host:\/exports\/incoming"/
+		);
 		expect(
 			await ok("POST", "/strikes/validation/", {
 				name: "s",
@@ -264,7 +277,7 @@ describe("creating a strike", () => {
 			title: "Incoming",
 			description: "the test's feed",
 			job: { job_type: { name: "scale-strike", is_system: true, is_long_running: true } },
-			configuration: { mount: strikeDir, transfer_suffix: "_tmp" }
+			configuration: { mount: NFS_MOUNT, mount_on: strikeDir, transfer_suffix: "_tmp" }
 		});
 		const list = await ok("GET", "/strikes/");
 		expect(list.count).toBe(1);
@@ -316,7 +329,7 @@ describe("a file through the strike", () => {
 			strike: {
 				id: strikeId,
 				job: { status: "RUNNING" },
-				configuration: { mount: strikeDir }
+				configuration: { mount: NFS_MOUNT, mount_on: strikeDir }
 			}
 		});
 		expect((await ok("GET", "/ingests/a.txt/")).id).toBe(ingest.id);

@@ -59,11 +59,14 @@ describe("parseStrikeConfiguration", () => {
 		delete doc.version;
 		delete doc.files_to_ingest[0].data_types;
 		doc.mount = "/data//ingest/";
-		doc.mount_on = "/mnt/ingest/";
 		doc.files_to_ingest[0].workspace_path = "./a//b/../c/";
+		expect(parseStrikeConfiguration(doc)).toMatchObject({ mount: "/data/ingest" });
+		// with mount_on, mount is the network mount the operator made there: recorded as given
+		doc.mount = "host:/my/path";
+		doc.mount_on = "/mnt/ingest/";
 		expect(parseStrikeConfiguration(doc)).toEqual({
 			version: "1.0",
-			mount: "/data/ingest",
+			mount: "host:/my/path",
 			mount_on: "/mnt/ingest",
 			transfer_suffix: "_tmp",
 			files_to_ingest: [
@@ -143,13 +146,13 @@ describe("parseStrikeConfiguration", () => {
 		});
 	});
 
-	it("requires the mount to be an absolute host path, not an NFS export", () => {
+	it("requires a directory of the host to monitor: mount_on, or else mount", () => {
 		const nfs = sample();
 		nfs.mount = "host:/my/path";
 		expect(problemOf(() => parseStrikeConfiguration(nfs))).toEqual({
-			field: "configuration.mount",
+			field: "configuration.mount_on",
 			message:
-				'"host:/my/path" is an NFS export; this service monitors a directory of the host: give its absolute path'
+				'is required when mount is the network export "host:/my/path": this service mounts nothing, so mount it on the node and give the directory it is mounted on'
 		});
 		const relative = sample();
 		relative.mount = "data/ingest";
