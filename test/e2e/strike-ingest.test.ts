@@ -202,7 +202,8 @@ describe("creating a strike", () => {
 		});
 		expect(noName.status).toBe(400);
 		expect(noName.body.detail).toMatch(/name/);
-		const { mount_on: _mountOn, ...unmounted } = strikeConfiguration();
+		const unmounted: Record<string, unknown> = strikeConfiguration();
+		delete unmounted.mount_on;
 		const noMountOn = await call("POST", "/strike/create/", {
 			name: "s",
 			configuration: unmounted
