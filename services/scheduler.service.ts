@@ -1,13 +1,14 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import type { Client } from "pg";
-import type { ExecutionFinished, ExecutionSpec, ExecutionStep } from "../lib/agent/protocol";
+import type { ExecutionFinished, ExecutionStep } from "../lib/agent/protocol";
 import { DbMixin } from "../mixins/db.mixin";
 import { MicroBatcher } from "../lib/scheduling/batcher";
 import { schedulePass, type PlacedExe } from "../lib/scheduling/claim";
-import { ERRORS, runFailureError } from "../lib/scheduling/failure";
+import { ERRORS } from "../lib/scheduling/failure";
+import { dispatchPlaced, type DispatchLink } from "../lib/scheduling/dispatch";
 import { finishExecutions, type FailureRequest, type FinishResult } from "../lib/scheduling/finish";
 import { FINISHED_PARAMS, STEP_SCHEMA } from "../lib/scheduling/report-schema";
-import { writeReportBatch, type ReportItem } from "../lib/scheduling/reports";
+import { announceReports, writeReportBatch, type ReportItem } from "../lib/scheduling/reports";
 import { LeaderLock } from "../lib/scheduling/leader";
 import { findExecutionsOfAgent, findLostExecutions } from "../lib/scheduling/lost";
 import { undoMoves, type FileMove } from "../lib/scheduling/parse";
@@ -19,7 +20,6 @@ import {
 import { databaseUrlOf } from "../lib/db/broker-database";
 import { watchNatsConnection } from "../lib/transport/connection-watch";
 import { requireSender } from "../lib/agent/callers";
-import { callGroups } from "../lib/agent/call-groups";
 import { METRICS, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { buildSpecs } from "../lib/scheduling/spec";
 import { clientSql, poolSql, poolTransaction, withRetry, type Sql } from "../lib/scheduling/sql";
@@ -290,61 +290,9 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			}
 		},
 
-		/** Hands placed executions to their agents: a call targeted at each, without retries. */
-		async dispatch(placed: PlacedExe[]) {
-			let specs: ExecutionSpec[];
-			try {
-				specs = await buildSpecs(poolSql(this.db), placed);
-			} catch (error) {
-				this.logger.error({ err: error }, "cannot build execution specs");
-				for (const exe of placed)
-					this.failExecution({ jobExeId: exe.id, errorName: ERRORS.unknown });
-				return;
-			}
-			// one call per agent for the executions placed on it together (several where their
-			// JSON would make too large a message: callGroups)
-			const byAgent = new Map<string, { exe: PlacedExe; spec: ExecutionSpec }[]>();
-			placed.forEach((exe, i) => {
-				this.logger.info(
-					{
-						jobId: exe.job_id,
-						jobExeId: exe.id,
-						nodeId: exe.node_id,
-						agentId: exe.agent_id
-					},
-					"execution placed"
-				);
-				const forAgent = byAgent.get(exe.agent_id) ?? [];
-				forAgent.push({ exe, spec: specs[i] });
-				byAgent.set(exe.agent_id, forAgent);
-			});
-			for (const [agentId, forAgent] of byAgent)
-				for (const runs of callGroups(forAgent, r => r.spec))
-					this.broker
-						.call(
-							"node-agent.run",
-							{ executions: runs.map(r => r.spec) },
-							{ nodeID: agentId, retries: 0, timeout: this.settings.runTimeoutMs }
-						)
-						.catch((error: any) => {
-							const errorName = runFailureError(error);
-							this.logger.warn(
-								{
-									err: error,
-									jobExeIds: runs.map(r => r.exe.id),
-									agentId,
-									errorName
-								},
-								"node-agent.run failed"
-							);
-							if (errorName === ERRORS.nodeLost) this.setAside(agentId);
-							for (const { exe } of runs) {
-								// It may have started after all: make sure it does not run on unseen.
-								if (error?.type === "REQUEST_TIMEOUT")
-									this.cancelOnAgent(exe.id, agentId);
-								this.failExecution({ jobExeId: exe.id, errorName });
-							}
-						});
+		/** Hands placed executions to their agents (lib/scheduling/dispatch.ts). */
+		dispatch(placed: PlacedExe[]) {
+			return dispatchPlaced(placed, this.dispatchLink);
 		},
 
 		failExecution(failure: FailureRequest) {
@@ -471,39 +419,15 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			});
 		},
 
-		/** Tells the others what the written reports changed (hints; the database has it all). */
+		/** Logs and announces what the written reports changed (lib/scheduling/reports.ts). */
 		afterWrite(result: FinishResult) {
-			for (const note of result.notes) this.logger.warn(note);
-			if (result.ended.size > 0 || result.requeuedJobs.length > 0) this.wakeCluster();
-			const jobs = [
-				...result.completedJobs.map(id => ({ id, status: "COMPLETED" })),
-				...result.failedJobs.map(id => ({ id, status: "FAILED" })),
-				...result.canceledJobs.map(id => ({ id, status: "CANCELED" }))
-			];
-			for (const job of jobs)
-				this.logger.info({ jobId: job.id, status: job.status }, "job ended");
-			for (const jobId of result.requeuedJobs)
-				this.logger.info({ jobId }, "job requeued (a new execution is queued)");
-			if (jobs.length > 0) this.broker.broadcast("jobs.finished", { jobs });
-			if (result.requeuedJobs.length > 0)
-				this.broker.broadcast("jobs.requeued", { jobIds: result.requeuedJobs });
-			if (result.recipeQueued.length > 0) {
-				for (const jobId of result.recipeQueued)
-					this.logger.info({ jobId }, "recipe job queued (its dependencies completed)");
-				this.broker.emit("queue.changed", { count: result.recipeQueued.length });
-			}
-			if (result.parseEvents.length > 0)
-				this.broker.broadcast("trigger-events.created", {
-					type: "PARSE",
-					eventIds: result.parseEvents
-				});
-			if (result.pausedNodes.length > 0) {
-				this.logger.warn(
-					{ nodes: result.pausedNodes },
-					"nodes paused: too many system failures"
-				);
-				this.broker.broadcast("nodes.changed", { nodeIds: result.pausedNodes });
-			}
+			announceReports(result, {
+				info: (fields, message) => this.logger.info(fields, message),
+				warn: (fields, message) => this.logger.warn(fields, message),
+				broadcast: (event, payload) => void this.broker.broadcast(event, payload),
+				emit: (event, payload) => void this.broker.emit(event, payload),
+				wakeScheduler: () => this.wakeCluster()
+			});
 		}
 	},
 
@@ -518,6 +442,21 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		this.reconnectedAt = 0;
 		this.disconnectedAt = 0;
 		this.reportTx = poolTransaction(this.db);
+		this.dispatchLink = {
+			buildSpecs: placed => buildSpecs(poolSql(this.db), placed),
+			run: (agentId, executions) =>
+				this.broker.call(
+					"node-agent.run",
+					{ executions },
+					{ nodeID: agentId, retries: 0, timeout: this.settings.runTimeoutMs }
+				),
+			fail: failure => this.failExecution(failure),
+			cancelOnAgent: (jobExeId, agentId) => this.cancelOnAgent(jobExeId, agentId),
+			setAside: agentId => this.setAside(agentId),
+			info: (fields, message) => this.logger.info(fields, message),
+			warn: (fields, message) => this.logger.warn(fields, message),
+			error: (fields, message) => this.logger.error(fields, message)
+		} satisfies DispatchLink;
 		this.metered = this.broker.isMetricsEnabled();
 		if (this.metered)
 			for (const def of SCHEDULER_DEFINITIONS) this.broker.metrics.register(def as any);

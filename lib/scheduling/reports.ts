@@ -65,3 +65,46 @@ export async function writeReportBatch(
 	}
 	return { result, failed };
 }
+
+/** Where the news of written reports goes: the service's logger and broker, and its wake-up. */
+export interface ReportNews {
+	info(fields: Record<string, unknown>, message: string): void;
+	warn(fields: Record<string, unknown>, message: string): void;
+	/** to every node (each replica keeps its own caches and loops) */
+	broadcast(event: string, payload: Record<string, unknown>): void;
+	/** to one node per service (a single wake-up suffices) */
+	emit(event: string, payload: Record<string, unknown>): void;
+	/** wakes the leading scheduler: resources were freed or jobs requeued */
+	wakeScheduler(): void;
+}
+
+/**
+ * Tells what the written reports changed: a log line per job that ended, was requeued or was
+ * queued by its recipe, and the events others act on (hints; the database has it all).
+ */
+export function announceReports(result: FinishResult, news: ReportNews): void {
+	for (const note of result.notes) news.warn({}, note);
+	if (result.ended.size > 0 || result.requeuedJobs.length > 0) news.wakeScheduler();
+	const jobs = [
+		...result.completedJobs.map(id => ({ id, status: "COMPLETED" })),
+		...result.failedJobs.map(id => ({ id, status: "FAILED" })),
+		...result.canceledJobs.map(id => ({ id, status: "CANCELED" }))
+	];
+	for (const job of jobs) news.info({ jobId: job.id, status: job.status }, "job ended");
+	for (const jobId of result.requeuedJobs)
+		news.info({ jobId }, "job requeued (a new execution is queued)");
+	if (jobs.length > 0) news.broadcast("jobs.finished", { jobs });
+	if (result.requeuedJobs.length > 0)
+		news.broadcast("jobs.requeued", { jobIds: result.requeuedJobs });
+	if (result.recipeQueued.length > 0) {
+		for (const jobId of result.recipeQueued)
+			news.info({ jobId }, "recipe job queued (its dependencies completed)");
+		news.emit("queue.changed", { count: result.recipeQueued.length });
+	}
+	if (result.parseEvents.length > 0)
+		news.broadcast("trigger-events.created", { type: "PARSE", eventIds: result.parseEvents });
+	if (result.pausedNodes.length > 0) {
+		news.warn({ nodes: result.pausedNodes }, "nodes paused: too many system failures");
+		news.broadcast("nodes.changed", { nodeIds: result.pausedNodes });
+	}
+}

@@ -1,5 +1,10 @@
 import { emptyResult, type FinishResult } from "../../../lib/scheduling/finish";
-import { writeReportBatch, type ReportItem } from "../../../lib/scheduling/reports";
+import {
+	announceReports,
+	writeReportBatch,
+	type ReportItem,
+	type ReportNews
+} from "../../../lib/scheduling/reports";
 
 const finished = (jobExeId: number): ReportItem => ({
 	kind: "finished",
@@ -71,5 +76,72 @@ describe("writeReportBatch", () => {
 		expect([...result.ended].sort()).toEqual([1, 2]);
 		// the step stays failed (its caller is answered with the error); the end of 2 is written as a failure
 		expect([...failed.keys()]).toEqual([2]);
+	});
+});
+
+describe("announceReports", () => {
+	/** What was said: log lines, events, wake-ups. */
+	function listener() {
+		const said = {
+			info: [] as string[],
+			warn: [] as string[],
+			broadcast: [] as [string, unknown][],
+			emit: [] as [string, unknown][],
+			wakes: 0
+		};
+		const news: ReportNews = {
+			info: (_fields, message) => said.info.push(message),
+			warn: (_fields, message) => said.warn.push(message),
+			broadcast: (event, payload) => said.broadcast.push([event, payload]),
+			emit: (event, payload) => said.emit.push([event, payload]),
+			wakeScheduler: () => void said.wakes++
+		};
+		return { news, said };
+	}
+
+	it("says nothing and wakes nobody for reports that changed nothing", () => {
+		const { news, said } = listener();
+		announceReports(emptyResult(), news);
+		expect(said).toEqual({ info: [], warn: [], broadcast: [], emit: [], wakes: 0 });
+	});
+
+	it("logs each ended job, wakes the scheduler and announces what others act on", () => {
+		const { news, said } = listener();
+		const result = ended(1, 2, 3);
+		result.completedJobs.push(10);
+		result.failedJobs.push(20);
+		result.requeuedJobs.push(30);
+		result.recipeQueued.push(40, 41);
+		result.parseEvents.push(7);
+		result.pausedNodes.push(5);
+		result.notes.push("job_exe 1: outputs refused");
+		announceReports(result, news);
+		expect(said.wakes).toBe(1);
+		expect(said.info).toEqual([
+			"job ended",
+			"job ended",
+			"job requeued (a new execution is queued)",
+			"recipe job queued (its dependencies completed)",
+			"recipe job queued (its dependencies completed)"
+		]);
+		expect(said.warn).toEqual([
+			"job_exe 1: outputs refused",
+			"nodes paused: too many system failures"
+		]);
+		expect(said.broadcast).toEqual([
+			[
+				"jobs.finished",
+				{
+					jobs: [
+						{ id: 10, status: "COMPLETED" },
+						{ id: 20, status: "FAILED" }
+					]
+				}
+			],
+			["jobs.requeued", { jobIds: [30] }],
+			["trigger-events.created", { type: "PARSE", eventIds: [7] }],
+			["nodes.changed", { nodeIds: [5] }]
+		]);
+		expect(said.emit).toEqual([["queue.changed", { count: 2 }]]);
 	});
 });
