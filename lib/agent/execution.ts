@@ -9,7 +9,8 @@ import {
 } from "../documents/results-manifest";
 import { DockerCheck, dockerClientEnv, dockerRunArgs } from "./docker";
 import { ExecutionFailure } from "./execution-failure";
-import { artifactLines, copyAtomically, isPlainFileName, readTail } from "./files";
+import { artifactLines, copyAtomically, readTail } from "./files";
+import { stageInputs } from "./inputs";
 import { LaunchError, type Launched, type Launcher } from "./launcher";
 import { planProducts, readManifest, removeProducts, workspaceOf } from "./outputs";
 import type { TaskDirs } from "./task-dirs";
@@ -19,7 +20,6 @@ import type {
 	ExecutionSpec,
 	ExecutionStep,
 	ProducedFile,
-	StagedFile,
 	Step
 } from "./protocol";
 
@@ -297,7 +297,11 @@ export class Execution {
 				`could not make the task directory ${this.taskDir}: ${(error as Error).message}`
 			);
 		}
-		const values = await this.stageInputs();
+		const values = await stageInputs(
+			this.spec,
+			this.inputsDir,
+			() => this.canceled || this.stopped
+		);
 		// a required output will need its workspace: better to fail before running than after
 		for (const output of spec.interface.output_data)
 			if (output.required) workspaceOf(this.spec, output.name);
@@ -338,89 +342,6 @@ export class Execution {
 		});
 		this.stepCompleted("pre", 0, display);
 		return { command: this.ctx.dockerCommand, args, display };
-	}
-
-	/**
-	 * Copies each staged file to `inputs/<input name>/<file name>` and answers the substitution
-	 * values: a file input's file path, a files input's directory, a property's value; null for
-	 * an optional input given nothing. Unknown inputs in the spec are ignored.
-	 */
-	private async stageInputs(): Promise<Record<string, string | null>> {
-		const values: Record<string, string | null> = {};
-		for (const input of this.spec.interface.input_data) {
-			const given = Object.prototype.hasOwnProperty.call(this.spec.inputs, input.name)
-				? this.spec.inputs[input.name]
-				: undefined;
-			const absent =
-				given === undefined ||
-				given === null ||
-				("files" in given && given.files.length === 0);
-			if (absent) {
-				if (input.required)
-					throw new ExecutionFailure(
-						"task-launch",
-						`the required input "${input.name}" has no value`
-					);
-				values[input.name] = null;
-				continue;
-			}
-			if (input.type === "property") {
-				if (!("value" in given) || typeof given.value !== "string")
-					throw new ExecutionFailure(
-						"task-launch",
-						`the property input "${input.name}" was given files instead of a value`
-					);
-				values[input.name] = given.value;
-				continue;
-			}
-			if (!("files" in given))
-				throw new ExecutionFailure(
-					"task-launch",
-					`the ${input.type} input "${input.name}" was given a value instead of files`
-				);
-			if (input.type === "file" && given.files.length > 1)
-				throw new ExecutionFailure(
-					"task-launch",
-					`the file input "${input.name}" was given ${given.files.length} files`
-				);
-			const dir = path.join(this.inputsDir, input.name);
-			const paths = await this.stage(input.name, dir, given.files);
-			values[input.name] = input.type === "file" ? paths[0] : dir;
-		}
-		return values;
-	}
-
-	private async stage(name: string, dir: string, files: StagedFile[]): Promise<string[]> {
-		const seen = new Set<string>();
-		for (const file of files) {
-			if (!isPlainFileName(file.fileName))
-				throw new ExecutionFailure(
-					"task-launch",
-					`the input "${name}" has a file named "${file.fileName}", which is not a plain file name`
-				);
-			if (seen.has(file.fileName))
-				throw new ExecutionFailure(
-					"task-launch",
-					`the input "${name}" has two files named "${file.fileName}"`
-				);
-			seen.add(file.fileName);
-		}
-		const paths: string[] = [];
-		try {
-			await fs.promises.mkdir(dir, { recursive: true });
-			for (const file of files) {
-				if (this.canceled || this.stopped) break;
-				const target = path.join(dir, file.fileName);
-				await fs.promises.copyFile(file.hostPath, target);
-				paths.push(target);
-			}
-		} catch (error) {
-			throw new ExecutionFailure(
-				"filesystem-io",
-				`could not stage the input "${name}": ${(error as Error).message}`
-			);
-		}
-		return paths;
 	}
 
 	private taskEnv(): Record<string, string> {
