@@ -167,28 +167,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 	return config;
 }
 
+/** The services that never touch the database: the gateway and the node agent. */
+const NO_DB_SERVICES: readonly string[] = ["api", "node-agent"];
+
 /** Which services touch the database; a process running none of them needs no DATABASE_URL. */
-export const DB_SERVICES = [
-	"errors",
-	"workspaces",
-	"status",
-	"job-types",
-	"job-type-reports",
-	"recipe-types",
-	"recipes",
-	"configuration",
-	"queue",
-	"jobs",
-	"job-executions",
-	"sources",
-	"products",
-	"ingest",
-	"triggers",
-	"files",
-	"nodes",
-	"scheduler",
-	"metrics"
-];
+export const DB_SERVICES: readonly string[] = ALL_SERVICES.filter(s => !NO_DB_SERVICES.includes(s));
 
 export function needsDatabase(config: Config): boolean {
 	return config.services.some(s => DB_SERVICES.includes(s));

@@ -151,6 +151,9 @@ describe("loadConfig", () => {
 			expect(needsDatabase(loadConfig({ SERVICES: "api,errors" }))).toBe(true);
 			expect(needsDatabase(loadConfig({ SERVICES: "status" }))).toBe(true);
 			expect(needsDatabase(loadConfig({}))).toBe(true);
+			expect(needsDatabase(loadConfig({ SERVICES: "api,node-agent" }))).toBe(false);
+			for (const service of ALL_SERVICES.filter(s => s !== "api" && s !== "node-agent"))
+				expect(needsDatabase(loadConfig({ SERVICES: service }))).toBe(true);
 		});
 	});
 
