@@ -43,6 +43,8 @@ export interface Config {
 	metricsPort: number | null;
 	/** the scheduler in a thread of its own beside the other services (lib/scheduler-thread.ts) */
 	schedulerThread: boolean;
+	/** where the nodes mount the NFS exports strikes name without `mount_on`; null: none */
+	strikeMountRoot: string | null;
 	agent: AgentConfig;
 }
 
@@ -104,6 +106,14 @@ function parseSwitch(name: string, raw: string | undefined, fallback: boolean): 
 	throw new ConfigError(`${name} must be true or false (1/0, yes/no, on/off), got "${raw}"`);
 }
 
+/** An absolute directory, normalised; null when unset. */
+function parseAbsolutePath(name: string, raw: string | undefined): string | null {
+	if (raw === undefined || raw === "") return null;
+	if (!path.posix.isAbsolute(raw))
+		throw new ConfigError(`${name} must be an absolute path, got "${raw}"`);
+	return path.posix.normalize(raw).replace(/(.)\/$/, "$1");
+}
+
 /** Reads the configuration from the environment; throws ConfigError naming the variable at fault. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 	const services = (env.SERVICES || "")
@@ -144,6 +154,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 		embeddedPgPort: parsePort("EMBEDDED_PG_PORT", env.EMBEDDED_PG_PORT, 54329),
 		metricsPort: env.METRICS_PORT ? parsePort("METRICS_PORT", env.METRICS_PORT, 0) : null,
 		schedulerThread: parseSwitch("SCHEDULER_THREAD", env.SCHEDULER_THREAD, false),
+		strikeMountRoot: parseAbsolutePath("STRIKE_MOUNT_ROOT", env.STRIKE_MOUNT_ROOT),
 		agent: {
 			workDir: path.resolve(
 				env.AGENT_WORK_DIR || path.join(env.DATA_DIR || "./data", "agent")

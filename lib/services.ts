@@ -8,6 +8,8 @@ function settingsFor(name: string, config: Config): Record<string, unknown> {
 			return { port: config.port, ip: config.host, apiTokens: config.apiTokens };
 		case "status":
 			return { apiPort: config.port };
+		case "ingest":
+			return { strikeMountRoot: config.strikeMountRoot };
 		case "node-agent":
 			return { agent: config.agent, port: config.port };
 		default:

@@ -48,17 +48,17 @@ export function listRequest(ctx: ListContext, path: string): ListRequest {
  * for next/previous links of calls that do not come through the gateway (default
  * `/api/<service name>/`).
  */
-export function listAction<Row>(
+export function listAction<Row, S extends Service<any> = Service>(
 	source: ListSource,
-	serialize: (this: Service, rows: Row[], ctx: ListContext) => unknown[] | Promise<unknown[]>,
+	serialize: (this: S, rows: Row[], ctx: ListContext) => unknown[] | Promise<unknown[]>,
 	path?: string
-): ActionSchema {
+): ActionSchema<S> {
 	const filterParams = Object.fromEntries(
 		Object.keys(source.filters).map(name => [name, REPEATABLE])
 	);
 	return {
 		params: listParamsSchema(filterParams) as any,
-		handler(this: Service, ctx: ListContext) {
+		handler(this: S, ctx: ListContext) {
 			return runList(
 				this.db,
 				source,

@@ -26,6 +26,7 @@ import {
 } from "../lib/models/ingest";
 import { getIngestStatus } from "../lib/models/ingest-status";
 import { parseFileRef } from "../lib/models/scale-file";
+import type { StrikeMountOptions } from "../lib/documents/strike-configuration";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
 
@@ -108,16 +109,33 @@ type MonitorContext<P> = Context<MonitorCall & P>;
 
 interface Methods {
 	createStrike(body: unknown): Promise<number>;
+	mounts(): StrikeMountOptions;
 }
 
-const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
+interface IngestSettings extends ServiceSettingSchema {
+	/** where the nodes mount the NFS exports strikes name without `mount_on` (STRIKE_MOUNT_ROOT) */
+	strikeMountRoot: string | null;
+}
+
+type IngestThis = Service<IngestSettings> & Methods;
+
+const IngestService: ServiceSchema<IngestSettings, Methods> = {
 	name: "ingest",
 	mixins: [DbMixin()],
 
+	settings: {
+		strikeMountRoot: null
+	},
+
 	methods: {
+		/** How strike configurations' directories are resolved here (lib/documents/strike-configuration.ts). */
+		mounts(this: IngestThis): StrikeMountOptions {
+			return { mountRoot: this.settings.strikeMountRoot };
+		},
+
 		/** Saves a strike and queues its job; answers the strike's id. */
-		async createStrike(this: Service & Methods, body: unknown): Promise<number> {
-			const strike = parseNewStrike(body);
+		async createStrike(this: IngestThis, body: unknown): Promise<number> {
+			const strike = parseNewStrike(body, this.mounts());
 			const { strikeId, jobId } = await createStrike(this.db, strike);
 			this.logger.info(
 				{ strikeId, jobId, name: strike.name },
@@ -149,7 +167,7 @@ const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
 					use_ingest_time: { type: "string" }
 				}
 			} as any,
-			handler(this: Service, ctx: Context<Record<string, unknown>, RequestMeta>) {
+			handler(this: IngestThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return getIngestStatus(this.db, listRequest(ctx, "/api/ingests/status/"));
 			}
 		},
@@ -161,7 +179,7 @@ const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
 				required: ["ref"],
 				properties: { ref: { type: "string" } }
 			} as any,
-			handler(this: Service, ctx: Context<{ ref: string }, RequestMeta>) {
+			handler(this: IngestThis, ctx: Context<{ ref: string }, RequestMeta>) {
 				return getIngestDetails(this.db, parseFileRef(ctx.params.ref), ctx.meta.apiRoot);
 			}
 		},
@@ -169,7 +187,7 @@ const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
 		// ---- strikes -------------------------------------------------------------------------
 		strikes: listAction(
 			STRIKE_LIST,
-			function (this: Service, rows: StrikeRow[]) {
+			function (this: IngestThis, rows: StrikeRow[]) {
 				return serializeStrikes(this.db, rows);
 			},
 			"/api/strikes/"
@@ -178,7 +196,7 @@ const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
 		/** POST /strike/create/, as the spec says: 200 {strike_id}. */
 		createStrike: {
 			params: BODY as any,
-			async handler(this: Service & Methods, ctx: Context<Record<string, unknown>>) {
+			async handler(this: IngestThis, ctx: Context<Record<string, unknown>>) {
 				return { strike_id: await this.createStrike(ctx.params) };
 			}
 		},
@@ -186,10 +204,7 @@ const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
 		/** POST /strikes/, as Scale 3.0 answered it: 201, Location and the strike's details. */
 		addStrike: {
 			params: BODY as any,
-			async handler(
-				this: Service & Methods,
-				ctx: Context<Record<string, unknown>, RequestMeta>
-			) {
+			async handler(this: IngestThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const strikeId = await this.createStrike(ctx.params);
 				ctx.meta.$statusCode = 201;
 				ctx.meta.$location = `/strikes/${strikeId}/`;
@@ -199,14 +214,14 @@ const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
 
 		validateStrike: {
 			params: BODY as any,
-			handler(this: Service, ctx: Context<Record<string, unknown>>) {
-				return validateStrike(this.db, ctx.params);
+			handler(this: IngestThis, ctx: Context<Record<string, unknown>>) {
+				return validateStrike(this.db, ctx.params, this.mounts());
 			}
 		},
 
 		getStrike: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			handler(this: Service, ctx: Context<{ id: number }>) {
+			handler(this: IngestThis, ctx: Context<{ id: number }>) {
 				return getStrikeDetails(this.db, ctx.params.id);
 			}
 		},
@@ -214,9 +229,13 @@ const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
 		/** Title, description, configuration; the running monitor is told of a new configuration. */
 		updateStrike: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			async handler(this: Service, ctx: Context<{ id: number } & Record<string, unknown>>) {
+			async handler(
+				this: IngestThis,
+				ctx: Context<{ id: number } & Record<string, unknown>>
+			) {
 				const { id, ...body } = ctx.params;
-				const changed = await updateStrike(this.db, id, parseStrikeEdit(body));
+				const edit = parseStrikeEdit(body, this.mounts());
+				const changed = await updateStrike(this.db, id, edit);
 				if (changed) this.broker.broadcast("strike.changed", { strikeId: id });
 				return getStrikeDetails(this.db, id);
 			}
@@ -226,7 +245,7 @@ const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
 		monitorSetup: {
 			visibility: "public",
 			params: monitorParams() as any,
-			handler(this: Service, ctx: MonitorContext<unknown>) {
+			handler(this: IngestThis, ctx: MonitorContext<unknown>) {
 				return monitorSetup(this.db, ctx.params, ctx.nodeID ?? this.broker.nodeID);
 			}
 		},
@@ -234,7 +253,7 @@ const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
 		transferring: {
 			visibility: "public",
 			params: TRANSFERRING_PARAMS as any,
-			async handler(this: Service, ctx: MonitorContext<{ files: TransferringFile[] }>) {
+			async handler(this: IngestThis, ctx: MonitorContext<{ files: TransferringFile[] }>) {
 				await recordTransferring(
 					this.db,
 					ctx.params,
@@ -248,7 +267,7 @@ const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
 		arrived: {
 			visibility: "public",
 			params: ARRIVED_PARAMS as any,
-			async handler(this: Service, ctx: MonitorContext<{ files: ArrivedFile[] }>) {
+			async handler(this: IngestThis, ctx: MonitorContext<{ files: ArrivedFile[] }>) {
 				const decisions = await recordArrivals(
 					this.db,
 					ctx.params,
@@ -262,7 +281,7 @@ const IngestService: ServiceSchema<ServiceSettingSchema, Methods> = {
 		settle: {
 			visibility: "public",
 			params: SETTLE_PARAMS as any,
-			async handler(this: Service, ctx: MonitorContext<{ results: Settled[] }>) {
+			async handler(this: IngestThis, ctx: MonitorContext<{ results: Settled[] }>) {
 				const { answers, events } = await settleIngests(
 					this.db,
 					ctx.params,

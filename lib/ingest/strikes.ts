@@ -3,7 +3,8 @@ import { select, write } from "../db/connection";
 import {
 	parseStrikeConfiguration,
 	workspaceNamesIn,
-	type StrikeConfiguration
+	type StrikeConfiguration,
+	type StrikeMountOptions
 } from "../documents/strike-configuration";
 import type { Warning } from "../documents/types";
 import { BadRequestError, FieldError, NotFoundError } from "../errors";
@@ -62,7 +63,7 @@ export interface StrikeEdit {
 }
 
 /** A create body, parsed (unknown fields ignored, as everywhere); throws FieldError. */
-export function parseNewStrike(body: unknown): NewStrike {
+export function parseNewStrike(body: unknown, mounts: StrikeMountOptions = {}): NewStrike {
 	assertSchema(checkCreate, body, "");
 	const given = body as Record<string, unknown>;
 	checkStorableText({ name: given.name, title: given.title, description: given.description }, "");
@@ -70,12 +71,12 @@ export function parseNewStrike(body: unknown): NewStrike {
 		name: given.name as string,
 		title: (given.title as string | null | undefined) ?? null,
 		description: (given.description as string | null | undefined) ?? null,
-		configuration: parseStrikeConfiguration(given.configuration)
+		configuration: parseStrikeConfiguration(given.configuration, "configuration", mounts)
 	};
 }
 
 /** An edit body, parsed: only the fields given change. */
-export function parseStrikeEdit(body: unknown): StrikeEdit {
+export function parseStrikeEdit(body: unknown, mounts: StrikeMountOptions = {}): StrikeEdit {
 	assertSchema(checkEdit, body, "");
 	const given = body as Record<string, unknown>;
 	checkStorableText({ title: given.title, description: given.description }, "");
@@ -83,7 +84,7 @@ export function parseStrikeEdit(body: unknown): StrikeEdit {
 	if (given.title !== undefined) edit.title = given.title as string | null;
 	if (given.description !== undefined) edit.description = given.description as string | null;
 	if (given.configuration !== undefined)
-		edit.configuration = parseStrikeConfiguration(given.configuration);
+		edit.configuration = parseStrikeConfiguration(given.configuration, "configuration", mounts);
 	return edit;
 }
 
@@ -125,9 +126,10 @@ export async function checkStrikeWorkspaces(
 /** POST /strikes/validation/: the whole create body checked, nothing saved. */
 export async function validateStrike(
 	db: Sequelize,
-	body: unknown
+	body: unknown,
+	mounts: StrikeMountOptions = {}
 ): Promise<{ warnings: Warning[] }> {
-	const strike = parseNewStrike(body);
+	const strike = parseNewStrike(body, mounts);
 	return { warnings: await checkStrikeWorkspaces(db, strike.configuration) };
 }
 

@@ -524,3 +524,44 @@ describe("file names an attacker chooses", () => {
 		expect(fs.existsSync(path.join(strikeDir, "y.txt"))).toBe(false);
 	});
 });
+
+describe("Scale's strike configurations", () => {
+	it("watches a Scale configuration's NFS export where STRIKE_MOUNT_ROOT says the nodes mount it", async () => {
+		// Scale 3.0's configuration names only the export; the operator mounts it (autofs's /net).
+		// Refused without STRIKE_MOUNT_ROOT (above); the running service is given one here.
+		(broker.getLocalService("ingest") as any).settings.strikeMountRoot = path.join(root, "net");
+		const mounted = path.join(root, "net", "nfs-host", "exports", "scale");
+		fs.mkdirSync(mounted, { recursive: true });
+		const scale = {
+			version: "1.0",
+			mount: "nfs-host:/exports/scale",
+			transfer_suffix: "_tmp",
+			files_to_ingest: [
+				{ filename_regex: ".*[.]nfs$", workspace_path: "nfs", workspace_name: "raw" }
+			]
+		};
+		expect(
+			await ok("POST", "/strikes/validation/", { name: "x", configuration: scale })
+		).toEqual({ warnings: [] });
+		const created = await ok(
+			"POST",
+			"/strikes/",
+			{ name: "scale-nfs", configuration: scale },
+			201
+		);
+		expect(created.configuration).toMatchObject({
+			mount: "nfs-host:/exports/scale",
+			mount_on: mounted
+		});
+		fs.writeFileSync(path.join(mounted, "n.nfs_tmp"), "nfs\n");
+		fs.renameSync(path.join(mounted, "n.nfs_tmp"), path.join(mounted, "n.nfs"));
+		const ingest = await until(
+			"n.nfs to be INGESTED",
+			async () => (await ok("GET", "/ingests/?file_name=n.nfs")).results[0],
+			i => i?.status === "INGESTED"
+		);
+		expect(ingest.strike.id).toBe(created.id);
+		expect(fs.readFileSync(path.join(rawDir, "nfs", today(), "n.nfs"), "utf8")).toBe("nfs\n");
+		expect(fs.existsSync(path.join(mounted, "n.nfs"))).toBe(false);
+	});
+});

@@ -41,7 +41,8 @@ export async function startE2e(
 	databaseUrl: string,
 	services: string[],
 	agentDir: string,
-	prefix: string
+	prefix: string,
+	env: Record<string, string> = {}
 ): Promise<E2e> {
 	const config = loadConfig({
 		LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "error",
@@ -49,7 +50,8 @@ export async function startE2e(
 		AGENT_WORK_DIR: agentDir,
 		AGENT_CPUS: "2",
 		AGENT_MEM_MIB: "2048",
-		AGENT_DISK_MIB: "1024"
+		AGENT_DISK_MIB: "1024",
+		...env
 	});
 	const broker = new ServiceBroker({
 		...brokerOptions(config, databaseUrl),

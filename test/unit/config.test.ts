@@ -18,6 +18,7 @@ describe("loadConfig", () => {
 			embeddedPgPort: 54329,
 			metricsPort: null,
 			schedulerThread: false,
+			strikeMountRoot: null,
 			agent: {
 				workDir: path.resolve("./data/agent"),
 				cpus: null,
@@ -57,6 +58,7 @@ describe("loadConfig", () => {
 			EMBEDDED_PG_PORT: "5433",
 			METRICS_PORT: "9100",
 			SCHEDULER_THREAD: "on",
+			STRIKE_MOUNT_ROOT: "/net/",
 			AGENT_WORK_DIR: "/srv/agent",
 			AGENT_CPUS: "1.5",
 			AGENT_MEM_MIB: "2048",
@@ -78,6 +80,7 @@ describe("loadConfig", () => {
 			embeddedPgPort: 5433,
 			metricsPort: 9100,
 			schedulerThread: true,
+			strikeMountRoot: "/net",
 			agent: {
 				workDir: "/srv/agent",
 				cpus: 1.5,
@@ -97,6 +100,12 @@ describe("loadConfig", () => {
 	])("rejects %s=%s naming the variable", (name, value) => {
 		expect(() => loadConfig({ [name]: value })).toThrow(
 			new RegExp(`^${name} must be a positive`)
+		);
+	});
+
+	it("rejects a STRIKE_MOUNT_ROOT that is not an absolute path, naming it", () => {
+		expect(() => loadConfig({ STRIKE_MOUNT_ROOT: "net" })).toThrow(
+			/^STRIKE_MOUNT_ROOT must be an absolute path, got "net"/
 		);
 	});
 

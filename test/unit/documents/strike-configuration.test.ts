@@ -152,7 +152,7 @@ describe("parseStrikeConfiguration", () => {
 		expect(problemOf(() => parseStrikeConfiguration(nfs))).toEqual({
 			field: "configuration.mount_on",
 			message:
-				'is required when mount is the network export "host:/my/path": this service mounts nothing, so mount it on the node and give the directory it is mounted on'
+				'is required when mount is the network export "host:/my/path": this service mounts nothing, so mount it on the node and give the directory it is mounted on (or set STRIKE_MOUNT_ROOT where the nodes mount every export, as autofs\'s /net)'
 		});
 		const relative = sample();
 		relative.mount = "data/ingest";
@@ -164,6 +164,37 @@ describe("parseStrikeConfiguration", () => {
 		mountOn.mount_on = "mnt";
 		expect(problemOf(() => parseStrikeConfiguration(mountOn)).field).toBe(
 			"configuration.mount_on"
+		);
+	});
+
+	it("watches an NFS export named without mount_on under the mount root, kept inside it", () => {
+		const nfs = sample();
+		nfs.mount = "host:/my//path/";
+		const mountRoot = "/net";
+		expect(parseStrikeConfiguration(nfs, "configuration", { mountRoot })).toMatchObject({
+			mount: "host:/my//path/",
+			mount_on: "/net/host/my/path"
+		});
+		nfs.mount = "host:/../../etc";
+		expect(parseStrikeConfiguration(nfs, "configuration", { mountRoot }).mount_on).toBe(
+			"/net/host/etc"
+		);
+		nfs.mount = "..:/etc";
+		expect(
+			problemOf(() => parseStrikeConfiguration(nfs, "configuration", { mountRoot }))
+		).toEqual({
+			field: "configuration.mount",
+			message: '"..:/etc" does not name a host'
+		});
+		// a mount_on given wins over the root; a host path is watched as it is
+		nfs.mount = "host:/my/path";
+		nfs.mount_on = "/mnt/here";
+		expect(parseStrikeConfiguration(nfs, "configuration", { mountRoot }).mount_on).toBe(
+			"/mnt/here"
+		);
+		const local = sample();
+		expect(parseStrikeConfiguration(local, "configuration", { mountRoot })).toEqual(
+			parseStrikeConfiguration(local)
 		);
 	});
 
