@@ -43,8 +43,8 @@ export interface Config {
 	metricsPort: number | null;
 	/** the scheduler in a thread of its own beside the other services (lib/scheduler-thread.ts) */
 	schedulerThread: boolean;
-	/** where the nodes mount the NFS exports strikes name without `mount_on`; null: none */
-	strikeMountRoot: string | null;
+	/** where every node mounts NFS exports (strikes' mounts, nfs workspaces); null: nowhere */
+	nfsMountRoot: string | null;
 	agent: AgentConfig;
 }
 
@@ -154,7 +154,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 		embeddedPgPort: parsePort("EMBEDDED_PG_PORT", env.EMBEDDED_PG_PORT, 54329),
 		metricsPort: env.METRICS_PORT ? parsePort("METRICS_PORT", env.METRICS_PORT, 0) : null,
 		schedulerThread: parseSwitch("SCHEDULER_THREAD", env.SCHEDULER_THREAD, false),
-		strikeMountRoot: parseAbsolutePath("STRIKE_MOUNT_ROOT", env.STRIKE_MOUNT_ROOT),
+		nfsMountRoot: parseAbsolutePath("NFS_MOUNT_ROOT", env.NFS_MOUNT_ROOT),
 		agent: {
 			workDir: path.resolve(
 				env.AGENT_WORK_DIR || path.join(env.DATA_DIR || "./data", "agent")

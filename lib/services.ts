@@ -9,7 +9,8 @@ function settingsFor(name: string, config: Config): Record<string, unknown> {
 		case "status":
 			return { apiPort: config.port };
 		case "ingest":
-			return { strikeMountRoot: config.strikeMountRoot };
+		case "workspaces":
+			return { nfsMountRoot: config.nfsMountRoot };
 		case "node-agent":
 			return { agent: config.agent, port: config.port };
 		default:

@@ -113,8 +113,8 @@ interface Methods {
 }
 
 interface IngestSettings extends ServiceSettingSchema {
-	/** where the nodes mount the NFS exports strikes name without `mount_on` (STRIKE_MOUNT_ROOT) */
-	strikeMountRoot: string | null;
+	/** where the nodes mount the NFS exports strikes name without `mount_on` (NFS_MOUNT_ROOT) */
+	nfsMountRoot: string | null;
 }
 
 type IngestThis = Service<IngestSettings> & Methods;
@@ -124,13 +124,13 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 	mixins: [DbMixin()],
 
 	settings: {
-		strikeMountRoot: null
+		nfsMountRoot: null
 	},
 
 	methods: {
 		/** How strike configurations' directories are resolved here (lib/documents/strike-configuration.ts). */
 		mounts(this: IngestThis): StrikeMountOptions {
-			return { mountRoot: this.settings.strikeMountRoot };
+			return { nfsMountRoot: this.settings.nfsMountRoot };
 		},
 
 		/** Saves a strike and queues its job; answers the strike's id. */

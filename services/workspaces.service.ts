@@ -1,4 +1,4 @@
-import type { Context, Service, ServiceSchema } from "moleculer";
+import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { ListMixin } from "../mixins/list.mixin";
 import {
@@ -41,18 +41,29 @@ const NEW_WORKSPACE = {
 /** The fields a client may edit; as in Scale, `name` is not one of them and is ignored. */
 const EDITABLE = ["title", "description", "base_url", "is_active", "json_config"] as const;
 
-const WorkspacesService: ServiceSchema = {
+interface WorkspacesSettings extends ServiceSettingSchema {
+	/** where every node mounts NFS exports, for nfs workspaces (NFS_MOUNT_ROOT) */
+	nfsMountRoot: string | null;
+}
+
+type WorkspacesThis = Service<WorkspacesSettings>;
+
+const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 	name: "workspaces",
 	mixins: [
 		DbMixin(),
 		ListMixin<WorkspaceRow>(WORKSPACE_LIST, rows => rows.map(serializeWorkspace))
 	],
 
+	settings: {
+		nfsMountRoot: null
+	},
+
 	actions: {
 		create: {
 			params: NEW_WORKSPACE as any,
-			async handler(this: Service, ctx: Context<NewWorkspace, RequestMeta>) {
-				const row = await createWorkspace(this.db, ctx.params);
+			async handler(this: WorkspacesThis, ctx: Context<NewWorkspace, RequestMeta>) {
+				const row = await createWorkspace(this.db, ctx.params, this.settings);
 				ctx.meta.$statusCode = 201;
 				ctx.meta.$location = `/workspaces/${row.id}/`;
 				return serializeWorkspaceDetails(row);
@@ -61,14 +72,14 @@ const WorkspacesService: ServiceSchema = {
 
 		validate: {
 			params: NEW_WORKSPACE as any,
-			async handler(this: Service, ctx: Context<NewWorkspace>) {
-				return { warnings: await validateWorkspace(this.db, ctx.params) };
+			async handler(this: WorkspacesThis, ctx: Context<NewWorkspace>) {
+				return { warnings: await validateWorkspace(this.db, ctx.params, this.settings) };
 			}
 		},
 
 		get: {
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
-			async handler(this: Service, ctx: Context<{ id: number }>) {
+			async handler(this: WorkspacesThis, ctx: Context<{ id: number }>) {
 				return serializeWorkspaceDetails(await getWorkspace(this.db, ctx.params.id));
 			}
 		},
@@ -86,12 +97,12 @@ const WorkspacesService: ServiceSchema = {
 					json_config: JSON_CONFIG
 				}
 			} as any,
-			async handler(this: Service, ctx: Context<WorkspaceFields & { id: number }>) {
+			async handler(this: WorkspacesThis, ctx: Context<WorkspaceFields & { id: number }>) {
 				const edit: Record<string, unknown> = {};
 				for (const field of EDITABLE)
 					if (field in ctx.params) edit[field] = ctx.params[field];
 				return serializeWorkspaceDetails(
-					await updateWorkspace(this.db, ctx.params.id, edit)
+					await updateWorkspace(this.db, ctx.params.id, edit, this.settings)
 				);
 			}
 		}

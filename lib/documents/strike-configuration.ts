@@ -1,6 +1,7 @@
 import path from "path";
 import { FieldError } from "../errors";
 import { assertSchema, compileChecker } from "../validation/schema";
+import { isNfsExport, nfsMountPoint } from "../storage/nfs";
 import { checkStorableText } from "../validation/text";
 
 /**
@@ -9,8 +10,8 @@ import { checkStorableText } from "../validation/text";
  * directory of its node's host: `mount_on` when given (where the operator mounted `mount`, which
  * is then recorded as given, an NFS export `host:/path` as in Scale), else `mount` itself, which
  * must then be that directory. This service mounts nothing: for Scale's configurations, which
- * name only the export, the operator may mount every export under one root on every node (as
- * autofs's `/net`), and `mount_on` is then filled in as `<root>/<host>/<path>`.
+ * name only the export, the operator may mount every export under one root on every node
+ * (`NFS_MOUNT_ROOT`, lib/storage/nfs.ts), and `mount_on` is then filled in as `<root>/<host>/<path>`.
  */
 export const STRIKE_CONFIGURATION_VERSION = "1.0";
 
@@ -82,15 +83,15 @@ type Given = {
 /** How a configuration's paths are resolved on this cluster. */
 export interface StrikeMountOptions {
 	/**
-	 * where the nodes mount NFS exports (`STRIKE_MOUNT_ROOT`): an export named without `mount_on`
-	 * is watched at `<mountRoot>/<host>/<path>`; null: such a configuration is refused
+	 * where the nodes mount NFS exports (`NFS_MOUNT_ROOT`): an export named without `mount_on`
+	 * is watched at `<nfsMountRoot>/<host>/<path>`; null: such a configuration is refused
 	 */
-	mountRoot?: string | null;
+	nfsMountRoot?: string | null;
 }
 
 /**
  * Parses a Strike configuration: shape and version as Scale, `mount_on` (when given, or filled
- * in under `mountRoot` for an NFS export) or else `mount` an absolute host path, each `workspace_path` relative and inside its workspace, each
+ * in under `nfsMountRoot` for an NFS export) or else `mount` an absolute host path, each `workspace_path` relative and inside its workspace, each
  * `filename_regex` a valid JavaScript regular expression. Answers a normalised copy (paths
  * normalised, data_types filled). Whether the workspaces exist and are active
  * (workspaceNamesIn) is the caller's to check. Throws FieldError, e.g.
@@ -111,7 +112,11 @@ export function parseStrikeConfiguration(
 			`"${version}" is an unsupported version (supported: ${STRIKE_CONFIGURATION_VERSION})`
 		);
 	}
-	const mountOn = given.mount_on ?? mountOnUnderRoot(given.mount, options.mountRoot, field);
+	const mountOn =
+		given.mount_on ??
+		(options.nfsMountRoot && isNfsExport(given.mount)
+			? nfsMountPoint(given.mount, options.nfsMountRoot, `${field}.mount`)
+			: undefined);
 	const config: StrikeConfiguration = {
 		version: STRIKE_CONFIGURATION_VERSION,
 		mount: mountOn === undefined ? monitoredMount(given.mount, field) : given.mount,
@@ -138,33 +143,12 @@ export function parseStrikeConfiguration(
 	return config;
 }
 
-/** `host:/path`: an NFS export, as Scale's configurations name the directory. */
-const NFS_EXPORT = /^([^/:]+):(\/.*)$/;
-
-/**
- * Where the nodes have an NFS export named without `mount_on` mounted: `<root>/<host>/<path>`,
- * the path normalised so that it stays under `<root>/<host>`; undefined when `mount` is not an
- * export or no root is set.
- */
-function mountOnUnderRoot(
-	mount: string,
-	root: string | null | undefined,
-	field: string
-): string | undefined {
-	const nfs = NFS_EXPORT.exec(mount);
-	if (!nfs || !root) return undefined;
-	const [, host, exported] = nfs;
-	if (host === "." || host === "..")
-		throw new FieldError(`${field}.mount`, `"${mount}" does not name a host`);
-	return path.posix.join(root, host, path.posix.normalize(exported));
-}
-
 /** `mount` without a `mount_on`: the directory the monitor watches. */
 function monitoredMount(value: string, field: string): string {
-	if (NFS_EXPORT.test(value))
+	if (isNfsExport(value))
 		throw new FieldError(
 			`${field}.mount_on`,
-			`is required when mount is the network export "${value}": this service mounts nothing, so mount it on the node and give the directory it is mounted on (or set STRIKE_MOUNT_ROOT where the nodes mount every export, as autofs's /net)`
+			`is required when mount is the network export "${value}": this service mounts nothing, so mount it on the node and give the directory it is mounted on (or set NFS_MOUNT_ROOT where the nodes mount every export, as autofs's /net)`
 		);
 	return hostPath(value, `${field}.mount`);
 }

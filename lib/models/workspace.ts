@@ -6,7 +6,8 @@ import type { ListSource } from "../list/run";
 import {
 	checkWorkspaceConfig,
 	type ValidationWarning,
-	type WorkspaceConfig
+	type WorkspaceConfig,
+	type WorkspaceMountOptions
 } from "../storage/workspace-config";
 import { textProblem } from "../validation/text";
 
@@ -128,14 +129,19 @@ function checkFields(fields: WorkspaceFields): void {
 
 /** The checks of a create body beyond its JSON Schema; answers the configuration to store. */
 async function checkNewWorkspace(
-	w: NewWorkspace
+	w: NewWorkspace,
+	mounts: WorkspaceMountOptions
 ): Promise<{ config: WorkspaceConfig; warnings: ValidationWarning[] }> {
 	checkFields(w);
-	return checkWorkspaceConfig(w.json_config);
+	return checkWorkspaceConfig(w.json_config, "json_config", mounts);
 }
 
-export async function createWorkspace(db: Sequelize, w: NewWorkspace): Promise<WorkspaceRow> {
-	const { config } = await checkNewWorkspace(w);
+export async function createWorkspace(
+	db: Sequelize,
+	w: NewWorkspace,
+	mounts: WorkspaceMountOptions = {}
+): Promise<WorkspaceRow> {
+	const { config } = await checkNewWorkspace(w, mounts);
 	const isActive = w.is_active ?? true;
 	// ON CONFLICT instead of a prior SELECT: two concurrent creates of one name cannot both pass.
 	const [row] = await write<WorkspaceRow>(
@@ -163,9 +169,10 @@ export async function createWorkspace(db: Sequelize, w: NewWorkspace): Promise<W
  */
 export async function validateWorkspace(
 	db: Sequelize,
-	w: NewWorkspace
+	w: NewWorkspace,
+	mounts: WorkspaceMountOptions = {}
 ): Promise<ValidationWarning[]> {
-	const { config, warnings } = await checkNewWorkspace(w);
+	const { config, warnings } = await checkNewWorkspace(w, mounts);
 	const [existing] = await select<{ type: string | null }>(
 		db,
 		"SELECT json_config->'broker'->>'type' AS type FROM workspace WHERE name = $1",
@@ -186,14 +193,15 @@ export async function validateWorkspace(
 export async function updateWorkspace(
 	db: Sequelize,
 	id: number,
-	edit: WorkspaceFields
+	edit: WorkspaceFields,
+	mounts: WorkspaceMountOptions = {}
 ): Promise<WorkspaceRow> {
 	checkFields(edit);
 	let config: WorkspaceConfig | null = null;
 	if (edit.json_config !== undefined) {
 		// As in Scale, an unknown workspace is a 404 whatever its new configuration.
 		await getWorkspace(db, id);
-		config = (await checkWorkspaceConfig(edit.json_config)).config;
+		config = (await checkWorkspaceConfig(edit.json_config, "json_config", mounts)).config;
 	}
 	const [row] = await write<WorkspaceRow>(
 		db,

@@ -78,14 +78,14 @@ export async function openDownload(db: Sequelize, id: number): Promise<Download>
 	}>(
 		db,
 		`SELECT f.file_name, f.file_path, f.media_type, f.is_deleted,
-			CASE WHEN w.json_config->'broker'->>'type' = 'host'
-				THEN w.json_config->'broker'->>'host_path' END AS host_path
+			w.json_config->'broker'->>'host_path' AS host_path
 		 FROM scale_file f JOIN workspace w ON w.id = f.workspace_id WHERE f.id = $1`,
 		[id]
 	);
 	if (!row) throw new NotFoundError(`No file with id ${id}`);
 	if (row.is_deleted) throw new NotFoundError(`File ${id} has been deleted`);
-	if (!row.host_path) throw new NotFoundError(`File ${id} is not in a host workspace`);
+	if (!row.host_path)
+		throw new NotFoundError(`File ${id} is not in a workspace on the host's file system`);
 	const opened = await openWorkspaceFile(row.host_path, row.file_path);
 	if ("refused" in opened)
 		throw new NotFoundError(`File ${id} cannot be downloaded: ${opened.refused}`);

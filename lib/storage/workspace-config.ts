@@ -2,20 +2,42 @@ import { FieldError } from "../errors";
 import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 import { validateHostBroker, type ValidationWarning } from "./host-broker";
+import { nfsMountPoint } from "./nfs";
 
 export type { ValidationWarning } from "./host-broker";
 
 /**
  * Workspace configuration 1.0 (Scale's docs/architecture/workspaces.rst):
- * `{"version": "1.0", "broker": {"type": "host", "host_path": "/abs/dir"}}`.
+ * `{"version": "1.0", "broker": {"type": "host", "host_path": "/abs/dir"}}`, or
+ * `{"broker": {"type": "nfs", "nfs_path": "host:/path"}}` where the nodes mount NFS exports under
+ * `NFS_MOUNT_ROOT` (lib/storage/nfs.ts): such a workspace is kept with the `host_path` it has on
+ * the nodes, `<root>/<host>/<path>`, and used as a host workspace there.
  */
 export const WORKSPACE_CONFIG_VERSION = "1.0";
 
 /** The broker types this service can store files with. */
-export const SUPPORTED_BROKER_TYPES = ["host"] as const;
+export const SUPPORTED_BROKER_TYPES = ["host", "nfs"] as const;
 
 /** Broker types Scale knows that this service does not support (yet). */
-const SCALE_ONLY_BROKER_TYPES = ["nfs", "s3"];
+const SCALE_ONLY_BROKER_TYPES = ["s3"];
+
+/** How workspace configurations are resolved on this cluster. */
+export interface WorkspaceMountOptions {
+	/** where every node mounts NFS exports (`NFS_MOUNT_ROOT`); null: nfs workspaces are refused */
+	nfsMountRoot?: string | null;
+}
+
+/** Scale's nfs broker: `nfs_path` is `host:/path`; further fields are kept, as in Scale. */
+const NFS_BROKER_SCHEMA = {
+	type: "object",
+	required: ["type", "nfs_path"],
+	properties: {
+		type: { type: "string", const: "nfs" },
+		nfs_path: { type: "string", minLength: 1, maxLength: 4096 }
+	}
+};
+
+const checkNfsBroker = compileChecker(NFS_BROKER_SCHEMA);
 
 export interface WorkspaceConfig {
 	version: string;
@@ -59,17 +81,22 @@ export function parseWorkspaceConfig(doc: unknown, field = "json_config"): Works
 
 /**
  * Checks the broker's configuration against this node (Scale's validate_broker): for a host
- * broker, that its directory exists and is readable here. Answers the warnings; throws FieldError.
+ * broker, that its directory exists and is readable here; for an nfs broker, the same of the
+ * directory the nodes mount its export on, which it answers as the broker's `host_path`.
+ * Answers the broker to store and the warnings; throws FieldError.
  */
 export async function validateBroker(
 	config: WorkspaceConfig,
-	field = "json_config"
-): Promise<ValidationWarning[]> {
+	field = "json_config",
+	mounts: WorkspaceMountOptions = {}
+): Promise<{ broker: WorkspaceConfig["broker"]; warnings: ValidationWarning[] }> {
 	const at = `${field}.broker`;
 	const type = config.broker.type;
 	switch (type) {
 		case "host":
-			return validateHostBroker(config.broker, at);
+			return { broker: config.broker, warnings: await validateHostBroker(config.broker, at) };
+		case "nfs":
+			return validateNfsBroker(config.broker, at, mounts.nfsMountRoot ?? null);
 	}
 	const supported = SUPPORTED_BROKER_TYPES.map(t => `"${t}"`).join(", ");
 	if (SCALE_ONLY_BROKER_TYPES.includes(type))
@@ -80,12 +107,39 @@ export async function validateBroker(
 	throw new FieldError(`${at}.type`, `unknown broker type "${type}" (supported: ${supported})`);
 }
 
-/** The whole check of a workspace configuration: shape, version and broker. */
+async function validateNfsBroker(
+	broker: WorkspaceConfig["broker"],
+	at: string,
+	root: string | null
+): Promise<{ broker: WorkspaceConfig["broker"]; warnings: ValidationWarning[] }> {
+	assertSchema(checkNfsBroker, broker, at);
+	const nfsPath = broker.nfs_path as string;
+	if (!root)
+		throw new FieldError(
+			`${at}.type`,
+			`an "nfs" workspace needs NFS_MOUNT_ROOT, where every node mounts NFS exports (as autofs's /net): this service mounts nothing`
+		);
+	const hostPath = nfsMountPoint(nfsPath, root, `${at}.nfs_path`);
+	try {
+		const warnings = await validateHostBroker({ type: "host", host_path: hostPath }, at);
+		return { broker: { ...broker, host_path: hostPath }, warnings };
+	} catch (error) {
+		if (!(error instanceof FieldError)) throw error;
+		const problem = error.message.slice(error.message.indexOf(": ") + 2);
+		throw new FieldError(
+			`${at}.nfs_path`,
+			`"${nfsPath}" is mounted at ${hostPath} on the nodes (NFS_MOUNT_ROOT), which ${problem.replace(`"${hostPath}" `, "")}`
+		);
+	}
+}
+
+/** The whole check of a workspace configuration: shape, version and broker; answers what to store. */
 export async function checkWorkspaceConfig(
 	doc: unknown,
-	field = "json_config"
+	field = "json_config",
+	mounts: WorkspaceMountOptions = {}
 ): Promise<{ config: WorkspaceConfig; warnings: ValidationWarning[] }> {
 	const config = parseWorkspaceConfig(doc, field);
-	const warnings = await validateBroker(config, field);
-	return { config, warnings };
+	const { broker, warnings } = await validateBroker(config, field, mounts);
+	return { config: { ...config, broker }, warnings };
 }

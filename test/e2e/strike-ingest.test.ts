@@ -526,10 +526,10 @@ describe("file names an attacker chooses", () => {
 });
 
 describe("Scale's strike configurations", () => {
-	it("watches a Scale configuration's NFS export where STRIKE_MOUNT_ROOT says the nodes mount it", async () => {
+	it("watches a Scale configuration's NFS export where NFS_MOUNT_ROOT says the nodes mount it", async () => {
 		// Scale 3.0's configuration names only the export; the operator mounts it (autofs's /net).
-		// Refused without STRIKE_MOUNT_ROOT (above); the running service is given one here.
-		(broker.getLocalService("ingest") as any).settings.strikeMountRoot = path.join(root, "net");
+		// Refused without NFS_MOUNT_ROOT (above); the running service is given one here.
+		(broker.getLocalService("ingest") as any).settings.nfsMountRoot = path.join(root, "net");
 		const mounted = path.join(root, "net", "nfs-host", "exports", "scale");
 		fs.mkdirSync(mounted, { recursive: true });
 		const scale = {

@@ -462,6 +462,35 @@ describe("GET /files/{id}/download/", () => {
 		expect(Buffer.from(await reply.arrayBuffer())).toEqual(Buffer.alloc(3000, 7));
 	});
 
+	it("serves a file of an nfs workspace from where the nodes mount it, not one of an s3 workspace", async () => {
+		const [nfs, s3] = await query<{ id: number }>(
+			`INSERT INTO workspace (name, json_config) VALUES
+				('nfs-ws', jsonb_build_object('version', '1.0', 'broker', jsonb_build_object(
+					'type', 'nfs', 'nfs_path', 'filer:/exports/out', 'host_path', $1::text))),
+				('s3-ws', '{"version": "1.0", "broker": {"type": "s3", "bucket_name": "b"}}')
+			 RETURNING id`,
+			[outDir]
+		);
+		await fs.writeFile(path.join(outDir, "on-nfs.txt"), "nfs");
+		const [nfsFile, s3File] = await query<{ id: number }>(
+			`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type, uuid)
+			 VALUES ('SOURCE', $1, 'on-nfs.txt', 'on-nfs.txt', 'text/plain', md5('on-nfs')),
+				('SOURCE', $2, 'in-s3.txt', 'in-s3.txt', 'text/plain', md5('in-s3'))
+			 RETURNING id`,
+			[nfs.id, s3.id]
+		);
+		const reply = await request("GET", `${api}/files/${nfsFile.id}/download/`);
+		expect(reply.status).toBe(200);
+		expect(reply.text).toBe("nfs");
+		expectJsonError(
+			await request("GET", `${api}/files/${s3File.id}/download/`),
+			404,
+			/not in a workspace on the host's file system/
+		);
+		await query("DELETE FROM scale_file WHERE id = ANY($1::int[])", [[nfsFile.id, s3File.id]]);
+		await query("DELETE FROM workspace WHERE id = ANY($1::int[])", [[nfs.id, s3.id]]);
+	});
+
 	async function fileRow(filePath: string, extra = ""): Promise<number> {
 		const [row] = await query<{ id: number }>(
 			`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type, uuid

@@ -239,9 +239,9 @@ describe("workspaces service", () => {
 				/^json_config\.broker\.host_path: must be a normalised path/
 			],
 			[
-				"the nfs broker",
+				"the nfs broker where the nodes mount no exports",
 				() => ({ name: "n1", json_config: { broker: { type: "nfs", nfs_path: "h:/p" } } }),
-				/^json_config\.broker\.type: the "nfs" broker is not supported by this service; only "host"/
+				/^json_config\.broker\.type: an "nfs" workspace needs NFS_MOUNT_ROOT/
 			],
 			[
 				"the s3 broker",
@@ -537,7 +537,11 @@ describe("workspaces service", () => {
 					{ json_config: config(path.join(root, "a-file")) },
 					/^json_config\.broker\.host_path: /
 				],
-				[{ json_config: { broker: { type: "nfs" } } }, /^json_config\.broker\.type: /],
+				[
+					{ json_config: { broker: { type: "nfs" } } },
+					/^json_config\.broker\.nfs_path: is required/
+				],
+				[{ json_config: { broker: { type: "s3" } } }, /^json_config\.broker\.type: /],
 				[{ json_config: config(dir("x"), { version: "9" }) }, /^json_config\.version: /],
 				[
 					{ title: "ok", json_config: config(`${root}/missing`) },
@@ -601,8 +605,7 @@ describe("workspaces service", () => {
 
 		it("warns when the broker type of an existing workspace would change", async () => {
 			const made = await create({ name: "was-nfs", json_config: config(dir("was-nfs")) });
-			// Only host workspaces can be made through the API; one from elsewhere (Scale's own
-			// database, say) may have another broker.
+			// A workspace from elsewhere (Scale's own database, say) may have another broker.
 			await db.db.query(
 				`UPDATE workspace SET json_config = '{"version": "1.0", "broker": {"type": "nfs", "nfs_path": "h:/p"}}' WHERE id = $1`,
 				{ bind: [made.id] }
@@ -622,6 +625,52 @@ describe("workspaces service", () => {
 				]
 			});
 			expect(await rows()).toEqual(before);
+		});
+	});
+
+	describe("Scale's nfs workspaces", () => {
+		const nfs = (nfsPath: string) => ({ broker: { type: "nfs", nfs_path: nfsPath } });
+
+		it("are refused, saving nothing, where the nodes mount no exports (no NFS_MOUNT_ROOT)", async () => {
+			const before = await rows();
+			const res = await request("POST", `${api}/workspaces/`, {
+				name: "filer",
+				json_config: nfs("filer:/exports/raw")
+			});
+			expect(res.status).toBe(400);
+			expect(res.body.detail).toMatch(
+				/^json_config\.broker\.type: an "nfs" workspace needs NFS_MOUNT_ROOT/
+			);
+			expect(await rows()).toEqual(before);
+		});
+
+		it("live where NFS_MOUNT_ROOT says the nodes mount their exports", async () => {
+			const net = dir("net");
+			const withRoot = await startServices(db.url, ["api", "workspaces"], {
+				NFS_MOUNT_ROOT: net
+			});
+			try {
+				const at = withRoot.api;
+				const mounted = dir("net/filer/exports/raw");
+				const body = { name: "filer", json_config: nfs("filer:/exports/raw") };
+				const checked = await request("POST", `${at}/workspaces/validation/`, body);
+				expect(checked.body).toEqual({ warnings: [] });
+				const made = await request("POST", `${at}/workspaces/`, body);
+				expect(made.status).toBe(201);
+				expect(made.body.json_config).toEqual({
+					version: "1.0",
+					broker: { type: "nfs", nfs_path: "filer:/exports/raw", host_path: mounted }
+				});
+				const missing = await request("PATCH", `${at}/workspaces/${made.body.id}/`, {
+					json_config: nfs("filer:/exports/gone")
+				});
+				expect(missing.status).toBe(400);
+				expect(missing.body.detail).toMatch(
+					/^json_config\.broker\.nfs_path: "filer:\/exports\/gone" is mounted at .* which does not exist/
+				);
+			} finally {
+				await withRoot.stop();
+			}
 		});
 	});
 });

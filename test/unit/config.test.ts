@@ -18,7 +18,7 @@ describe("loadConfig", () => {
 			embeddedPgPort: 54329,
 			metricsPort: null,
 			schedulerThread: false,
-			strikeMountRoot: null,
+			nfsMountRoot: null,
 			agent: {
 				workDir: path.resolve("./data/agent"),
 				cpus: null,
@@ -58,7 +58,7 @@ describe("loadConfig", () => {
 			EMBEDDED_PG_PORT: "5433",
 			METRICS_PORT: "9100",
 			SCHEDULER_THREAD: "on",
-			STRIKE_MOUNT_ROOT: "/net/",
+			NFS_MOUNT_ROOT: "/net/",
 			AGENT_WORK_DIR: "/srv/agent",
 			AGENT_CPUS: "1.5",
 			AGENT_MEM_MIB: "2048",
@@ -80,7 +80,7 @@ describe("loadConfig", () => {
 			embeddedPgPort: 5433,
 			metricsPort: 9100,
 			schedulerThread: true,
-			strikeMountRoot: "/net",
+			nfsMountRoot: "/net",
 			agent: {
 				workDir: "/srv/agent",
 				cpus: 1.5,
@@ -103,9 +103,9 @@ describe("loadConfig", () => {
 		);
 	});
 
-	it("rejects a STRIKE_MOUNT_ROOT that is not an absolute path, naming it", () => {
-		expect(() => loadConfig({ STRIKE_MOUNT_ROOT: "net" })).toThrow(
-			/^STRIKE_MOUNT_ROOT must be an absolute path, got "net"/
+	it("rejects a NFS_MOUNT_ROOT that is not an absolute path, naming it", () => {
+		expect(() => loadConfig({ NFS_MOUNT_ROOT: "net" })).toThrow(
+			/^NFS_MOUNT_ROOT must be an absolute path, got "net"/
 		);
 	});
 

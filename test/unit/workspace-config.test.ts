@@ -124,21 +124,59 @@ describe("parseWorkspaceConfig (shape and version)", () => {
 });
 
 describe("validateBroker", () => {
-	it("says plainly that Scale's other brokers are not supported", async () => {
-		for (const type of ["nfs", "s3"]) {
-			const message = await asyncProblemOf(
-				validateBroker({ version: "1.0", broker: { type } })
-			);
-			expect(message).toMatch(/^json_config\.broker\.type: /);
-			expect(message).toContain(`"${type}" broker is not supported`);
-			expect(message).toContain('only "host"');
-		}
+	it("says plainly that Scale's s3 broker is not supported", async () => {
+		const message = await asyncProblemOf(
+			validateBroker({ version: "1.0", broker: { type: "s3" } })
+		);
+		expect(message).toBe(
+			'json_config.broker.type: the "s3" broker is not supported by this service; only "host", "nfs" workspaces can be created'
+		);
 	});
 
 	it("refuses an unknown broker type", async () => {
 		expect(
 			await asyncProblemOf(validateBroker({ version: "1.0", broker: { type: "ftp" } }))
-		).toBe('json_config.broker.type: unknown broker type "ftp" (supported: "host")');
+		).toBe('json_config.broker.type: unknown broker type "ftp" (supported: "host", "nfs")');
+	});
+});
+
+describe("nfs broker", () => {
+	const nfs = (nfsPath: unknown) => ({ broker: { type: "nfs", nfs_path: nfsPath } });
+
+	it("is a host workspace where the nodes mount the export under NFS_MOUNT_ROOT", async () => {
+		fs.mkdirSync(path.join(dir, "net", "filer", "exports", "raw"), { recursive: true });
+		const mounts = { nfsMountRoot: path.join(dir, "net") };
+		expect(
+			await checkWorkspaceConfig(nfs("filer:/exports//raw/"), "json_config", mounts)
+		).toEqual({
+			config: {
+				version: "1.0",
+				broker: {
+					type: "nfs",
+					nfs_path: "filer:/exports//raw/",
+					host_path: path.join(dir, "net", "filer", "exports", "raw")
+				}
+			},
+			warnings: []
+		});
+	});
+
+	it("is refused without NFS_MOUNT_ROOT, for a path that is no export, or one not mounted", async () => {
+		expect(await asyncProblemOf(checkWorkspaceConfig(nfs("filer:/exports/raw")))).toMatch(
+			/^json_config\.broker\.type: an "nfs" workspace needs NFS_MOUNT_ROOT/
+		);
+		const mounts = { nfsMountRoot: path.join(dir, "net") };
+		expect(
+			await asyncProblemOf(checkWorkspaceConfig(nfs("/exports/raw"), "json_config", mounts))
+		).toBe('json_config.broker.nfs_path: "/exports/raw" is not an NFS export (host:/path)');
+		expect(await asyncProblemOf(checkWorkspaceConfig(nfs(7), "json_config", mounts))).toMatch(
+			/^json_config\.broker\.nfs_path: /
+		);
+		expect(
+			await asyncProblemOf(checkWorkspaceConfig(nfs("filer:/nowhere"), "json_config", mounts))
+		).toBe(
+			`json_config.broker.nfs_path: "filer:/nowhere" is mounted at ${path.join(dir, "net", "filer", "nowhere")} on the nodes (NFS_MOUNT_ROOT), which does not exist`
+		);
 	});
 });
 

@@ -152,7 +152,7 @@ describe("parseStrikeConfiguration", () => {
 		expect(problemOf(() => parseStrikeConfiguration(nfs))).toEqual({
 			field: "configuration.mount_on",
 			message:
-				'is required when mount is the network export "host:/my/path": this service mounts nothing, so mount it on the node and give the directory it is mounted on (or set STRIKE_MOUNT_ROOT where the nodes mount every export, as autofs\'s /net)'
+				'is required when mount is the network export "host:/my/path": this service mounts nothing, so mount it on the node and give the directory it is mounted on (or set NFS_MOUNT_ROOT where the nodes mount every export, as autofs\'s /net)'
 		});
 		const relative = sample();
 		relative.mount = "data/ingest";
@@ -171,17 +171,21 @@ describe("parseStrikeConfiguration", () => {
 		const nfs = sample();
 		nfs.mount = "host:/my//path/";
 		const mountRoot = "/net";
-		expect(parseStrikeConfiguration(nfs, "configuration", { mountRoot })).toMatchObject({
+		expect(
+			parseStrikeConfiguration(nfs, "configuration", { nfsMountRoot: mountRoot })
+		).toMatchObject({
 			mount: "host:/my//path/",
 			mount_on: "/net/host/my/path"
 		});
 		nfs.mount = "host:/../../etc";
-		expect(parseStrikeConfiguration(nfs, "configuration", { mountRoot }).mount_on).toBe(
-			"/net/host/etc"
-		);
+		expect(
+			parseStrikeConfiguration(nfs, "configuration", { nfsMountRoot: mountRoot }).mount_on
+		).toBe("/net/host/etc");
 		nfs.mount = "..:/etc";
 		expect(
-			problemOf(() => parseStrikeConfiguration(nfs, "configuration", { mountRoot }))
+			problemOf(() =>
+				parseStrikeConfiguration(nfs, "configuration", { nfsMountRoot: mountRoot })
+			)
 		).toEqual({
 			field: "configuration.mount",
 			message: '"..:/etc" does not name a host'
@@ -189,13 +193,13 @@ describe("parseStrikeConfiguration", () => {
 		// a mount_on given wins over the root; a host path is watched as it is
 		nfs.mount = "host:/my/path";
 		nfs.mount_on = "/mnt/here";
-		expect(parseStrikeConfiguration(nfs, "configuration", { mountRoot }).mount_on).toBe(
-			"/mnt/here"
-		);
+		expect(
+			parseStrikeConfiguration(nfs, "configuration", { nfsMountRoot: mountRoot }).mount_on
+		).toBe("/mnt/here");
 		const local = sample();
-		expect(parseStrikeConfiguration(local, "configuration", { mountRoot })).toEqual(
-			parseStrikeConfiguration(local)
-		);
+		expect(
+			parseStrikeConfiguration(local, "configuration", { nfsMountRoot: mountRoot })
+		).toEqual(parseStrikeConfiguration(local));
 	});
 
 	it("requires workspace paths inside the workspace", () => {
