@@ -11,7 +11,8 @@ import { checkStorableText } from "../validation/text";
  * is then recorded as given, an NFS export `host:/path` as in Scale), else `mount` itself, which
  * must then be that directory. This service mounts nothing: for Scale's configurations, which
  * name only the export, the operator may mount every export under one root on every node
- * (`NFS_MOUNT_ROOT`, lib/storage/nfs.ts), and `mount_on` is then filled in as `<root>/<host>/<path>`.
+ * (`NFS_MOUNT_ROOT`, lib/storage/nfs.ts), and `mount_on` is then filled in as
+ * `<root>/<host>/<path>`.
  */
 export const STRIKE_CONFIGURATION_VERSION = "1.0";
 
@@ -91,10 +92,10 @@ export interface StrikeMountOptions {
 
 /**
  * Parses a Strike configuration: shape and version as Scale, `mount_on` (when given, or filled
- * in under `nfsMountRoot` for an NFS export) or else `mount` an absolute host path, each `workspace_path` relative and inside its workspace, each
- * `filename_regex` a valid JavaScript regular expression. Answers a normalised copy (paths
- * normalised, data_types filled). Whether the workspaces exist and are active
- * (workspaceNamesIn) is the caller's to check. Throws FieldError, e.g.
+ * in under `nfsMountRoot` for an NFS export) or else `mount` an absolute host path, each
+ * `workspace_path` relative and inside its workspace, each `filename_regex` a valid JavaScript
+ * regular expression. Answers a normalised copy (paths normalised, data_types filled). Whether
+ * the workspaces exist and are active (workspaceNamesIn) is the caller's to check. Throws FieldError, e.g.
  * `configuration.files_to_ingest[0].filename_regex`.
  */
 export function parseStrikeConfiguration(
