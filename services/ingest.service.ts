@@ -26,7 +26,6 @@ import {
 } from "../lib/models/ingest";
 import { getIngestStatus } from "../lib/models/ingest-status";
 import { parseFileRef } from "../lib/models/scale-file";
-import type { StrikeMountOptions } from "../lib/documents/strike-configuration";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
 
@@ -109,7 +108,6 @@ type MonitorContext<P> = Context<MonitorCall & P>;
 
 interface Methods {
 	createStrike(body: unknown): Promise<number>;
-	mounts(): StrikeMountOptions;
 }
 
 interface IngestSettings extends ServiceSettingSchema {
@@ -128,14 +126,9 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 	},
 
 	methods: {
-		/** How strike configurations' directories are resolved here (lib/documents/strike-configuration.ts). */
-		mounts(this: IngestThis): StrikeMountOptions {
-			return { nfsMountRoot: this.settings.nfsMountRoot };
-		},
-
 		/** Saves a strike and queues its job; answers the strike's id. */
 		async createStrike(this: IngestThis, body: unknown): Promise<number> {
-			const strike = parseNewStrike(body, this.mounts());
+			const strike = parseNewStrike(body, this.settings);
 			const { strikeId, jobId } = await createStrike(this.db, strike);
 			this.logger.info(
 				{ strikeId, jobId, name: strike.name },
@@ -215,7 +208,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		validateStrike: {
 			params: BODY as any,
 			handler(this: IngestThis, ctx: Context<Record<string, unknown>>) {
-				return validateStrike(this.db, ctx.params, this.mounts());
+				return validateStrike(this.db, ctx.params, this.settings);
 			}
 		},
 
@@ -234,7 +227,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 				ctx: Context<{ id: number } & Record<string, unknown>>
 			) {
 				const { id, ...body } = ctx.params;
-				const edit = parseStrikeEdit(body, this.mounts());
+				const edit = parseStrikeEdit(body, this.settings);
 				const changed = await updateStrike(this.db, id, edit);
 				if (changed) this.broker.broadcast("strike.changed", { strikeId: id });
 				return getStrikeDetails(this.db, id);
