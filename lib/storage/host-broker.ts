@@ -73,21 +73,28 @@ export async function validateHostBroker(
 			at,
 			`must be a normalised path, without "." or ".." segments or repeated slashes (did you mean "${normal}"?)`
 		);
+	const problem = await directoryProblem(hostPath);
+	if (problem) throw new FieldError(at, `"${hostPath}" ${problem}`);
+	return [];
+}
+
+/**
+ * What keeps `dir` from serving as a workspace's directory here, in a few words ("does not
+ * exist", "is not a directory", ...); null when it is a directory this process may list and enter.
+ */
+export async function directoryProblem(dir: string): Promise<string | null> {
 	let stats;
 	try {
-		stats = await fs.stat(hostPath);
+		stats = await fs.stat(dir);
 	} catch (error) {
-		throw new FieldError(at, `"${hostPath}" ${fsProblem(error as NodeJS.ErrnoException)}`);
+		return fsProblem(error as NodeJS.ErrnoException);
 	}
-	if (!stats.isDirectory()) throw new FieldError(at, `"${hostPath}" is not a directory`);
+	if (!stats.isDirectory()) return "is not a directory";
 	try {
 		// Listing a directory takes read permission, entering it (reaching its files) execute.
-		await fs.access(hostPath, fsConstants.R_OK | fsConstants.X_OK);
+		await fs.access(dir, fsConstants.R_OK | fsConstants.X_OK);
 	} catch {
-		throw new FieldError(
-			at,
-			`"${hostPath}" is not readable by the service (permission denied)`
-		);
+		return "is not readable by the service (permission denied)";
 	}
-	return [];
+	return null;
 }

@@ -1,7 +1,7 @@
 import { FieldError } from "../errors";
 import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
-import { validateHostBroker, type ValidationWarning } from "./host-broker";
+import { directoryProblem, validateHostBroker, type ValidationWarning } from "./host-broker";
 import { nfsMountPoint } from "./nfs";
 
 export type { ValidationWarning } from "./host-broker";
@@ -120,20 +120,16 @@ async function validateNfsBroker(
 			`an "nfs" workspace needs NFS_MOUNT_ROOT, where every node mounts NFS exports (as autofs's /net): this service mounts nothing`
 		);
 	const hostPath = nfsMountPoint(nfsPath, root, `${at}.nfs_path`);
-	try {
-		const warnings = await validateHostBroker({ type: "host", host_path: hostPath }, at);
-		return { broker: { ...broker, host_path: hostPath }, warnings };
-	} catch (error) {
-		if (!(error instanceof FieldError)) throw error;
-		const problem = error.message.slice(error.message.indexOf(": ") + 2);
+	const problem = await directoryProblem(hostPath);
+	if (problem)
 		throw new FieldError(
 			`${at}.nfs_path`,
-			`"${nfsPath}" is mounted at ${hostPath} on the nodes (NFS_MOUNT_ROOT), which ${problem.replace(`"${hostPath}" `, "")}`
+			`"${nfsPath}" is mounted at ${hostPath} on the nodes (NFS_MOUNT_ROOT), which ${problem}`
 		);
-	}
+	return { broker: { ...broker, host_path: hostPath }, warnings: [] };
 }
 
-/** The whole check of a workspace configuration: shape, version and broker; answers what to store. */
+/** The whole check of a workspace configuration (shape, version, broker); answers what to store. */
 export async function checkWorkspaceConfig(
 	doc: unknown,
 	field = "json_config",
