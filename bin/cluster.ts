@@ -34,6 +34,7 @@ async function main() {
 		controlPlanes: intEnv("CLUSTER_CONTROL_PLANES", 2, 1),
 		agents: intEnv("CLUSTER_AGENTS", 3, 0),
 		logLevel: process.env.LOG_LEVEL || "warn",
+		nfsMountRoot: process.env.NFS_MOUNT_ROOT || undefined,
 		write: say,
 		onUnexpectedExit: (name, code, signal) =>
 			say(

@@ -21,6 +21,8 @@ export interface LocalClusterOptions {
 	controlServices?: string[];
 	/** more processes, each with its own services (say, ingest and triggers apart) */
 	extra?: { name: string; services: string[] }[];
+	/** where every machine mounts NFS exports (NFS_MOUNT_ROOT of the control planes) */
+	nfsMountRoot?: string;
 	logLevel: string;
 	write: (line: string) => void;
 	onUnexpectedExit?: (name: string, code: number | null, signal: string | null) => void;
@@ -132,13 +134,17 @@ export class LocalCluster {
 			NATS_PASSWORD: this.credentials.password
 		};
 		const control = o.controlServices ?? ALL_SERVICES.filter(s => s !== "node-agent");
+		const controlEnv: Record<string, string> = {
+			...CONTROL_ENV,
+			...(o.nfsMountRoot ? { NFS_MOUNT_ROOT: o.nfsMountRoot } : {})
+		};
 		for (let i = 0; i < o.controlPlanes; i++)
 			this.controls.push(
 				this.node(
 					`control-${i + 1}`,
 					{
 						...common,
-						...CONTROL_ENV,
+						...controlEnv,
 						SERVICES: control.join(","),
 						DATABASE_URL: this.databaseUrl,
 						PORT: String(o.apiPort + i),
@@ -153,7 +159,7 @@ export class LocalCluster {
 					extra.name,
 					{
 						...common,
-						...CONTROL_ENV,
+						...controlEnv,
 						SERVICES: extra.services.join(","),
 						DATABASE_URL: this.databaseUrl,
 						DATA_DIR: o.dataDir

@@ -67,7 +67,8 @@ describe("npm run cluster", () => {
 				CLUSTER_PORT: String(apiPort),
 				NATS_PORT: String(natsPort),
 				EMBEDDED_PG_PORT: String(await freePort()),
-				LOG_LEVEL: "warn"
+				LOG_LEVEL: "warn",
+				NFS_MOUNT_ROOT: path.join(dir, "net")
 			},
 			stdio: ["ignore", "pipe", "pipe"]
 		});
@@ -128,6 +129,17 @@ describe("npm run cluster", () => {
 		expect(agentPids).toHaveLength(3);
 		for (const pid of agentPids)
 			expect(fs.readFileSync(`/proc/${pid}/environ`, "utf8")).not.toContain("DATABASE_URL");
+
+		// the control planes have the cluster's NFS_MOUNT_ROOT: Scale's nfs workspaces live there
+		fs.mkdirSync(path.join(dir, "net", "filer", "exports", "raw"), { recursive: true });
+		const nfs = await request("POST", `${apis[1]}/workspaces/`, {
+			name: "filer-raw",
+			json_config: { broker: { type: "nfs", nfs_path: "filer:/exports/raw" } }
+		});
+		expect(nfs.status).toBe(201);
+		expect(nfs.body.json_config.broker.host_path).toBe(
+			path.join(dir, "net", "filer", "exports", "raw")
+		);
 
 		const type = await request("POST", `${apis[0]}/job-types/`, {
 			name: "quick",
