@@ -80,7 +80,10 @@ async function main() {
 	const rawDir = path.join(root, "raw");
 	for (const dir of [strikeDir, staging, rawDir]) fs.mkdirSync(dir);
 	const { url, db, pgPid, stop } = await benchDatabase();
-	const service = await startService(url);
+	const service = await startService(url).catch(async (e: unknown) => {
+		await stop();
+		throw e;
+	});
 	const cpu = cpuReader(service.proc.pid!, pgPid);
 	const q = async <T>(sql: string, bind: unknown[] = []) =>
 		(await db.query(sql, { bind }))[0] as T[];

@@ -53,7 +53,10 @@ function cpuReading(servicePid: number, pgPid: number) {
 
 async function p1(n: number, warmup: number) {
 	const { url, db, pgPid, stop } = await benchDatabase();
-	const service = await startService(url);
+	const service = await startService(url).catch(async (e: unknown) => {
+		await stop();
+		throw e;
+	});
 	try {
 		const jt = await postJson(`${service.api}/job-types/`, TRUE_JOB_TYPE);
 		await waitForCount(db, "SELECT count(*) AS n FROM node WHERE is_active", 1, 20000);
@@ -178,7 +181,10 @@ async function p2(n: number) {
 
 async function p3(n: number) {
 	const { url, db, stop } = await benchDatabase();
-	const service = await startService(url);
+	const service = await startService(url).catch(async (e: unknown) => {
+		await stop();
+		throw e;
+	});
 	try {
 		const jt = await postJson(`${service.api}/job-types/`, TRUE_JOB_TYPE);
 		await waitForCount(db, "SELECT count(*) AS n FROM node WHERE is_active", 1, 20000);

@@ -50,7 +50,10 @@ function summary(values: number[]): string {
 
 async function main() {
 	const { url, db, pgPid, stop } = await benchDatabase();
-	const service = await startService(url);
+	const service = await startService(url).catch(async (e: unknown) => {
+		await stop();
+		throw e;
+	});
 	const q = async <T>(sql: string, bind: unknown[] = []) =>
 		(await db.query(sql, { bind }))[0] as T[];
 	/**

@@ -81,7 +81,22 @@ export async function startService(
 		} catch {
 			/* not listening yet */
 		}
-		if (Date.now() > deadline) throw new Error("the service did not start");
+		// a service that exits or never answers is not left behind, nor is its work directory
+		const failure =
+			proc.exitCode !== null || proc.signalCode !== null
+				? `the service exited (${proc.exitCode ?? proc.signalCode}) before it answered`
+				: Date.now() > deadline
+					? "the service did not answer within 30 s"
+					: null;
+		if (failure) {
+			if (proc.exitCode === null && proc.signalCode === null) {
+				const exited = new Promise(resolve => proc.once("exit", resolve));
+				proc.kill("SIGKILL");
+				await exited;
+			}
+			fs.rmSync(workDir, { recursive: true, force: true });
+			throw new Error(failure);
+		}
 		await new Promise(r => setTimeout(r, 100));
 	}
 	return {
