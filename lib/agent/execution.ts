@@ -86,7 +86,7 @@ type Phase = "new" | Step | "finished";
  *   (invalid results manifest, a required output missing, a `file` output with several files,
  *   a path outside the task directory). These are the algorithm's fault, not the node's, so no
  *   SYSTEM error: retrying on another node would fail the same way. The control plane records
- *   them as an ALGORITHM error (errorDetail says which).
+ *   them as an ALGORITHM error; errorDetail says which, and so does the last line of stderr.
  * - CANCELED: `cancel()` was called before the report was made.
  */
 export class Execution {
@@ -255,9 +255,12 @@ export class Execution {
 				errorName = null;
 			}
 		}
+		const note = status === "FAILED" && errorDetail ? await this.noteInStderr(errorDetail) : "";
 		const [stdout, stderr] = await Promise.all([
 			readTail(this.stdoutPath, this.ctx.logCapBytes).catch(() => ""),
-			readTail(this.stderrPath, this.ctx.logCapBytes).catch(() => "")
+			readTail(this.stderrPath, this.ctx.logCapBytes)
+				.catch(() => "")
+				.then(tail => tail + note)
 		]);
 		this.finishedLogs = { stdout, stderr, is_finished: true };
 		this.phase = "finished";
@@ -277,6 +280,22 @@ export class Execution {
 		};
 		if (this.commandArguments !== undefined) report.commandArguments = this.commandArguments;
 		return report;
+	}
+
+	/**
+	 * Why the execution failed, as the last line of its stderr: the logs are where a user looks
+	 * (`/job-executions/{id}/logs/`), as Scale's own pre and post steps wrote theirs there. The
+	 * line goes into the file, so the live logs show it too; answered only when the file could
+	 * not take it (a task directory never made), to be added to what was read.
+	 */
+	private async noteInStderr(detail: string): Promise<string> {
+		const line = `scale: ${detail}\n`;
+		try {
+			await fs.promises.appendFile(this.stderrPath, line);
+			return "";
+		} catch {
+			return line;
+		}
 	}
 
 	// ---------------------------------------------------------------- pre

@@ -90,7 +90,8 @@ export class ExecutionReporter {
 							jobExeId: report.jobExeId,
 							status: report.status,
 							exitCode: report.exitCode,
-							errorName: report.errorName ?? null
+							errorName: report.errorName ?? null,
+							...(report.errorDetail ? { errorDetail: report.errorDetail } : {})
 						},
 						"execution ended"
 					);

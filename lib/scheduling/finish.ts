@@ -156,6 +156,8 @@ export async function finishExecutions(
 	const failing: { exe: EndingExe; errorName: string }[] = [];
 	const canceling: EndingExe[] = [];
 	const taken = new Set<number>();
+	// why a completion was refused, added to its stderr where the user reads its logs
+	const refusals = new Map<number, string>();
 	const take = (id: number): EndingExe | null => {
 		const exe = running.get(id);
 		if (!exe || taken.has(id)) return null;
@@ -171,6 +173,7 @@ export async function finishExecutions(
 			const problem = exe.interface ? checkProducts(exe.interface, exe.data, products) : null;
 			if (problem) {
 				result.notes.push(`job_exe ${exe.id}: outputs refused: ${problem}`);
+				refusals.set(exe.id, `scale: outputs refused: ${problem}\n`);
 				failing.push({ exe, errorName: ERRORS.algorithmUnknown });
 			} else completions.push({ exe, f, products });
 		} else if (f.status === "CANCELED") {
@@ -204,7 +207,7 @@ export async function finishExecutions(
 	const logs = finished.filter(f => {
 		if (!result.ended.has(f.jobExeId) || logged.has(f.jobExeId)) return false;
 		logged.add(f.jobExeId);
-		return !!(storable(f.stdout) || storable(f.stderr));
+		return !!(storable(f.stdout) || storable(f.stderr) || refusals.has(f.jobExeId));
 	});
 	if (logs.length > 0) {
 		await sql.query(
@@ -215,7 +218,7 @@ export async function finishExecutions(
 			[
 				logs.map(f => f.jobExeId),
 				logs.map(f => storable(f.stdout)),
-				logs.map(f => storable(f.stderr))
+				logs.map(f => storable(f.stderr) + (refusals.get(f.jobExeId) ?? ""))
 			]
 		);
 	}

@@ -783,6 +783,9 @@ test("a missing required output fails the job as algorithm-unknown, not retried"
 		job_exit_code: 0,
 		error: { name: "algorithm-unknown" }
 	});
+	// the execution's logs say why
+	const logs = await ok("GET", `/job-executions/${exes[0].id}/logs/`);
+	expect(logs.stderr).toMatch(/^scale: the required output "result" was not produced/m);
 	expect(fs.existsSync(productDir("e2e-no-output", job.id))).toBe(false);
 });
 

@@ -942,12 +942,15 @@ describe("completion", () => {
 		const type = await jobType({ iface: IFACE });
 		const src = await source("scene4.tif");
 		await registerNode();
-		agent.behave = () => ({ products: [] });
+		agent.behave = () => ({ products: [], stderr: "done\n" });
 		const j = await queueJob(type, { data: data(src) });
 		wake();
 		await waitFor(async () => (await job(j.jobId)).status === "FAILED");
 		expect((await job(j.jobId)).error_name).toBe("algorithm-unknown");
 		expect(await q(`SELECT id FROM scale_file WHERE job_id = $1`, [j.jobId])).toEqual([]);
+		// why, after the algorithm's own stderr, where the execution's logs are read
+		const [log] = await q(`SELECT stderr FROM job_exe_log WHERE job_exe_id = $1`, [j.exeId]);
+		expect(log.stderr).toMatch(/^done\nscale: outputs refused: .+\n$/);
 	});
 
 	it("answers a repeated exeFinished with ok and changes nothing", async () => {

@@ -207,7 +207,7 @@ it("holds an execution until its result is acknowledged, then cleans up", async 
 		const logs = await r.agent.logs(bad.jobExeId);
 		expect(logs).toEqual({
 			stdout: "about to fail\n",
-			stderr: "something went wrong\n",
+			stderr: "something went wrong\nscale: the process exited with code 3\n",
 			is_finished: true
 		});
 		expect(r.agent.cancel(bad.jobExeId)).toBe(false);

@@ -423,6 +423,19 @@ describe("the command line", () => {
 		expect(report.steps.main!.exitCode).toBeNull();
 	});
 
+	it("says why in the report's stderr when its task directory could not be made", async () => {
+		const notADirectory = path.join(tempDir("blocked"), "a-file");
+		fs.writeFileSync(notADirectory, "");
+		const { report } = await run(
+			{ command: job("greet.sh"), commandArguments: "" },
+			{ workDir: notADirectory }
+		);
+		expect(report.status).toBe("FAILED");
+		expect(report.errorName).toBe("filesystem-io");
+		expect(report.errorDetail).toMatch(/could not make the task directory/);
+		expect(report.stderr).toBe(`scale: ${report.errorDetail}\n`);
+	});
+
 	it("fails with filesystem-io when an input cannot be copied", async () => {
 		const { report } = await run({
 			command: "/bin/echo",
@@ -461,7 +474,7 @@ describe("the command line", () => {
 
 describe("a failing algorithm", () => {
 	it("reports a non-zero exit code without an error name, and skips post", async () => {
-		const { report, steps } = await run({
+		const { report, steps, execution } = await run({
 			command: job("exit-3.sh"),
 			commandArguments: "",
 			outputData: [{ name: "result" }],
@@ -472,7 +485,9 @@ describe("a failing algorithm", () => {
 		expect(report.errorName).toBeNull();
 		expect(report.errorDetail).toBe("the process exited with code 3");
 		expect(report.stdout).toBe("about to fail\n");
-		expect(report.stderr).toBe("something went wrong\n");
+		// the algorithm's own stderr, then why the execution failed, also in the file
+		expect(report.stderr).toBe("something went wrong\nscale: the process exited with code 3\n");
+		expect(read(execution.stderrPath)).toBe(report.stderr);
 		expect(stepTrail(steps)).toEqual([
 			"pre started",
 			"pre completed 0",
@@ -509,6 +524,7 @@ describe("a failing algorithm", () => {
 		expect(report.exitCode).toBe(0);
 		expect(report.errorName).toBeNull();
 		expect(report.errorDetail).toMatch(/required output "needed one" was not produced/);
+		expect(report.stderr).toBe(`scale: ${report.errorDetail}\n`);
 		expect(report.products).toEqual([]);
 		expect(stepTrail(steps).slice(-2)).toEqual(["post started", "post completed 1"]);
 		expect(fs.readdirSync(ws)).toEqual([]);
