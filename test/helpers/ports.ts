@@ -27,6 +27,22 @@ function bindable(port: number): Promise<boolean> {
  */
 const handedOut = new Set<number>();
 
+/** Slices of the range, one per Jest worker (jest.config.js runs two; more share by remainder). */
+const SLICES = 4;
+
+/**
+ * Where this process draws its ports: the whole range, or in a Jest worker a slice of its own,
+ * so that two test files running at once in two workers cannot draw the same port while a
+ * server of one is still starting (PostgreSQL binds a second or two after its port is drawn).
+ */
+export function portRange(): [number, number] {
+	const worker = Number(process.env.JEST_WORKER_ID);
+	if (!Number.isInteger(worker) || worker < 1) return [20000, 32000];
+	const size = (32000 - 20000) / SLICES;
+	const low = 20000 + ((worker - 1) % SLICES) * size;
+	return [low, low + size];
+}
+
 /**
  * The first of `count` consecutive TCP ports free on loopback right now, for a process that
  * takes a run of ports from one (`npm run cluster`'s control planes), and never handed out
@@ -35,8 +51,9 @@ const handedOut = new Set<number>();
  * and the server's start.
  */
 export async function freePortRun(count: number): Promise<number> {
+	const [low, high] = portRange();
 	for (let attempt = 0; attempt < 100; attempt++) {
-		const first = 20000 + Math.floor(Math.random() * (32000 - 20000 - count));
+		const first = low + Math.floor(Math.random() * (high - low - count));
 		const run = Array.from({ length: count }, (_, i) => first + i);
 		if (run.some(port => handedOut.has(port))) continue;
 		// taken before the checks' awaits, so a draw made meanwhile passes over them
