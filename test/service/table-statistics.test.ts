@@ -1,5 +1,10 @@
 import type { QueryInterface } from "sequelize";
 import { up as clearEmptyStatistics } from "../../migrations/0018-no-statistics-of-empty-tables";
+import {
+	COLUMNS_WITHOUT_STATISTICS,
+	down as documentStatisticsDown,
+	up as documentStatisticsUp
+} from "../../migrations/0019-no-statistics-of-documents";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 
 /**
@@ -73,5 +78,53 @@ describe("statistics of the hot tables of a new database", () => {
 		expect(before).toBeGreaterThan(0);
 		await migrate0018();
 		expect(await reltuples("error")).toBe(before);
+	});
+});
+
+describe("statistics nobody reads (0019)", () => {
+	async function statsColumns(table: string): Promise<string[]> {
+		const [rows] = (await test.db.query(
+			`SELECT attname FROM pg_stats WHERE schemaname = current_schema() AND tablename = $1
+			 ORDER BY attname`,
+			{ bind: [table] }
+		)) as [{ attname: string }[], unknown];
+		return rows.map(r => r.attname);
+	}
+
+	it("gathers none for documents, paths and messages; keeps those of filters and times", async () => {
+		await test.db.query(
+			`INSERT INTO trigger_event (type, description, occurred)
+			 SELECT 'INGEST', jsonb_build_object('file_name', 'f' || n), now() - n * interval '1 s'
+			 FROM generate_series(1, 200) n`
+		);
+		await test.db.query("ANALYZE trigger_event");
+		const columns = await statsColumns("trigger_event");
+		expect(columns).toEqual(expect.arrayContaining(["type", "occurred"]));
+		expect(columns).not.toContain("description");
+	});
+
+	it("sets a target of 0 on every column it names, and down gives them the default back", async () => {
+		const targets = async () => {
+			const [rows] = (await test.db.query(
+				`SELECT c.relname AS t, a.attname AS c, coalesce(a.attstattarget, -1) AS target
+				 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+				 WHERE c.relname = ANY($1::text[]) AND a.attnum > 0 AND NOT a.attisdropped`,
+				{ bind: [Object.keys(COLUMNS_WITHOUT_STATISTICS)] }
+			)) as [{ t: string; c: string; target: number }[], unknown];
+			return new Map(rows.map(r => [`${r.t}.${r.c}`, r.target]));
+		};
+		const named = Object.entries(COLUMNS_WITHOUT_STATISTICS).flatMap(([t, cs]) =>
+			cs.map(c => `${t}.${c}`)
+		);
+		const before = await targets();
+		for (const column of named) expect([column, before.get(column)]).toEqual([column, 0]);
+		expect(before.get("job.status")).toBe(-1);
+
+		const context = { context: test.db.getQueryInterface() as QueryInterface } as any;
+		await documentStatisticsDown(context);
+		const after = await targets();
+		for (const column of named) expect([column, after.get(column)]).toEqual([column, -1]);
+		await documentStatisticsUp(context);
+		expect((await targets()).get("job.data")).toBe(0);
 	});
 });
