@@ -161,8 +161,32 @@ async function main() {
 		};
 		const sampler = sample();
 
+		// P5_DIAG: each table's scans over a phase (its renames to its last INGESTED), before the
+		// bench's own queries of the phase's rows
+		const scans = () =>
+			q<{ relname: string; seq_scan: string; seq_tup_read: string; idx_scan: string }>(
+				`SELECT relname, seq_scan, seq_tup_read, idx_scan FROM pg_stat_user_tables`
+			);
+		const scansSince = async (before: Awaited<ReturnType<typeof scans>>) => {
+			await q("SELECT pg_stat_clear_snapshot()");
+			const then = new Map(before.map(r => [r.relname, r]));
+			return (await scans())
+				.map(r => {
+					const b = then.get(r.relname);
+					return {
+						table: r.relname,
+						seq_scan: Number(r.seq_scan) - Number(b?.seq_scan ?? 0),
+						seq_tup_read: Number(r.seq_tup_read) - Number(b?.seq_tup_read ?? 0),
+						idx_scan: Number(r.idx_scan) - Number(b?.idx_scan ?? 0)
+					};
+				})
+				.filter(r => r.seq_scan > 0 || r.idx_scan > 0)
+				.sort((x, y) => y.seq_tup_read - x.seq_tup_read);
+		};
+
 		const measure = async (prefix: string, perSecond = Infinity) => {
 			const names = stage(staging, prefix, FILES);
+			const scansBefore = process.env.P5_DIAG ? await scans() : [];
 			const before = cpu();
 			const started = Date.now();
 			const renamed = await renameAll(staging, strikeDir, names, perSecond);
@@ -180,6 +204,12 @@ async function main() {
 				POLL_MS
 			);
 			const after = cpu();
+			if (process.env.P5_DIAG) {
+				console.log(
+					`   scans of each table from the renames to the last INGESTED (${prefix}):`
+				);
+				console.table(await scansSince(scansBefore));
+			}
 			const rows = await q<{ file_name: string; ended: Date }>(
 				`SELECT file_name, ingest_ended AS ended FROM ingest
 				 WHERE status = 'INGESTED' AND file_name LIKE $1`,
@@ -195,6 +225,7 @@ async function main() {
 			);
 			return {
 				renamed,
+				cpuBefore: before,
 				writeRate: FILES / writeSeconds,
 				// CPU per file, µs: the service (with its agent and the monitor) and PostgreSQL
 				cpu: `${(((after.service - before.service) * 1e6) / FILES).toFixed(0)} µs of the service and ${(((after.pg! - before.pg!) * 1e6) / FILES).toFixed(0)} µs of PostgreSQL per file`,
@@ -225,6 +256,7 @@ async function main() {
 				600000,
 				POLL_MS
 			);
+			const afterQueued = cpu();
 			const jobs = await q<{ file_name: string; queued: Date }>(
 				`SELECT f.file_name, j.queued FROM job j
 				 JOIN scale_file f ON f.id = (j.data->'input_data'->0->>'file_id')::int
@@ -266,6 +298,7 @@ async function main() {
 			}
 			return {
 				...run,
+				cpuToQueued: `${(((afterQueued.service - run.cpuBefore.service) * 1e6) / FILES).toFixed(0)} µs of the service and ${(((afterQueued.pg! - run.cpuBefore.pg!) * 1e6) / FILES).toFixed(0)} µs of PostgreSQL per file`,
 				jobs: jobs.length,
 				jobRate: FILES / ((lastQueued - firstRename) / 1000),
 				toJob
@@ -273,7 +306,7 @@ async function main() {
 		};
 		const b = await measureJobs("b");
 		console.log(
-			`P5 B: with an ingest rule making a job per file: ingested at ${b.rate.toFixed(0)} files/s, rename → INGESTED ${summary(b.latencies)}; ${b.jobs} jobs QUEUED at ${b.jobRate.toFixed(0)} jobs/s; rename → job QUEUED ${summary(b.toJob)} (target p99 <= 1,000 ms); up to the last INGESTED, ${b.cpu}`
+			`P5 B: with an ingest rule making a job per file: ingested at ${b.rate.toFixed(0)} files/s, rename → INGESTED ${summary(b.latencies)}; ${b.jobs} jobs QUEUED at ${b.jobRate.toFixed(0)} jobs/s; rename → job QUEUED ${summary(b.toJob)} (target p99 <= 1,000 ms); up to the last INGESTED, ${b.cpu}; up to the last QUEUED, ${b.cpuToQueued}`
 		);
 		const pacedB = await measureJobs("d", PACED);
 		console.log(

@@ -162,7 +162,7 @@ export async function queuePending(
 			UPDATE job SET status = 'QUEUED', data = r.data, num_exes = job.num_exes + 1,
 				disk_in_required = r.disk_in, disk_out_required = r.disk_out, queued = now(),
 				last_status_change = now(), last_modified = now()
-			FROM r WHERE job.id = r.job_id AND job.status = 'PENDING'
+			FROM r WHERE job.id = ANY($3::int[]) AND job.id = r.job_id AND job.status = 'PENDING'
 			RETURNING job.*
 		 ), x AS (
 			INSERT INTO job_exe (job_id, job_type_id, status, timeout, queued)
@@ -181,7 +181,7 @@ export async function queuePending(
 			UPDATE recipe SET completed = now(), last_modified = now() WHERE id = ANY($2::int[])
 		 )
 		 SELECT id FROM j ORDER BY id`,
-		[JSON.stringify(rows), completeRecipes]
+		[JSON.stringify(rows), completeRecipes, rows.map(r => r.job_id)]
 	);
 	return queued.map(r => r.id);
 }

@@ -1,6 +1,6 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
-import { processFileEvents } from "../../lib/triggers/process";
+import { COPY_EVENTS_SQL, MARK_PROCESSED_SQL, processFileEvents } from "../../lib/triggers/process";
 
 /**
  * The triggers' matching over real PostgreSQL (processFileEvents): rules made through the REST
@@ -283,5 +283,43 @@ describe("processFileEvents", () => {
 			[[first.eventId, gone.eventId, second.eventId]]
 		);
 		expect(left.n).toBe(0);
+	});
+});
+
+describe("the events' statements at scale", () => {
+	/** The tables a statement's plan scans whole. */
+	async function scannedWhole(sql: string, bind: unknown[]): Promise<string[]> {
+		const [[row]] = (await tdb.db.query(`EXPLAIN (FORMAT JSON) ${sql}`, { bind })) as [
+			{ "QUERY PLAN": unknown }[],
+			unknown
+		];
+		const tables: string[] = [];
+		const walk = (node: any) => {
+			if (node["Node Type"] === "Seq Scan") tables.push(node["Relation Name"]);
+			for (const child of node.Plans ?? []) walk(child);
+		};
+		walk((row["QUERY PLAN"] as any)[0].Plan);
+		return tables;
+	}
+
+	it("reads a batch's events by key among 40,000, not by a scan of the table", async () => {
+		await query(
+			`INSERT INTO trigger_event (type, description, occurred, processed)
+			 SELECT 'INGEST', jsonb_build_object('file_name', 'old-' || n), now(), now()
+			 FROM generate_series(1, 40000) n`
+		);
+		await query("ANALYZE trigger_event");
+		const [{ max }] = await query<{ max: number }>("SELECT max(id) AS max FROM trigger_event");
+		const ids = Array.from({ length: 500 }, (_, i) => max - i);
+		const rules = ids.map(() => null);
+		expect(await scannedWhole(MARK_PROCESSED_SQL, [ids, rules])).toEqual([]);
+		expect(await scannedWhole(COPY_EVENTS_SQL, [ids, rules])).toEqual([]);
+		// the join alone, as before: the check above can fail
+		expect(
+			await scannedWhole(MARK_PROCESSED_SQL.replace("e.id = ANY($1::int[]) AND ", ""), [
+				ids,
+				rules
+			])
+		).toEqual(["trigger_event"]);
 	});
 });
