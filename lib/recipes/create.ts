@@ -279,9 +279,9 @@ async function writeRecipes(sql: Sql, recipes: CheckedRecipe[]): Promise<Created
 		ready: boolean | null;
 	}>(
 		`WITH s AS (
-			SELECT s.*, nextval(pg_get_serial_sequence('recipe', 'id'))::int AS recipe_id,
+			SELECT s.*, nextval('recipe_id_seq'::regclass)::int AS recipe_id,
 				CASE WHEN s.event_id IS NULL
-					THEN nextval(pg_get_serial_sequence('trigger_event', 'id'))::int END AS new_event_id
+					THEN nextval('trigger_event_id_seq'::regclass)::int END AS new_event_id
 			FROM jsonb_to_recordset($1::jsonb) AS s(k int, data jsonb, event_id int, type_id int,
 				rev_id int, empty boolean)
 		 ), e AS (
@@ -294,7 +294,7 @@ async function writeRecipes(sql: Sql, recipes: CheckedRecipe[]): Promise<Created
 				CASE WHEN empty THEN now() END
 			FROM s ORDER BY k
 		 ), r AS (
-			SELECT r.*, nextval(pg_get_serial_sequence('job', 'id'))::int AS id
+			SELECT r.*, nextval('job_id_seq'::regclass)::int AS id
 			FROM jsonb_to_recordset($2::jsonb) AS r(k int, name text, job_type_id int, rev_id int,
 				priority int, timeout int, max_tries int, cpus float8, mem float8, n int,
 				ready boolean, data jsonb, disk_in float8, disk_out float8)
