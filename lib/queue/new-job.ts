@@ -253,9 +253,9 @@ type WrittenWithDetails = JobRow & {
  * PostgreSQL computes once (a CTE with volatile functions is materialized), in the order of the
  * requests, from the sequences the columns' defaults draw from, named (`pg_get_serial_sequence`
  * looked each up again for every row: ~3 µs a call, three per job; test/service/sequences.test.ts
- * checks the names). `details` adds what the details of the new jobs need besides their job type's parts
- * (which the caller holds, exact at the revision_num checked here): the job rows as written, and
- * their event and execution as JSON, built as the details read builds them.
+ * checks the names). `details` adds what the details of the new jobs need besides their job
+ * type's parts (which the caller holds, exact at the revision_num checked here): the job rows as
+ * written, and their event and execution as JSON, built as the details read builds them.
  */
 function writeNewJobsSql(details: boolean): string {
 	const returning = details ? "RETURNING *" : "";

@@ -154,6 +154,7 @@ export async function queuePending(
 		const disk = diskRequired(bytes, item.diskOutConst, item.diskOutMult);
 		return { job_id: item.jobId, data: datas[i], disk_in: disk.diskIn, disk_out: disk.diskOut };
 	});
+	// the jobs by key (`id = ANY($3)`), not a hash over a scan of `job`: lib/scheduling/claim.ts
 	const queued = await sql.query<{ id: number }>(
 		`WITH r AS (
 			SELECT * FROM jsonb_to_recordset($1::jsonb)
