@@ -74,6 +74,17 @@ async function job(t: { type: number; rev: number }): Promise<number> {
 	).id;
 }
 
+/** An execution of the job, of its job type; answers its id. */
+async function execution(jobId: number, status: string): Promise<number> {
+	return (
+		await one<{ id: number }>(
+			`INSERT INTO job_exe (job_id, job_type_id, status, timeout)
+			 SELECT id, job_type_id, $2, 60 FROM job WHERE id = $1 RETURNING id`,
+			[jobId, status]
+		)
+	).id;
+}
+
 describe("references to configuration rows (0021)", () => {
 	it("has no foreign key left of those it replaced", async () => {
 		const names = await query<{ conname: string }>(
@@ -118,11 +129,7 @@ describe("references to configuration rows (0021)", () => {
 					[jobId, typeId]
 				),
 			queue: async (jobId, typeId) => {
-				const { id: exe } = await one<{ id: number }>(
-					`INSERT INTO job_exe (job_id, job_type_id, status, timeout)
-					 SELECT id, job_type_id, 'QUEUED', 60 FROM job WHERE id = $1 RETURNING id`,
-					[jobId]
-				);
+				const exe = await execution(jobId, "QUEUED");
 				await query(
 					`INSERT INTO queue (job_exe_id, job_id, job_type_id, priority, cpus_required,
 						mem_required, disk_in_required, disk_out_required, disk_total_required)
@@ -131,11 +138,7 @@ describe("references to configuration rows (0021)", () => {
 				);
 			},
 			scale_file: async (jobId, typeId) => {
-				const { id: exe } = await one<{ id: number }>(
-					`INSERT INTO job_exe (job_id, job_type_id, status, timeout)
-					 SELECT id, job_type_id, 'COMPLETED', 60 FROM job WHERE id = $1 RETURNING id`,
-					[jobId]
-				);
+				const exe = await execution(jobId, "COMPLETED");
 				await query(
 					`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path,
 						media_type, uuid, job_type_id, job_id, job_exe_id)
