@@ -4,6 +4,7 @@ import {
 	GUARDED_REFERENCES,
 	up
 } from "../../migrations/0021-references-to-configuration-guarded-at-delete";
+import * as writtenTogether from "../../migrations/0022-references-between-rows-written-together";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 
 /**
@@ -235,9 +236,12 @@ describe("references to configuration rows (0021)", () => {
 					[GUARDED_REFERENCES.map(r => r[3])]
 				)
 			).n;
+		// 0022's guards use 0021's function: down in reverse order, up in order
+		await writtenTogether.down(context);
 		await down(context);
 		expect(await count()).toBe(GUARDED_REFERENCES.length);
 		await up(context);
+		await writtenTogether.up(context);
 		expect(await count()).toBe(0);
 	});
 });
