@@ -103,7 +103,7 @@ export async function recordTransferring(
 		const config = await guard(q, call, agentId);
 		await q(
 			`WITH r AS (
-				SELECT DISTINCT ON (name) * FROM jsonb_to_recordset($3::jsonb)
+				SELECT DISTINCT ON (name) * FROM json_to_recordset($3::json)
 					AS r(name text, bytes bigint, started timestamptz)
 			 ), u AS (
 				UPDATE ingest i SET bytes_transferred = r.bytes, last_modified = now()
@@ -317,7 +317,7 @@ export async function recordArrivals(
 							r.transfer_ended, r.media_type, r.size, r.data_type, r.file_path,
 							r.workspace_id, r.ingest_path,
 							CASE WHEN r.status = 'INGESTING' THEN now() END, r.error
-						 FROM jsonb_to_recordset($2::jsonb) AS r(${COLUMNS})
+						 FROM json_to_recordset($2::json) AS r(${COLUMNS})
 						 RETURNING id, file_name`,
 						[call.strikeId, recordset(fresh)]
 					),
@@ -334,7 +334,7 @@ export async function recordArrivals(
 							ingest_started = CASE WHEN r.status = 'INGESTING'
 								THEN coalesce(i.ingest_started, now()) END,
 							error = r.error, last_modified = now()
-						 FROM jsonb_to_recordset($2::jsonb) AS r(${COLUMNS})
+						 FROM json_to_recordset($2::json) AS r(${COLUMNS})
 						 WHERE i.id = r.id AND i.strike_id = $1
 						 RETURNING i.id, i.file_name`,
 						[call.strikeId, recordset(known)]
@@ -418,7 +418,7 @@ export async function settleIngests(
 			});
 			const done = await q(
 				`WITH r AS (
-					SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(ingest_id int, workspace_id int,
+					SELECT * FROM json_to_recordset($1::json) AS r(ingest_id int, workspace_id int,
 						file_name text, file_path text, media_type text, file_size bigint,
 						data_type text[])
 				 ), f AS (
@@ -460,7 +460,7 @@ export async function settleIngests(
 			await q(
 				`UPDATE ingest i SET status = r.status, error = r.error, last_modified = now(),
 					ingest_ended = CASE WHEN i.status = 'INGESTING' THEN now() END
-				 FROM jsonb_to_recordset($1::jsonb) AS r(id int, status text, error text)
+				 FROM json_to_recordset($1::json) AS r(id int, status text, error text)
 				 WHERE i.id = r.id`,
 				[JSON.stringify(finals)]
 			);

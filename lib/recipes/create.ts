@@ -265,8 +265,9 @@ function checkRecipe(
 }
 
 /**
- * Writes checked recipes in one statement (atomic on its own; the foreign keys between its rows
- * are checked at its end): each recipe's event (unless a trigger's), the recipe, its jobs and
+ * Writes checked recipes in one statement (atomic on its own; of the keys between its rows, the
+ * recipe's event and its jobs' names are checked at its end, the others not at all: migration
+ * 0022): each recipe's event (unless a trigger's), the recipe, its jobs and
  * their names, and the ready jobs' executions and queue rows. The event, recipe and job ids are
  * drawn in CTEs (a CTE with a volatile function is computed once), so that each row names the
  * others without relying on insertion order.
@@ -282,7 +283,7 @@ async function writeRecipes(sql: Sql, recipes: CheckedRecipe[]): Promise<Created
 			SELECT s.*, nextval('recipe_id_seq'::regclass)::int AS recipe_id,
 				CASE WHEN s.event_id IS NULL
 					THEN nextval('trigger_event_id_seq'::regclass)::int END AS new_event_id
-			FROM jsonb_to_recordset($1::jsonb) AS s(k int, data jsonb, event_id int, type_id int,
+			FROM json_to_recordset($1::json) AS s(k int, data jsonb, event_id int, type_id int,
 				rev_id int, empty boolean)
 		 ), e AS (
 			INSERT INTO trigger_event (id, type, description, occurred, processed)
@@ -295,7 +296,7 @@ async function writeRecipes(sql: Sql, recipes: CheckedRecipe[]): Promise<Created
 			FROM s ORDER BY k
 		 ), r AS (
 			SELECT r.*, nextval('job_id_seq'::regclass)::int AS id
-			FROM jsonb_to_recordset($2::jsonb) AS r(k int, name text, job_type_id int, rev_id int,
+			FROM json_to_recordset($2::json) AS r(k int, name text, job_type_id int, rev_id int,
 				priority int, timeout int, max_tries int, cpus float8, mem float8, n int,
 				ready boolean, data jsonb, disk_in float8, disk_out float8)
 		 ), j AS (

@@ -157,7 +157,7 @@ export async function queuePending(
 	// the jobs by key (`id = ANY($3)`), not a hash over a scan of `job`: lib/scheduling/claim.ts
 	const queued = await sql.query<{ id: number }>(
 		`WITH r AS (
-			SELECT * FROM jsonb_to_recordset($1::jsonb)
+			SELECT * FROM json_to_recordset($1::json)
 				AS r(job_id int, data jsonb, disk_in float8, disk_out float8)
 		 ), j AS (
 			UPDATE job SET status = 'QUEUED', data = r.data, num_exes = job.num_exes + 1,
