@@ -22,7 +22,7 @@ import type { QueryInterface } from "sequelize";
  * its check and the delete. A deleted trigger rule leaves its events with no rule, as the key's
  * ON DELETE SET NULL did. The other keys stay: between the busy tables themselves (a queue row's
  * execution, an execution's job, a job's event, an ingest's source file), whose rows are each
- * checked once.
+ * checked once (migration 0022 replaced those too).
  */
 
 /** The keys replaced: table, column, the configuration table it names, its constraint. */
