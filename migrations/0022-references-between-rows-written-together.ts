@@ -38,30 +38,24 @@ export const WRITTEN_TOGETHER: [string, string, string, string, string][] = [
 	["ingest", "source_file_id", "scale_file", "ingest_source_file_id_fkey", "SET NULL"]
 ];
 
-/** TG_ARGV pairs (table, column) of the rows naming the deleted row's id. */
-const CASCADE_FUNCTION = `
-	CREATE FUNCTION delete_references() RETURNS trigger LANGUAGE plpgsql AS $$
+/**
+ * What a deleted row's references get: TG_ARGV[0] is CASCADE (deleted) or SET NULL, then pairs
+ * (table, column) of the rows naming the deleted row's id.
+ */
+const FOLLOW_FUNCTION = `
+	CREATE FUNCTION follow_deleted_references() RETURNS trigger LANGUAGE plpgsql AS $$
 	DECLARE
-		i int := 0;
+		i int := 1;
 	BEGIN
 		WHILE i < TG_NARGS LOOP
 			EXECUTE format('LOCK TABLE %I IN SHARE MODE', TG_ARGV[i]);
-			EXECUTE format('DELETE FROM %I WHERE %I = $1', TG_ARGV[i], TG_ARGV[i + 1])
-				USING OLD.id;
-			i := i + 2;
-		END LOOP;
-		RETURN OLD;
-	END $$`;
-
-const SET_NULL_FUNCTION = `
-	CREATE FUNCTION clear_references() RETURNS trigger LANGUAGE plpgsql AS $$
-	DECLARE
-		i int := 0;
-	BEGIN
-		WHILE i < TG_NARGS LOOP
-			EXECUTE format('LOCK TABLE %I IN SHARE MODE', TG_ARGV[i]);
-			EXECUTE format('UPDATE %I SET %I = NULL WHERE %I = $1', TG_ARGV[i], TG_ARGV[i + 1],
-				TG_ARGV[i + 1]) USING OLD.id;
+			IF TG_ARGV[0] = 'CASCADE' THEN
+				EXECUTE format('DELETE FROM %I WHERE %I = $1', TG_ARGV[i], TG_ARGV[i + 1])
+					USING OLD.id;
+			ELSE
+				EXECUTE format('UPDATE %I SET %I = NULL WHERE %I = $1', TG_ARGV[i],
+					TG_ARGV[i + 1], TG_ARGV[i + 1]) USING OLD.id;
+			END IF;
 			i := i + 2;
 		END LOOP;
 		RETURN OLD;
@@ -77,16 +71,14 @@ function triggers(): [string, string, string][] {
 	return [...byTarget].map(([key, pairs]) => {
 		const [target, onDelete] = key.split("|");
 		const args = pairs.flatMap(([t, c]) => [`'${t}'`, `'${c}'`]).join(", ");
-		const [timing, fn] =
+		const [timing, call] =
 			onDelete === "RESTRICT"
-				? ["BEFORE", "refuse_delete_when_referenced"]
-				: onDelete === "CASCADE"
-					? ["AFTER", "delete_references"]
-					: ["AFTER", "clear_references"];
+				? ["BEFORE", `refuse_delete_when_referenced(${args})`]
+				: ["AFTER", `follow_deleted_references('${onDelete}', ${args})`];
 		return [
 			`${target}_written_with`,
 			target,
-			`${timing} DELETE ON ${target} FOR EACH ROW EXECUTE FUNCTION ${fn}(${args})`
+			`${timing} DELETE ON ${target} FOR EACH ROW EXECUTE FUNCTION ${call}`
 		];
 	});
 }
@@ -94,8 +86,7 @@ function triggers(): [string, string, string][] {
 export const up: MigrationFn<QueryInterface> = async ({ context: qi }) => {
 	await qi.sequelize.transaction(async transaction => {
 		const sql = (text: string) => qi.sequelize.query(text, { transaction });
-		await sql(CASCADE_FUNCTION);
-		await sql(SET_NULL_FUNCTION);
+		await sql(FOLLOW_FUNCTION);
 		for (const [table, , , constraint] of WRITTEN_TOGETHER)
 			await sql(`ALTER TABLE ${table} DROP CONSTRAINT ${constraint}`);
 		// refuse_delete_when_referenced is migration 0021's
@@ -108,8 +99,7 @@ export const down: MigrationFn<QueryInterface> = async ({ context: qi }) => {
 	await qi.sequelize.transaction(async transaction => {
 		const sql = (text: string) => qi.sequelize.query(text, { transaction });
 		for (const [name, target] of triggers()) await sql(`DROP TRIGGER ${name} ON ${target}`);
-		await sql(`DROP FUNCTION delete_references()`);
-		await sql(`DROP FUNCTION clear_references()`);
+		await sql(`DROP FUNCTION follow_deleted_references()`);
 		for (const [table, column, target, constraint, onDelete] of WRITTEN_TOGETHER)
 			await sql(
 				`ALTER TABLE ${table} ADD CONSTRAINT ${constraint} FOREIGN KEY (${column})

@@ -40,3 +40,26 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 		}
 	};
 }
+
+/** Statements on a test's database (read when called, so it may be created in beforeAll). */
+export function sqlOn(database: () => Sequelize) {
+	async function query<T = any>(sql: string, bind: unknown[] = []): Promise<T[]> {
+		const [rows] = await database().query(sql, { bind });
+		return rows as T[];
+	}
+	return {
+		query,
+		async one<T = any>(sql: string, bind: unknown[] = []): Promise<T> {
+			return (await query<T>(sql, bind))[0];
+		},
+		/** The SQLSTATE and message a statement fails with, or null. */
+		async failure(sql: string, bind: unknown[] = []): Promise<[string, string] | null> {
+			try {
+				await query(sql, bind);
+				return null;
+			} catch (error: any) {
+				return [error.original?.code ?? error.parent?.code, error.message];
+			}
+		}
+	};
+}

@@ -5,7 +5,7 @@ import {
 	up
 } from "../../migrations/0021-references-to-configuration-guarded-at-delete";
 import * as writtenTogether from "../../migrations/0022-references-between-rows-written-together";
-import { createTestDatabase, type TestDatabase } from "../helpers/db";
+import { createTestDatabase, sqlOn, type TestDatabase } from "../helpers/db";
 
 /**
  * Migration 0021: a configuration row (job type, revision, workspace, strike) that a job,
@@ -21,24 +21,7 @@ beforeAll(async () => {
 
 afterAll(() => test.drop());
 
-async function query<T = any>(sql: string, bind: unknown[] = []): Promise<T[]> {
-	const [rows] = await test.db.query(sql, { bind });
-	return rows as T[];
-}
-
-async function one<T = any>(sql: string, bind: unknown[] = []): Promise<T> {
-	return (await query<T>(sql, bind))[0];
-}
-
-/** The SQLSTATE and message a statement fails with, or null. */
-async function failure(sql: string, bind: unknown[] = []): Promise<[string, string] | null> {
-	try {
-		await query(sql, bind);
-		return null;
-	} catch (error: any) {
-		return [error.original?.code ?? error.parent?.code, error.message];
-	}
-}
+const { query, one, failure } = sqlOn(() => test.db);
 
 /** A job type with a revision; answers both ids. */
 async function jobType(name: string): Promise<{ type: number; rev: number }> {

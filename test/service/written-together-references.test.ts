@@ -4,7 +4,7 @@ import {
 	up,
 	WRITTEN_TOGETHER
 } from "../../migrations/0022-references-between-rows-written-together";
-import { createTestDatabase, type TestDatabase } from "../helpers/db";
+import { createTestDatabase, sqlOn, type TestDatabase } from "../helpers/db";
 
 /**
  * Migration 0022: the references between rows the service writes together (a job's event, an
@@ -21,27 +21,10 @@ beforeAll(async () => {
 
 afterAll(() => test.drop());
 
-async function query<T = any>(sql: string, bind: unknown[] = []): Promise<T[]> {
-	const [rows] = await test.db.query(sql, { bind });
-	return rows as T[];
-}
-
-async function one<T = any>(sql: string, bind: unknown[] = []): Promise<T> {
-	return (await query<T>(sql, bind))[0];
-}
+const { query, one, failure } = sqlOn(() => test.db);
 
 async function count(sql: string, bind: unknown[] = []): Promise<number> {
 	return (await one<{ n: number }>(`SELECT count(*)::int AS n FROM ${sql}`, bind)).n;
-}
-
-/** The SQLSTATE and message a statement fails with, or null. */
-async function failure(sql: string, bind: unknown[] = []): Promise<[string, string] | null> {
-	try {
-		await query(sql, bind);
-		return null;
-	} catch (error: any) {
-		return [error.original?.code ?? error.parent?.code, error.message];
-	}
 }
 
 let typeIds: { type: number; rev: number };
