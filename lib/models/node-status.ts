@@ -260,7 +260,10 @@ export async function getNodesStatus(
 	// index of running executions by node), as JSON arrays. Three statements cost PostgreSQL
 	// ~0.3 ms each of their own besides their work. The range (always both ends: started is PT3H
 	// unless given, ended then now) through sub-selects, so that PostgreSQL reuses a generic plan
-	// rather than plan the statement at every request (~0.8 ms; see getJobTypeStatus).
+	// rather than plan the statement at every request (~0.8 ms; see getJobTypeStatus). The range
+	// ends after the millisecond `ended` names: the service's clock counts milliseconds and the
+	// rows' times microseconds, so an execution that ended within the request's own millisecond
+	// was left out (and the answer cached without it) when compared with `<= ended`.
 	const nodes = await selectPrepared<
 		NodeRow & {
 			__total: string;
@@ -278,7 +281,7 @@ export async function getNodesStatus(
 			 FROM (SELECT e.status, er.category, count(*) AS n, max(e.last_modified)::text AS most_recent
 				FROM job_exe e LEFT JOIN error er ON er.id = e.error_id
 				WHERE e.node_id = n.id AND e.last_modified >= (SELECT $3::timestamptz)
-					AND e.last_modified <= (SELECT $4::timestamptz)
+					AND e.last_modified < (SELECT $4::timestamptz + interval '1 millisecond')
 				GROUP BY e.status, er.category) c)::text AS __counts,
 			(SELECT string_agg(x.id || ':' || x.xmin, ',' ORDER BY x.last_modified, x.id)
 			 FROM job_exe x
