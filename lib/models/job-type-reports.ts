@@ -105,8 +105,7 @@ export async function getJobTypeStatus(db: Sequelize, req: ReportRequest): Promi
 	// afresh at every request (custom plans, as the range's bounds change the estimates; ~0.5 ms)
 	// rather than reuse one; this way it reuses the generic plan after five, which reads the
 	// range on the index, as a range of both bounds is taken to be narrow (a one-sided one is
-	// not: the node status report's counts stay bound directly, else a sequential scan). The
-	// range ends after the millisecond `ended` names, as the node status report's does.
+	// not). The range ends after the millisecond `ended` names, as the node status report's does.
 	const rows = await selectPrepared<StatusRow>(
 		db,
 		`SELECT g.__generation, c.job_type_id, c.status, c.category, c.count, c.most_recent
