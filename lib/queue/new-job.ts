@@ -251,9 +251,9 @@ type WrittenWithDetails = JobRow & {
  * columns; the statements of lib/ingest/record.ts and lib/recipes/ read theirs so too). One
  * statement, atomic on its own; its rows name each other by the ids it draws (no key checks them
  * as they are written: migration 0022). `fresh` holds when every job type is still active at the
- * revision_num the values were taken from; otherwise nothing is written (every insert reads `r`, which is then empty). The ids are drawn in `r`, which
- * PostgreSQL computes once (a CTE with volatile functions is materialized), in the order of the
- * requests, from the sequences the columns' defaults draw from, named (`pg_get_serial_sequence`
+ * revision_num the values were taken from; otherwise nothing is written (every insert reads `r`,
+ * which is then empty). The ids are drawn in `r`, which PostgreSQL computes once (a CTE with
+ * volatile functions is materialized), in the order of the requests, from the sequences the columns' defaults draw from, named (`pg_get_serial_sequence`
  * looked each up again for every row: ~3 µs a call, three per job; test/service/sequences.test.ts
  * checks the names). `details` adds what the details of the new jobs need besides their job
  * type's parts (which the caller holds, exact at the revision_num checked here): the job rows as
