@@ -249,15 +249,16 @@ type WrittenWithDetails = JobRow & {
  * Writes new jobs: `$1` is a JSON array of the rows of writeNewJobs, read as `json`, not `jsonb`:
  * it is read once, and `jsonb` would first build its binary form (~1.6 µs more per row of 13
  * columns; the statements of lib/ingest/record.ts and lib/recipes/ read theirs so too). One
- * statement, atomic on its own; its rows name each other by the ids it draws (no key checks them
- * as they are written: migration 0022). `fresh` holds when every job type is still active at the
+ * statement, atomic on its own; its rows name each other by the ids it draws (no key checks them as
+ * they are written: migration 0022). `fresh` holds when every job type is still active at the
  * revision_num the values were taken from; otherwise nothing is written (every insert reads `r`,
  * which is then empty). The ids are drawn in `r`, which PostgreSQL computes once (a CTE with
- * volatile functions is materialized), in the order of the requests, from the sequences the columns' defaults draw from, named (`pg_get_serial_sequence`
- * looked each up again for every row: ~3 µs a call, three per job; test/service/sequences.test.ts
- * checks the names). `details` adds what the details of the new jobs need besides their job
- * type's parts (which the caller holds, exact at the revision_num checked here): the job rows as
- * written, and their event and execution as JSON, built as the details read builds them.
+ * volatile functions is materialized), in the order of the requests, from the sequences the
+ * columns' defaults draw from, named (`pg_get_serial_sequence` looked each up again for every row:
+ * ~3 µs a call, three per job; test/service/sequences.test.ts checks the names). `details` adds
+ * what the details of the new jobs need besides their job type's parts (which the caller holds,
+ * exact at the revision_num checked here): the job rows as written, and their event and execution
+ * as JSON, built as the details read builds them.
  */
 function writeNewJobsSql(details: boolean): string {
 	const returning = details ? "RETURNING *" : "";
