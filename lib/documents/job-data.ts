@@ -103,6 +103,27 @@ interface RawInput {
  * Whether the files and workspaces exist (and media types match) is for the caller to check with
  * fileIdsIn and workspaceIdsIn.
  */
+/** An interface's input types and output names, kept per interface object (job types are cached). */
+const interfaceNames = new WeakMap<
+	JobInterface,
+	{
+		inputTypes: Map<string, JobInterface["input_data"][number]["type"]>;
+		outputNames: Set<string>;
+	}
+>();
+
+function namesOf(iface: JobInterface) {
+	let names = interfaceNames.get(iface);
+	if (!names) {
+		names = {
+			inputTypes: new Map(iface.input_data.map(input => [input.name, input.type])),
+			outputNames: new Set(iface.output_data.map(output => output.name))
+		};
+		interfaceNames.set(iface, names);
+	}
+	return names;
+}
+
 export function parseJobData(doc: unknown, iface: JobInterface, field = "job_data"): JobData {
 	assertSchema(checkShape, doc, field);
 	checkStorableText(doc, field);
@@ -122,7 +143,7 @@ export function parseJobData(doc: unknown, iface: JobInterface, field = "job_dat
 		seen.set(name, at);
 	};
 
-	const inputTypes = new Map(iface.input_data.map(input => [input.name, input.type]));
+	const { inputTypes, outputNames } = namesOf(iface);
 	const inputs: InputData[] = (given.input_data ?? []).map((entry, i) => {
 		const at = `${field}.input_data[${i}]`;
 		checkUnique(entry.name, at);
@@ -175,16 +196,15 @@ export function parseJobData(doc: unknown, iface: JobInterface, field = "job_dat
 		}
 	});
 
-	const givenInputs = new Set(inputs.map(input => input.name));
+	// `seen` holds the input names given so far, and no output name yet
 	for (const input of iface.input_data) {
-		if (input.required && !givenInputs.has(input.name))
+		if (input.required && !seen.has(input.name))
 			throw new FieldError(
 				`${field}.input_data`,
 				`the required input "${input.name}" is not given`
 			);
 	}
 
-	const outputNames = new Set(iface.output_data.map(output => output.name));
 	const outputs: OutputData[] = (given.output_data ?? []).map((entry, i) => {
 		const at = `${field}.output_data[${i}]`;
 		checkUnique(entry.name, at);
@@ -195,9 +215,8 @@ export function parseJobData(doc: unknown, iface: JobInterface, field = "job_dat
 			);
 		return { name: entry.name, workspace_id: entry.workspace_id };
 	});
-	const givenOutputs = new Set(outputs.map(output => output.name));
 	for (const output of iface.output_data) {
-		if (!givenOutputs.has(output.name))
+		if (!outputs.some(given => given.name === output.name))
 			throw new FieldError(
 				`${field}.output_data`,
 				`the output "${output.name}" has no entry (every output needs a workspace_id)`

@@ -223,11 +223,12 @@ export async function recordArrivals(
 		const directory = watchedDirectory(config);
 		const rows = unique.map(file => {
 			const existing = openByName.get(file.name);
+			const where = path.posix.join(directory, file.name);
 			const row = {
 				id: existing?.id ?? null,
 				name: file.name,
 				status: "TRANSFERRED",
-				transfer_path: path.posix.join(directory, file.name),
+				transfer_path: where,
 				size: file.size,
 				transfer_started: file.transferStarted,
 				transfer_ended: file.transferEnded,
@@ -235,7 +236,7 @@ export async function recordArrivals(
 				data_type: [] as string[],
 				file_path: null as string | null,
 				workspace_id: null as number | null,
-				ingest_path: path.posix.join(directory, file.name),
+				ingest_path: where,
 				error: null as string | null,
 				target: null as string | null,
 				aside: null as AsideStatus | null
@@ -375,22 +376,15 @@ export async function settleIngests(
 	return pooledTransaction(db, async q => {
 		await guard(q, call, agentId);
 		const ids = results.map(r => r.ingestId);
+		// what the monitor's results are checked against; the stored files' columns are read by
+		// the statement that stores them, not sent back and forth
 		const rows = (await q(
-			`SELECT i.id, i.status, i.file_name, i.file_path, i.workspace_id, i.media_type,
-				i.data_type, (w.json_config->'broker'->>'host_path') || '/' || i.file_path AS target
+			`SELECT i.id, i.status,
+				(w.json_config->'broker'->>'host_path') || '/' || i.file_path AS target
 			 FROM ingest i LEFT JOIN workspace w ON w.id = i.workspace_id
 			 WHERE i.id = ANY($1::int[]) AND i.strike_id = $2 ORDER BY i.id FOR UPDATE OF i`,
 			[ids, call.strikeId]
-		)) as {
-			id: number;
-			status: string;
-			file_name: string;
-			file_path: string | null;
-			workspace_id: number | null;
-			media_type: string | null;
-			data_type: string[];
-			target: string | null;
-		}[];
+		)) as { id: number; status: string; target: string | null }[];
 		const byId = new Map(rows.map(r => [r.id, r]));
 		const toStore = results.filter(r => {
 			const row = byId.get(r.ingestId);
@@ -404,23 +398,16 @@ export async function settleIngests(
 		});
 		const stored = new Set<number>();
 		if (toStore.length > 0) {
-			const recordset = toStore.map(r => {
-				const row = byId.get(r.ingestId)!;
-				return {
-					ingest_id: row.id,
-					workspace_id: row.workspace_id,
-					file_name: row.file_name,
-					file_path: row.file_path,
-					media_type: row.media_type,
-					file_size: r.size ?? 0,
-					data_type: row.data_type
-				};
-			});
+			const recordset = toStore.map(r => ({ ingest_id: r.ingestId, file_size: r.size ?? 0 }));
+			// Each ingest (locked above) is read by key beside its size, so that `r` is planned as
+			// many rows as the recordset: joined with a filter on the ids, PostgreSQL expected a
+			// few and joined `f` to `r` by a nested loop comparing every name with every other.
 			const done = await q(
 				`WITH r AS (
-					SELECT * FROM json_to_recordset($1::json) AS r(ingest_id int, workspace_id int,
-						file_name text, file_path text, media_type text, file_size bigint,
-						data_type text[])
+					SELECT s.ingest_id, g.workspace_id, g.file_name, g.file_path, g.media_type,
+						s.file_size, g.data_type
+					FROM json_to_recordset($1::json) AS s(ingest_id int, file_size bigint)
+					CROSS JOIN LATERAL (SELECT * FROM ingest WHERE id = s.ingest_id) g
 				 ), f AS (
 					INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
 						file_size, data_type, uuid)

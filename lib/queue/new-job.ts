@@ -2,7 +2,13 @@ import type { Sequelize, Transaction } from "sequelize";
 import { writePrepared } from "../db/connection";
 import type { JobRow } from "../models/job";
 import { EXE_PART_SQL, type DetailsRow } from "../models/job-details";
-import { forgetJobTypes, prepareEachNewJob, prepareNewJobs, type PreparedJob } from "./prepare-job";
+import {
+	forgetJobTypes,
+	prepareEachNewJob,
+	prepareNewJobs,
+	type DataFacts,
+	type PreparedJob
+} from "./prepare-job";
 
 /**
  * Creating jobs and putting them on the queue (Scale 3.0's Queue.queue_new_job and
@@ -123,14 +129,16 @@ function refusalsOnly(prepared: (PreparedJob | Error)[]): (QueuedJob | Error)[] 
  * Queues the requests that are valid inside the caller's transaction and answers, per request
  * in order, what was queued or the error that refused it: trigger rules fire for files one by
  * one, and a file that does not fit one rule's job type must not hold back the others.
+ * `facts`: the requests' files and workspaces, when the caller read them in `t` (prepareEachNewJob).
  */
 export async function queueValidNewJobs(
 	db: Sequelize,
 	t: Transaction,
-	requests: NewJobRequest[]
+	requests: NewJobRequest[],
+	facts?: DataFacts
 ): Promise<(QueuedJob | Error)[]> {
 	const attempt = async (cached: boolean) => {
-		const prepared = await prepareEachNewJob(db, t, requests, cached);
+		const prepared = await prepareEachNewJob(db, t, requests, cached, facts);
 		const valid = prepared.flatMap((p, i) => (p instanceof Error ? [] : [i]));
 		const answers = refusalsOnly(prepared);
 		if (valid.length === 0) return answers;

@@ -224,16 +224,16 @@ export function checkDataFacts(
 		const accepted = input.media_types ?? [];
 		ids.forEach((id, k) => {
 			// A files input given one file_id is normalised to file_ids; name what was sent.
-			const at =
+			const at = () =>
 				"file_ids" in entry && rawInputs[i] && rawInputs[i].file_ids !== undefined
 					? `${field}.input_data[${i}].file_ids[${k}]`
 					: `${field}.input_data[${i}].file_id`;
 			const file = facts.files.get(id);
-			if (!file) throw new FieldError(at, `no file with id ${id}`);
-			if (file.is_deleted) throw new FieldError(at, `file ${id} is deleted`);
+			if (!file) throw new FieldError(at(), `no file with id ${id}`);
+			if (file.is_deleted) throw new FieldError(at(), `file ${id} is deleted`);
 			if (accepted.length > 0 && !accepted.includes(file.media_type))
 				throw new FieldError(
-					at,
+					at(),
 					`file ${id} has media type "${file.media_type}", which input "${entry.name}" ` +
 						`does not accept (accepted: ${accepted.join(", ")})`
 				);
@@ -244,12 +244,12 @@ export function checkDataFacts(
 		});
 	});
 	data.output_data.forEach((entry, i) => {
-		const at = `${field}.output_data[${i}].workspace_id`;
+		const at = () => `${field}.output_data[${i}].workspace_id`;
 		const workspace = facts.workspaces.get(entry.workspace_id);
-		if (!workspace) throw new FieldError(at, `no workspace with id ${entry.workspace_id}`);
+		if (!workspace) throw new FieldError(at(), `no workspace with id ${entry.workspace_id}`);
 		if (!workspace.is_active)
 			throw new FieldError(
-				at,
+				at(),
 				`workspace "${workspace.name}" (id ${workspace.id}) is not active`
 			);
 	});
@@ -274,12 +274,17 @@ export async function prepareNewJobs(
 	return prepared as PreparedJob[];
 }
 
-/** As prepareNewJobs, answering per request what it takes or the error that refuses it. */
+/**
+ * As prepareNewJobs, answering per request what it takes or the error that refuses it. `given`
+ * are the files and workspaces the requests name, when the caller read them in this transaction
+ * already (the triggers service, from its events' files and its rules' workspaces).
+ */
 export async function prepareEachNewJob(
 	db: Sequelize,
 	t: Transaction | undefined,
 	requests: NewJobRequest[],
-	cached: boolean
+	cached: boolean,
+	given?: DataFacts
 ): Promise<(PreparedJob | Error)[]> {
 	const ids = requests.map(r => r.jobTypeId);
 	const jobTypes = cached
@@ -307,11 +312,13 @@ export async function prepareEachNewJob(
 			return error as Error;
 		}
 	});
-	const facts = await loadDataFacts(
-		db,
-		parsed.flatMap(p => (p instanceof Error ? [] : [p.data])),
-		t
-	);
+	const facts =
+		given ??
+		(await loadDataFacts(
+			db,
+			parsed.flatMap(p => (p instanceof Error ? [] : [p.data])),
+			t
+		));
 	return parsed.map((p, i) => {
 		if (p instanceof Error) return p;
 		try {

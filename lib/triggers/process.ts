@@ -2,6 +2,7 @@ import type { Sequelize } from "sequelize";
 import { select, write } from "../db/connection";
 import type { FileTriggerConfiguration } from "../documents/trigger-configuration";
 import { queueValidNewJobs, type NewJobRequest } from "../queue/new-job";
+import type { DataFacts } from "../queue/prepare-job";
 import { createEachRecipe, createRecipes, type NewRecipeRequest } from "../recipes/create";
 import { transactionSql } from "../scheduling/sql";
 
@@ -34,12 +35,16 @@ interface RuleRow {
 	recipe_type_id: number | null;
 	outputs: string[];
 	workspace_id: number | null;
+	workspace_name: string | null;
+	workspace_is_active: boolean | null;
 }
 
 interface FileRow {
 	id: number;
 	media_type: string;
 	data_type: string[];
+	file_size: string;
+	is_deleted: boolean;
 }
 
 export interface Processed {
@@ -109,7 +114,7 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 				`SELECT r.id, r.type, r.configuration, jt.id AS job_type_id, rt.id AS recipe_type_id,
 					coalesce(ARRAY(SELECT o->>'name'
 						FROM jsonb_array_elements(jt.interface->'output_data') o), '{}') AS outputs,
-					w.id AS workspace_id
+					w.id AS workspace_id, w.name AS workspace_name, w.is_active AS workspace_is_active
 				 FROM trigger_rule r
 				 LEFT JOIN job_type jt ON jt.trigger_rule_id = r.id AND jt.is_active
 				 LEFT JOIN recipe_type rt ON rt.trigger_rule_id = r.id AND rt.is_active
@@ -122,7 +127,8 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 			),
 			select<FileRow>(
 				db,
-				`SELECT id, media_type, data_type FROM scale_file WHERE id = ANY($1::int[])`,
+				`SELECT id, media_type, data_type, file_size, is_deleted FROM scale_file
+				 WHERE id = ANY($1::int[])`,
 				[fileIds],
 				t
 			)
@@ -178,7 +184,16 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 			},
 			dataField: `trigger_rule ${m.rule.id}`
 		}));
-		const queued = await queueValidNewJobs(db, t, requests);
+		// the jobs' files and workspaces are those just read, in this transaction
+		const facts: DataFacts = { files: fileById, workspaces: new Map() };
+		for (const r of rules)
+			if (r.workspace_id !== null)
+				facts.workspaces.set(r.workspace_id, {
+					id: r.workspace_id,
+					name: r.workspace_name as string,
+					is_active: r.workspace_is_active as boolean
+				});
+		const queued = await queueValidNewJobs(db, t, requests, facts);
 		// a recipe per matching recipe type's rule, all checked and written together
 		// (createRecipes: a refused one is answered its error, nothing of it written)
 		const recipeMatches = matches.filter(m => m.rule.recipe_type_id !== null);
