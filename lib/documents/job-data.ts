@@ -87,23 +87,7 @@ interface RawInput {
 	file_ids?: number[];
 }
 
-/**
- * Checks job data against the job's interface and answers a normalised copy. Throws FieldError
- * under `field`, e.g. `job_data.input_data[1].file_id`. The rules, after Scale's JobData:
- *
- * - version is 1.0 (default); input_data and output_data default to [].
- * - Names are unique across input_data and output_data.
- * - Every input_data name is an input of the interface, and every required input is given.
- * - A property input has a string `value`; a file input an integer `file_id`; a files input a
- *   non-empty `file_ids` array — or a `file_id`, which becomes `file_ids: [file_id]` as in Scale.
- *   Any other of the three fields on the entry is refused.
- * - Every output of the interface (required or not) has an output_data entry with an integer
- *   workspace_id, and every output_data name is an output of the interface.
- *
- * Whether the files and workspaces exist (and media types match) is for the caller to check with
- * fileIdsIn and workspaceIdsIn.
- */
-/** An interface's input types and output names, kept per interface object (job types are cached). */
+/** Each interface's input types and output names, kept while the interface object lives. */
 const interfaceNames = new WeakMap<
 	JobInterface,
 	{
@@ -124,6 +108,22 @@ function namesOf(iface: JobInterface) {
 	return names;
 }
 
+/**
+ * Checks job data against the job's interface and answers a normalised copy. Throws FieldError
+ * under `field`, e.g. `job_data.input_data[1].file_id`. The rules, after Scale's JobData:
+ *
+ * - version is 1.0 (default); input_data and output_data default to [].
+ * - Names are unique across input_data and output_data.
+ * - Every input_data name is an input of the interface, and every required input is given.
+ * - A property input has a string `value`; a file input an integer `file_id`; a files input a
+ *   non-empty `file_ids` array — or a `file_id`, which becomes `file_ids: [file_id]` as in Scale.
+ *   Any other of the three fields on the entry is refused.
+ * - Every output of the interface (required or not) has an output_data entry with an integer
+ *   workspace_id, and every output_data name is an output of the interface.
+ *
+ * Whether the files and workspaces exist (and media types match) is for the caller to check with
+ * fileIdsIn and workspaceIdsIn.
+ */
 export function parseJobData(doc: unknown, iface: JobInterface, field = "job_data"): JobData {
 	assertSchema(checkShape, doc, field);
 	checkStorableText(doc, field);

@@ -129,7 +129,8 @@ function refusalsOnly(prepared: (PreparedJob | Error)[]): (QueuedJob | Error)[] 
  * Queues the requests that are valid inside the caller's transaction and answers, per request
  * in order, what was queued or the error that refused it: trigger rules fire for files one by
  * one, and a file that does not fit one rule's job type must not hold back the others.
- * `facts`: the requests' files and workspaces, when the caller read them in `t` (prepareEachNewJob).
+ * `facts`: the requests' files and workspaces, when the caller has read them in `t` already
+ * (prepareEachNewJob).
  */
 export async function queueValidNewJobs(
 	db: Sequelize,

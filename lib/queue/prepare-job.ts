@@ -215,6 +215,12 @@ export function checkDataFacts(
 		string,
 		unknown
 	>[];
+	// where a file at fault was given, spelled out only then: a files input given one file_id is
+	// normalised to file_ids, so name what was sent
+	const fileAt = (i: number, k: number) =>
+		"file_ids" in data.input_data[i] && rawInputs[i] && rawInputs[i].file_ids !== undefined
+			? `${field}.input_data[${i}].file_ids[${k}]`
+			: `${field}.input_data[${i}].file_id`;
 	const counted = new Set<number>();
 	let bytes = 0;
 	data.input_data.forEach((entry, i) => {
@@ -223,17 +229,12 @@ export function checkDataFacts(
 		const input = inputs.get(entry.name) as InputEntry;
 		const accepted = input.media_types ?? [];
 		ids.forEach((id, k) => {
-			// A files input given one file_id is normalised to file_ids; name what was sent.
-			const at = () =>
-				"file_ids" in entry && rawInputs[i] && rawInputs[i].file_ids !== undefined
-					? `${field}.input_data[${i}].file_ids[${k}]`
-					: `${field}.input_data[${i}].file_id`;
 			const file = facts.files.get(id);
-			if (!file) throw new FieldError(at(), `no file with id ${id}`);
-			if (file.is_deleted) throw new FieldError(at(), `file ${id} is deleted`);
+			if (!file) throw new FieldError(fileAt(i, k), `no file with id ${id}`);
+			if (file.is_deleted) throw new FieldError(fileAt(i, k), `file ${id} is deleted`);
 			if (accepted.length > 0 && !accepted.includes(file.media_type))
 				throw new FieldError(
-					at(),
+					fileAt(i, k),
 					`file ${id} has media type "${file.media_type}", which input "${entry.name}" ` +
 						`does not accept (accepted: ${accepted.join(", ")})`
 				);
@@ -243,13 +244,14 @@ export function checkDataFacts(
 			}
 		});
 	});
+	const workspaceAt = (i: number) => `${field}.output_data[${i}].workspace_id`;
 	data.output_data.forEach((entry, i) => {
-		const at = () => `${field}.output_data[${i}].workspace_id`;
 		const workspace = facts.workspaces.get(entry.workspace_id);
-		if (!workspace) throw new FieldError(at(), `no workspace with id ${entry.workspace_id}`);
+		if (!workspace)
+			throw new FieldError(workspaceAt(i), `no workspace with id ${entry.workspace_id}`);
 		if (!workspace.is_active)
 			throw new FieldError(
-				at(),
+				workspaceAt(i),
 				`workspace "${workspace.name}" (id ${workspace.id}) is not active`
 			);
 	});
