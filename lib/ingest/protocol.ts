@@ -12,11 +12,13 @@
  *   ingest.settle          MonitorCall & {results: Settled[]}        → {answers: SettleAnswer[]}
  *
  * A file's life: seen with the transfer suffix, TRANSFERRING (`transferring`, its size as it
- * grows); seen without it, `arrived`: the service records TRANSFERRED and decides. To ingest, the
- * ingest is INGESTING with its place in the workspace recorded before the monitor moves the file
- * there, so a monitor that dies mid-move finds it again (`open` in MonitorSetup); a file not to
- * ingest stays TRANSFERRED until the monitor has moved it aside, then `settle` records DEFERRED,
- * DUPLICATE or ERRORED. `settle` of an ingested file writes the source file, INGESTED and the
+ * grows); seen without it, `arrived`: the service decides. To ingest, the file's place in the
+ * workspace is recorded before the monitor moves it there, so a monitor that dies mid-move finds
+ * it again (`open` in MonitorSetup, as INGESTING): as a move under way (`ingest_move`, its
+ * ingest's id drawn) for a file that arrived whole, or on its ingest row, then INGESTING, for one
+ * that was TRANSFERRING. A file not to ingest is recorded TRANSFERRED until the monitor has moved
+ * it aside, then `settle` records DEFERRED, DUPLICATE or ERRORED. `settle` of an ingested file
+ * writes the source file, the ingest INGESTED (its one write, for a move under way) and the
  * INGEST trigger event in one transaction.
  */
 

@@ -84,7 +84,7 @@ export interface GaugeValues {
 /**
  * Reads every gauge in one round trip. Each part is a count over an index or a small table
  * (queue, RUNNING executions through their partial index, active nodes); ingests are counted
- * by status over their table.
+ * by status over their table, the moves under way (ingest_move) as INGESTING.
  */
 export async function readGauges(db: Sequelize, leaseMs: number): Promise<GaugeValues> {
 	const [row] = await select<{
@@ -104,7 +104,9 @@ export async function readGauges(db: Sequelize, leaseMs: number): Promise<GaugeV
 				AND last_heartbeat > now() - $1 * interval '1 millisecond') AS online,
 			(SELECT count(*) FROM node WHERE is_active AND is_paused) AS paused,
 			(SELECT json_agg(json_build_object('status', status, 'n', n))
-			   FROM (SELECT status, count(*)::int AS n FROM ingest GROUP BY status) i) AS ingests`,
+			   FROM (SELECT status, count(*)::int AS n FROM (
+					SELECT status FROM ingest UNION ALL SELECT 'INGESTING' FROM ingest_move
+				 ) x GROUP BY status) i) AS ingests`,
 		[leaseMs]
 	);
 	const ingests = new Map(INGEST_STATUSES.map(s => [s, 0]));

@@ -341,8 +341,8 @@ describe("a strike whose agent and triggers process die mid-stream", () => {
 
 		// The agent is killed in the middle of a move: files come in bursts, and after each the
 		// agent is frozen (SIGSTOP) until its calls on the way have landed; it is killed
-		// (SIGKILL) if files are recorded INGESTING while still in the strike's directory, else
-		// let go on (SIGCONT).
+		// (SIGKILL) if files are recorded being moved (moves under way, or INGESTING ingests)
+		// while still in the strike's directory, else let go on (SIGCONT).
 		const agent = agents[lostAgent];
 		let caught: string[] = [];
 		while (caught.length === 0 && next < KILL_AGENT_AT + MAX_BURSTS * BURST) {
@@ -351,7 +351,8 @@ describe("a strike whose agent and triggers process die mid-stream", () => {
 			agent.proc.kill("SIGSTOP");
 			await sleep(50);
 			const ingesting = await q<{ file_name: string }>(
-				`SELECT file_name FROM ingest WHERE strike_id = $1 AND status = 'INGESTING'`,
+				`SELECT file_name FROM ingest WHERE strike_id = $1 AND status = 'INGESTING'
+				 UNION ALL SELECT file_name FROM ingest_move WHERE strike_id = $1`,
 				[strikeId]
 			);
 			caught = ingesting
@@ -393,6 +394,12 @@ describe("a strike whose agent and triggers process die mid-stream", () => {
 			counts => counts.join() === `INGESTED: ${FILES}`,
 			60000
 		);
+		// no move is left under way: each was written as its ingest
+		const [{ n: moving }] = await q<{ n: number }>(
+			`SELECT count(*)::int AS n FROM ingest_move WHERE strike_id = $1`,
+			[strikeId]
+		);
+		expect(moving).toBe(0);
 		await until(
 			"every INGEST event to be processed",
 			async () =>
