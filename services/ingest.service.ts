@@ -4,6 +4,7 @@ import { LIST_PARAMS, listAction, listRequest } from "../mixins/list.mixin";
 import {
 	monitorSetup,
 	recordArrivals,
+	recordIngesting,
 	recordTransferring,
 	settleIngests
 } from "../lib/ingest/record";
@@ -76,6 +77,11 @@ const ARRIVED_PARAMS = monitorParams(
 		}
 	},
 	["files"]
+);
+
+const INGESTING_PARAMS = monitorParams(
+	{ ingestIds: { type: "array", maxItems: BATCH, items: ID } },
+	["ingestIds"]
 );
 
 const SETTLE_PARAMS = monitorParams(
@@ -268,6 +274,20 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 					ctx.params.files
 				);
 				return { decisions };
+			}
+		},
+
+		ingesting: {
+			visibility: "public",
+			params: INGESTING_PARAMS as any,
+			async handler(this: IngestThis, ctx: MonitorContext<{ ingestIds: number[] }>) {
+				await recordIngesting(
+					this.db,
+					ctx.params,
+					ctx.nodeID ?? this.broker.nodeID,
+					ctx.params.ingestIds
+				);
+				return { ok: true };
 			}
 		},
 

@@ -312,17 +312,19 @@ export class StrikeMonitor {
 		const sizes = new Map(arrived.map(file => [file.name, file.size]));
 		const decisions = answer.decisions;
 		for (const d of decisions) if (d.action === "ingest") this.leaving.add(d.name);
-		// the batch's files moved in one request: into their workspaces, or aside
+		// the batch's files moved in one request: into their workspaces (links only), or aside
 		const moved = await this.files.move(
 			decisions.map(d => {
 				const from = path.join(this.directory, d.name);
 				return d.action === "ingest"
-					? { from, to: d.target }
+					? { from, to: d.target, linkOnly: true }
 					: { from, folder: this.asideFolder(d.status), tag: String(d.ingestId) };
 			})
 		);
+		const waiting = await this.copyAcross(decisions, moved);
 		const results: Settled[] = [];
 		for (let i = 0; i < decisions.length; i++) {
+			if (waiting.has(i)) continue;
 			const result = await this.outcome(
 				decisions[i],
 				moved[i],
@@ -331,6 +333,35 @@ export class StrikeMonitor {
 			if (result) results.push(result);
 		}
 		await this.settle(results);
+	}
+
+	/**
+	 * The files of a batch that would be copied to reach their workspace (another file system):
+	 * shown INGESTING (`ingest.ingesting`), then copied, their outcomes put in `moved`. Answers
+	 * the indexes of those left in the directory because the control plane could not be told,
+	 * tried again at the next rescan.
+	 */
+	private async copyAcross(decisions: Decision[], moved: FsMoved[]): Promise<Set<number>> {
+		const copies = decisions.flatMap((d, i) => {
+			const m = moved[i];
+			return d.action === "ingest" && "error" in m && m.error.copyNeeded ? [i] : [];
+		});
+		if (copies.length === 0) return new Set();
+		const shown = await this.call("ingest.ingesting", {
+			ingestIds: copies.map(i => decisions[i].ingestId)
+		});
+		if (!shown) {
+			for (const i of copies) this.leaving.delete(decisions[i].name);
+			return new Set(copies);
+		}
+		const copied = await this.files.move(
+			copies.map(i => {
+				const d = decisions[i] as Extract<Decision, { action: "ingest" }>;
+				return { from: path.join(this.directory, d.name), to: d.target };
+			})
+		);
+		copies.forEach((i, k) => (moved[i] = copied[k]));
+		return new Set();
 	}
 
 	private asideFolder(status: AsideStatus): string {

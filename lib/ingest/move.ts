@@ -28,11 +28,17 @@ export class TargetExists extends Error {
 	readonly code = "EEXIST";
 }
 
+/** Thrown instead of copying, when asked to: the move would be a copy (no link across). */
+export class CopyNeeded extends Error {
+	readonly code = "EXDEV";
+}
+
 /**
- * Moves `from` to `to` (its directory made as needed); throws TargetExists when `to` exists, and
- * the file system's error otherwise (the file then stays at `from`).
+ * Moves `from` to `to` (its directory made as needed); throws TargetExists when `to` exists,
+ * CopyNeeded when the file cannot be linked there and `copy` is false, and the file system's
+ * error otherwise (the file then stays at `from`).
  */
-export function moveNoClobber(from: string, to: string): void {
+export function moveNoClobber(from: string, to: string, copy = true): void {
 	const dir = path.dirname(to);
 	ensureDir(dir);
 	try {
@@ -46,6 +52,7 @@ export function moveNoClobber(from: string, to: string): void {
 			fs.mkdirSync(dir, { recursive: true });
 			link(from, to);
 		} else if (code === "EXDEV" || code === "EPERM" || code === "ENOTSUP") {
+			if (!copy) throw new CopyNeeded(`${from} cannot be linked to ${to}: ${code}`);
 			copyThenLink(from, to);
 		} else throw error;
 	}

@@ -9,6 +9,7 @@
  *   ingest.monitorSetup    MonitorCall                → MonitorSetup
  *   ingest.transferring    MonitorCall & {files: TransferringFile[]} → {ok}
  *   ingest.arrived         MonitorCall & {files: ArrivedFile[]}      → {decisions: Decision[]}
+ *   ingest.ingesting       MonitorCall & {ingestIds: number[]}       → {ok}
  *   ingest.settle          MonitorCall & {results: Settled[]}        → {answers: SettleAnswer[]}
  *
  * A file's life: seen with the transfer suffix, TRANSFERRING (`transferring`, its size as it
@@ -16,7 +17,9 @@
  * workspace is recorded before the monitor moves it there, so a monitor that dies mid-move finds
  * it again (`open` in MonitorSetup, as INGESTING): as a move under way (`ingest_move`, its
  * ingest's id drawn) for a file that arrived whole, or on its ingest row, then INGESTING, for one
- * that was TRANSFERRING. A file not to ingest is recorded TRANSFERRED until the monitor has moved
+ * that was TRANSFERRING. A move that would be a copy (to another file system) is made an
+ * INGESTING ingest (`ingesting`) before the monitor copies the file, so that it shows while it
+ * runs; a link is instant. A file not to ingest is recorded TRANSFERRED until the monitor has moved
  * it aside, then `settle` records DEFERRED, DUPLICATE or ERRORED. `settle` of an ingested file
  * writes the source file, the ingest INGESTED (its one write, for a move under way) and the
  * INGEST trigger event in one transaction.

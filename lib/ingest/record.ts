@@ -405,6 +405,36 @@ export async function recordArrivals(
 }
 
 /**
+ * Moves under way that the monitor is about to make as copies (to another file system): each
+ * becomes its ingest row, INGESTING, shown while the copy runs, as an ingest that was
+ * TRANSFERRING is. A move already written (a repeated call) is left as it is.
+ */
+export async function recordIngesting(
+	db: Sequelize,
+	call: MonitorCall,
+	agentId: string,
+	ingestIds: number[]
+): Promise<void> {
+	if (ingestIds.length === 0) return;
+	await pooledTransaction(db, async q => {
+		await guard(q, call, agentId);
+		await q(
+			`WITH m AS (
+				DELETE FROM ingest_move WHERE strike_id = $1 AND id = ANY($2::int[]) RETURNING *
+			 )
+			 INSERT INTO ingest (id, file_name, strike_id, status, transfer_path, bytes_transferred,
+				transfer_started, transfer_ended, media_type, file_size, data_type, file_path,
+				workspace_id, ingest_path, ingest_started)
+			 SELECT id, file_name, strike_id, 'INGESTING', transfer_path, file_size,
+				transfer_started, transfer_ended, media_type, file_size, data_type, file_path,
+				workspace_id, ingest_path, ingest_started
+			 FROM m`,
+			[call.strikeId, ingestIds]
+		);
+	});
+}
+
+/**
  * The ingest rows of moves under way that the monitor reports done ($1: id, status, file_size of
  * a stored file, error), each written once from its move's row, which is deleted: a file stored
  * is INGESTED with its source file and INGEST trigger event, unless a source file of its name

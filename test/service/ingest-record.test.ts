@@ -1,5 +1,10 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { monitorSetup, recordArrivals, settleIngests } from "../../lib/ingest/record";
+import {
+	monitorSetup,
+	recordArrivals,
+	recordIngesting,
+	settleIngests
+} from "../../lib/ingest/record";
 import type { ArrivedFile, MonitorCall } from "../../lib/ingest/protocol";
 
 /**
@@ -243,6 +248,39 @@ describe("a file that arrives whole", () => {
 			recordArrivals(tdb.db, call, "another-agent", [arrived("f.txt")], when)
 		).rejects.toMatchObject({ code: 409 });
 		expect(await movesOf("f.txt")).toEqual([]);
+	});
+});
+
+describe("a file to copy to another file system", () => {
+	it("is an INGESTING ingest while it is copied, then INGESTED", async () => {
+		const [decision] = await recordArrivals(tdb.db, call, AGENT, [arrived("h.txt")], when);
+		await recordIngesting(tdb.db, call, AGENT, [decision.ingestId]);
+		expect(await movesOf("h.txt")).toEqual([]);
+		const [ingest] = await ingestsOf("h.txt");
+		expect(ingest).toMatchObject({
+			id: decision.ingestId,
+			status: "INGESTING",
+			file_path: "t/2026/11/27/h.txt"
+		});
+		expect(ingest.ingest_started).not.toBeNull();
+		// told twice (its answer lost): nothing more is written
+		await recordIngesting(tdb.db, call, AGENT, [decision.ingestId]);
+		expect(await ingestsOf("h.txt")).toHaveLength(1);
+		const settled = await settleIngests(tdb.db, call, AGENT, [
+			{ ingestId: decision.ingestId, status: "INGESTED", size: 10 }
+		]);
+		expect(settled.answers).toEqual([{ ingestId: decision.ingestId, status: "INGESTED" }]);
+		expect(await ingestsOf("h.txt")).toMatchObject([
+			{ id: decision.ingestId, status: "INGESTED" }
+		]);
+	});
+
+	it("is refused to a caller that is not the strike's running execution", async () => {
+		const [decision] = await recordArrivals(tdb.db, call, AGENT, [arrived("i.txt")], when);
+		await expect(
+			recordIngesting(tdb.db, call, "another-agent", [decision.ingestId])
+		).rejects.toMatchObject({ code: 409 });
+		expect(await movesOf("i.txt")).toHaveLength(1);
 	});
 });
 

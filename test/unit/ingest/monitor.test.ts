@@ -2,7 +2,7 @@ import fs from "fs";
 import os from "os";
 import path from "path";
 import { StrikeMonitor, type MonitorLink } from "../../../lib/ingest/monitor";
-import type { OpenIngest, Settled } from "../../../lib/ingest/protocol";
+import type { ArrivedFile, OpenIngest, Settled } from "../../../lib/ingest/protocol";
 
 let root: string;
 
@@ -66,4 +66,74 @@ describe("StrikeMonitor", () => {
 			afterSetups: 3
 		});
 	});
+
+	// another file system than the strike's directory: tmpfs, where the machine has one
+	const shm = "/dev/shm";
+	const across = fs.existsSync(shm) && fs.statSync(shm).dev !== fs.statSync(os.tmpdir()).dev;
+	(across ? it : it.skip)(
+		"shows a file to copy to another file system INGESTING before it copies it",
+		async () => {
+			const watched = path.join(root, "incoming");
+			fs.mkdirSync(watched, { recursive: true });
+			const workspace = fs.mkdtempSync(path.join(shm, "scale-monitor-ws-"));
+			const target = path.join(workspace, "2026", "z.txt");
+			const calls: string[] = [];
+			const settled: Settled[] = [];
+			let sourceAtIngesting: boolean | null = null;
+			let targetAtIngesting: boolean | null = null;
+			const link: MonitorLink = {
+				async call<T>(action: string, params: Record<string, unknown>): Promise<T> {
+					calls.push(action);
+					if (action === "ingest.monitorSetup")
+						return { directory: watched, transferSuffix: "_tmp", open: [] } as T;
+					if (action === "ingest.arrived") {
+						const [file] = params.files as ArrivedFile[];
+						return {
+							decisions: [{ name: file.name, ingestId: 3, action: "ingest", target }]
+						} as T;
+					}
+					if (action === "ingest.ingesting") {
+						expect(params.ingestIds).toEqual([3]);
+						sourceAtIngesting = fs.existsSync(path.join(watched, "z.txt"));
+						targetAtIngesting = fs.existsSync(target);
+						return { ok: true } as T;
+					}
+					if (action === "ingest.settle") {
+						settled.push(...(params.results as Settled[]));
+						return { answers: [] } as T;
+					}
+					throw new Error(`unexpected call ${action}`);
+				},
+				info: () => undefined,
+				warn: () => undefined
+			};
+			const monitor = new StrikeMonitor({ strikeId: 1, jobExeId: 2 }, link, {
+				rescanMs: 50
+			});
+			const abort = new AbortController();
+			const running = monitor.run(abort.signal);
+			try {
+				fs.writeFileSync(path.join(watched, "z.txt"), "across");
+				const deadline = Date.now() + 5000;
+				while (settled.length === 0 && Date.now() < deadline)
+					await new Promise(r => setTimeout(r, 10));
+				abort.abort();
+				expect(await running).toBe(0);
+				// told before the copy began, when the file was still in the directory alone
+				expect(sourceAtIngesting).toBe(true);
+				expect(targetAtIngesting).toBe(false);
+				expect(calls.filter(c => c !== "ingest.monitorSetup")).toEqual([
+					"ingest.arrived",
+					"ingest.ingesting",
+					"ingest.settle"
+				]);
+				expect(settled).toEqual([{ ingestId: 3, status: "INGESTED", size: 6 }]);
+				expect(fs.readFileSync(target, "utf8")).toBe("across");
+				expect(fs.existsSync(path.join(watched, "z.txt"))).toBe(false);
+			} finally {
+				abort.abort();
+				fs.rmSync(workspace, { recursive: true, force: true });
+			}
+		}
+	);
 });
