@@ -10,8 +10,8 @@ import type { QueryInterface } from "sequelize";
  * and deletes this one, in one transaction.
  *
  * Before, that record was the ingest row itself, written INGESTING and then rewritten INGESTED:
- * two versions of a row with nine indexes for every file. This table has two: its key, and one
- * move per file name and strike at a time.
+ * two versions of a row with nine indexes for every file. This table has two: its key, and its
+ * file name.
  */
 export const up: MigrationFn<QueryInterface> = async ({ context: qi }) => {
 	await qi.sequelize.transaction(async transaction => {
@@ -33,9 +33,11 @@ export const up: MigrationFn<QueryInterface> = async ({ context: qi }) => {
 				ingest_started timestamptz NOT NULL DEFAULT now()
 			)`
 		);
-		await sql(
-			`CREATE UNIQUE INDEX ingest_move_file_name_idx ON ingest_move (file_name, strike_id)`
-		);
+		// One move per file name: a name another strike is moving is a DUPLICATE to the others.
+		// The strike is not a column of the index: statements that look a move up by id and
+		// check its strike were planned, on this often nearly empty table, as a scan of the index
+		// on (file_name, strike_id) for the strike, skipping through the names, once per id.
+		await sql(`CREATE UNIQUE INDEX ingest_move_file_name_idx ON ingest_move (file_name)`);
 	});
 };
 
