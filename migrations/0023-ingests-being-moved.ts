@@ -3,7 +3,8 @@ import type { QueryInterface } from "sequelize";
 
 /**
  * `ingest_move`: the files a strike's monitor has been told to move into a workspace and has not
- * reported stored yet (docs/decisions.md, "Strike", "One write per ingested file"). Each row is
+ * reported stored yet (docs/decisions.md, "Strike", "One write per file that arrives
+ * whole"). Each row is
  * the record a monitor that dies mid-move finds again: the file's name, its target and what its
  * ingest row will say. Its `id` is the ingest's, drawn from `ingest_id_seq` when the move is
  * decided; the settle writes the ingest row (INGESTED, or what became of the file) with that id

@@ -424,10 +424,10 @@ export async function recordIngesting(
 			 )
 			 INSERT INTO ingest (id, file_name, strike_id, status, transfer_path, bytes_transferred,
 				transfer_started, transfer_ended, media_type, file_size, data_type, file_path,
-				workspace_id, ingest_path, ingest_started)
+				workspace_id, ingest_path, ingest_started, created)
 			 SELECT id, file_name, strike_id, 'INGESTING', transfer_path, file_size,
 				transfer_started, transfer_ended, media_type, file_size, data_type, file_path,
-				workspace_id, ingest_path, ingest_started
+				workspace_id, ingest_path, ingest_started, ingest_started
 			 FROM m`,
 			[call.strikeId, ingestIds]
 		);
@@ -438,7 +438,8 @@ export async function recordIngesting(
  * The ingest rows of moves under way that the monitor reports done ($1: id, status, file_size of
  * a stored file, error), each written once from its move's row, which is deleted: a file stored
  * is INGESTED with its source file and INGEST trigger event, unless a source file of its name
- * exists (DUPLICATE); a file moved aside or lost has the status reported. Each move is read by
+ * exists (DUPLICATE); a file moved aside or lost has the status reported. The ingest was created
+ * when its move was decided (`created`, as when the arrival wrote its row). Each move is read by
  * key beside its result, as the settle below reads its ingests, so that `r` is planned as many
  * rows as the recordset (see there). `OFFSET 0` keeps that lookup a lookup: a table of moves
  * under way is often empty when autovacuum counts it, and PostgreSQL, joining it whole to the
@@ -467,13 +468,13 @@ const WRITE_MOVED_SQL = `
 	 ), i AS (
 		INSERT INTO ingest (id, file_name, strike_id, status, transfer_path, bytes_transferred,
 			transfer_started, transfer_ended, media_type, file_size, data_type, file_path,
-			workspace_id, ingest_path, ingest_started, ingest_ended, source_file_id, error)
+			workspace_id, ingest_path, ingest_started, ingest_ended, source_file_id, error, created)
 		SELECT r.id, r.file_name, r.strike_id,
 			CASE WHEN r.status <> 'INGESTED' THEN r.status
 				WHEN f.id IS NULL THEN 'DUPLICATE' ELSE 'INGESTED' END,
 			r.transfer_path, r.file_size, r.transfer_started, r.transfer_ended, r.media_type,
 			r.file_size, r.data_type, r.file_path, r.workspace_id, r.ingest_path, r.ingest_started,
-			now(), f.id, r.error
+			now(), f.id, r.error, r.ingest_started
 		FROM r LEFT JOIN f ON f.file_name = r.file_name
 		RETURNING id, file_name, status, source_file_id, ingest_ended
 	 ), e AS (

@@ -91,8 +91,15 @@ afterAll(async () => {
 });
 
 const ingestsOf = (name: string) =>
-	query<{ id: number; status: string; source_file_id: number | null; ingest_started: Date }>(
-		`SELECT id, status, source_file_id, ingest_started, ingest_ended, file_path FROM ingest
+	query<{
+		id: number;
+		status: string;
+		source_file_id: number | null;
+		ingest_started: Date;
+		created: Date;
+	}>(
+		`SELECT id, status, source_file_id, ingest_started, ingest_ended, file_path, created
+		 FROM ingest
 		 WHERE file_name = $1 ORDER BY id`,
 		[name]
 	);
@@ -134,6 +141,8 @@ describe("a file that arrives whole", () => {
 		const [ingest] = await ingestsOf("a.txt");
 		expect(ingest).toMatchObject({ id: decision.ingestId, status: "INGESTED" });
 		expect(ingest.ingest_started).not.toBeNull();
+		// created when its move was decided, as when the arrival wrote the row
+		expect(ingest.created).toEqual(ingest.ingest_started);
 		expect(await movesOf("a.txt")).toEqual([]);
 		const [file] = await query(
 			`SELECT file_name, file_path, file_size, media_type, workspace_id FROM scale_file
