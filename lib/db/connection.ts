@@ -1,5 +1,6 @@
 import { Sequelize, type Transaction } from "sequelize";
 import { installTimestampParser, ISO_TIMESTAMP_TYPES } from "./timestamps";
+import { ArrayLiteral } from "./array-literal";
 
 /**
  * One Sequelize instance per database URL per process, shared by the services of the process
@@ -74,7 +75,9 @@ export function plannedQuery(
 	text: string,
 	values: unknown[]
 ): { text: string; values: unknown[]; name?: string } {
-	const small = values.every(v => !Array.isArray(v) || v.length <= CACHED_PLAN_ROWS);
+	const small = values.every(
+		v => !(Array.isArray(v) || v instanceof ArrayLiteral) || v.length <= CACHED_PLAN_ROWS
+	);
 	return small ? { text, values, name: statementName(text) } : { text, values };
 }
 

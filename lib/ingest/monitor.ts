@@ -3,6 +3,7 @@ import path from "path";
 import type { Launched } from "../agent/launcher";
 import type { FsMoved } from "./fs-batch";
 import { FsThread } from "./fs-thread";
+import { Folder } from "./file-paths";
 import { exists, settlementsOf } from "./recovery";
 import {
 	ASIDE_FOLDERS,
@@ -58,6 +59,8 @@ interface Transfer {
 
 export class StrikeMonitor {
 	private directory = "";
+	/** the paths of names in `directory` */
+	private folder = new Folder(path.join, "");
 	private suffix = "";
 	private watcher: FSWatcher | null = null;
 	private readonly dirty = new Set<string>();
@@ -171,6 +174,7 @@ export class StrikeMonitor {
 		this.suffix = setup.transferSuffix;
 		if (setup.directory !== this.directory || !this.watcher) {
 			this.directory = setup.directory;
+			this.folder = new Folder(path.join, setup.directory);
 			this.watcher?.close();
 			this.watcher = null;
 			try {
@@ -267,7 +271,7 @@ export class StrikeMonitor {
 	/** One batch: sizes read, transfers reported, arrivals recorded, moved and settled. */
 	private async handle(names: string[]): Promise<void> {
 		const now = Date.now();
-		const stats = await this.files.lstat(names.map(name => path.join(this.directory, name)));
+		const stats = await this.files.lstat(names.map(name => this.folder.path(name)));
 		const growing: TransferringFile[] = [];
 		const arrived: ArrivedFile[] = [];
 		const at = new Date(now).toISOString();
@@ -315,7 +319,7 @@ export class StrikeMonitor {
 		// the batch's files moved in one request: into their workspaces (links only), or aside
 		const moved = await this.files.move(
 			decisions.map(d => {
-				const from = path.join(this.directory, d.name);
+				const from = this.folder.path(d.name);
 				return d.action === "ingest"
 					? { from, to: d.target, linkOnly: true }
 					: { from, folder: this.asideFolder(d.status), tag: String(d.ingestId) };
@@ -357,7 +361,7 @@ export class StrikeMonitor {
 		const copied = await this.files.move(
 			copies.map(i => {
 				const d = decisions[i] as Extract<Decision, { action: "ingest" }>;
-				return { from: path.join(this.directory, d.name), to: d.target };
+				return { from: this.folder.path(d.name), to: d.target };
 			})
 		);
 		copies.forEach((i, k) => (moved[i] = copied[k]));
@@ -388,7 +392,7 @@ export class StrikeMonitor {
 						...(decision.reason ? { reason: decision.reason } : {})
 					};
 		this.leaving.delete(decision.name);
-		const from = path.join(this.directory, decision.name);
+		const from = this.folder.path(decision.name);
 		const lost: Settled = { ingestId, status: "ERRORED", reason: "the file is lost" };
 		if (decision.action === "aside") {
 			if (!(await exists(from))) return lost;

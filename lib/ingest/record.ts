@@ -1,5 +1,6 @@
 import path from "path";
 import type { Sequelize } from "sequelize";
+import { intArray, textArray } from "../db/array-literal";
 import { pooledTransaction, type TransactionQuery } from "../db/connection";
 import {
 	matchFileName,
@@ -8,6 +9,7 @@ import {
 } from "../documents/strike-configuration";
 import { mediaTypeOf } from "../agent/media-types";
 import { ConflictError } from "../errors";
+import { Folder, isPlainName } from "./file-paths";
 import type {
 	ArrivedFile,
 	AsideStatus,
@@ -144,19 +146,15 @@ interface WorkspaceFacts {
 	host_path: string | null;
 }
 
-/** A file name the monitor may move: one entry of its directory, nothing that climbs out. */
-function plainName(name: string): boolean {
-	return (
-		name !== "" && name !== "." && name !== ".." && !name.includes("/") && !name.includes("\0")
-	);
-}
-
-/** `workspace_path/YYYY/MM/DD/name` for a file ingested at `when` (UTC), as Scale. */
-export function datedPath(workspacePath: string, when: Date, name: string): string {
+/**
+ * `workspace_path/YYYY/MM/DD/` for files ingested at `when` (UTC), as Scale, with its trailing
+ * "/" (folderPrefix): a file's path in its workspace is this and its name.
+ */
+export function datedFolder(workspacePath: string, when: Date): string {
 	const yyyy = String(when.getUTCFullYear());
 	const mm = String(when.getUTCMonth() + 1).padStart(2, "0");
 	const dd = String(when.getUTCDate()).padStart(2, "0");
-	return path.posix.join(workspacePath, yyyy, mm, dd, name);
+	return new Folder(path.posix.join, workspacePath, yyyy, mm, dd).prefix;
 }
 
 /**
@@ -178,7 +176,7 @@ export async function recordArrivals(
 	if (unique.length === 0) return [];
 	return pooledTransaction(db, async q => {
 		const config = await guard(q, call, agentId);
-		const names = unique.map(f => f.name);
+		const names = textArray(unique.map(f => f.name));
 		// The open ingests and the moves under way are locked: a monitor's calls come one at a
 		// time, but a settle of an earlier monitor's call may still be on its way.
 		const [open, taken, workspaces] = await Promise.all([
@@ -240,10 +238,12 @@ export async function recordArrivals(
 			for (const w of kept) byId.set(w.id, w);
 		}
 
-		const directory = watchedDirectory(config);
+		const directory = new Folder(path.posix.join, watchedDirectory(config));
+		/** per rule's workspace path and workspace: where its files go, and their targets */
+		const folders = new Map<string, { file: string; target: string }>();
 		const rows = unique.map(file => {
 			const existing = openByName.get(file.name);
-			const where = path.posix.join(directory, file.name);
+			const where = directory.path(file.name);
 			const row = {
 				id: existing?.id ?? null,
 				moving: existing?.moving ?? false,
@@ -267,7 +267,7 @@ export async function recordArrivals(
 				row.error = error;
 				return row;
 			};
-			if (!plainName(file.name))
+			if (!isPlainName(file.name))
 				return asideFor("ERRORED", `"${file.name}" is not a plain file name`);
 			if (existing?.status === "INGESTING" && existing.file_path && existing.workspace_id) {
 				const ws = byId.get(existing.workspace_id);
@@ -300,8 +300,15 @@ export async function recordArrivals(
 				);
 			row.status = "INGESTING";
 			row.workspace_id = ws.id;
-			row.file_path = datedPath(rule.workspace_path, now, file.name);
-			row.target = path.posix.join(ws.host_path, row.file_path);
+			const key = `${ws.id}\0${rule.workspace_path}`;
+			let folder = folders.get(key);
+			if (!folder) {
+				const file = datedFolder(rule.workspace_path, now);
+				folder = { file, target: new Folder(path.posix.join, ws.host_path, file).prefix };
+				folders.set(key, folder);
+			}
+			row.file_path = folder.file + file.name;
+			row.target = folder.target + file.name;
 			return row;
 		});
 
@@ -502,7 +509,7 @@ export async function settleIngests(
 	if (results.length === 0) return { answers: [], events: 0 };
 	return pooledTransaction(db, async q => {
 		await guard(q, call, agentId);
-		const ids = results.map(r => r.ingestId);
+		const ids = intArray(results.map(r => r.ingestId));
 		// what the monitor's results are checked against; the stored files' columns are read by
 		// the statement that stores them, not sent back and forth
 		const rows = (await q(

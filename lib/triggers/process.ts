@@ -1,4 +1,5 @@
 import type { Sequelize } from "sequelize";
+import { intArray } from "../db/array-literal";
 import { select, write } from "../db/connection";
 import type { FileTriggerConfiguration } from "../documents/trigger-configuration";
 import { queueValidNewJobs, type NewJobRequest } from "../queue/new-job";
@@ -23,7 +24,8 @@ export const EVENT_BATCH = 500;
 interface EventRow {
 	id: number;
 	type: string;
-	description: { file_id?: number; file_name?: string };
+	/** the description's `file_id` when it is a number (matched only when an integer) */
+	file_id: number | null;
 }
 
 interface RuleRow {
@@ -72,7 +74,7 @@ export const COPY_EVENTS_SQL = `INSERT INTO trigger_event (type, rule_id, descri
 export const MARK_PROCESSED_SQL = `UPDATE trigger_event e SET processed = now(),
 		rule_id = coalesce(e.rule_id, x.rule_id)
 	 FROM unnest($1::int[], $2::int[]) AS x(id, rule_id)
-	 WHERE e.id = ANY($1::int[]) AND e.id = x.id RETURNING e.id`;
+	 WHERE e.id = ANY($1::int[]) AND e.id = x.id`;
 
 /** Whether a file meets a rule's condition: its media type exactly, every data type listed. */
 export function matchesCondition(
@@ -94,7 +96,11 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 		// SKIP LOCKED: a replica takes the events no other holds; each is processed once
 		const events = await select<EventRow>(
 			db,
-			`SELECT id, type, description FROM trigger_event
+			// only the file's id of each description: the whole document was parsed into an
+			// object for each event, for this one number
+			`SELECT id, type, CASE WHEN jsonb_typeof(description->'file_id') = 'number'
+				THEN (description->>'file_id')::float8 END AS file_id
+			 FROM trigger_event
 			 WHERE processed IS NULL AND type = ANY($1::text[])
 			 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`,
 			[FILE_EVENT_TYPES, batch],
@@ -103,9 +109,7 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 		if (events.length === 0) return { events: 0, jobs: 0, recipes: 0, refused: [] };
 		const fileIds = [
 			...new Set(
-				events.flatMap(e =>
-					Number.isInteger(e.description?.file_id) ? [e.description.file_id!] : []
-				)
+				events.flatMap(e => (Number.isInteger(e.file_id) ? [e.file_id as number] : []))
 			)
 		];
 		const [rules, files] = await Promise.all([
@@ -129,14 +133,14 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 				db,
 				`SELECT id, media_type, data_type, file_size, is_deleted FROM scale_file
 				 WHERE id = ANY($1::int[])`,
-				[fileIds],
+				[intArray(fileIds)],
 				t
 			)
 		]);
 		const fileById = new Map(files.map(f => [f.id, f]));
 		const matches: { event: EventRow; rule: RuleRow }[] = [];
 		for (const event of events) {
-			const file = fileById.get(event.description?.file_id as number);
+			const file = fileById.get(event.file_id as number);
 			if (!file) continue;
 			for (const rule of rules)
 				if (
@@ -174,7 +178,7 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 				input_data: [
 					{
 						name: m.rule.configuration.data.input_data_name,
-						file_id: m.event.description.file_id
+						file_id: m.event.file_id
 					}
 				],
 				output_data: m.rule.outputs.map(name => ({
@@ -203,7 +207,7 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 				input_data: [
 					{
 						name: m.rule.configuration.data.input_data_name,
-						file_id: m.event.description.file_id
+						file_id: m.event.file_id
 					}
 				]
 			};
@@ -237,7 +241,7 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 		await write(
 			db,
 			MARK_PROCESSED_SQL,
-			[events.map(e => e.id), events.map(e => firstRule.get(e.id) ?? null)],
+			[intArray(events.map(e => e.id)), intArray(events.map(e => firstRule.get(e.id)))],
 			t
 		);
 		const jobsRefused = queued.flatMap((q, i) =>

@@ -199,6 +199,32 @@ describe("processFileEvents", () => {
 		expect(left.n).toBe(1);
 	});
 
+	it("processes an event whose description names no file by an integer, matching nothing", async () => {
+		const real = await fileEvent("d.tif", "image/tiff", []);
+		const odd = await query<{ id: number }>(
+			`INSERT INTO trigger_event (type, description) VALUES
+				('INGEST', jsonb_build_object('file_id', $1::text)),
+				('INGEST', jsonb_build_object('file_id', $1::int + 0.5)),
+				('INGEST', '{}')
+			 RETURNING id`,
+			[real.fileId]
+		);
+		const done = await processFileEvents(tdb.db);
+		expect(done.events).toBe(4);
+		// the real one's job only (any-ingest matches it); the three others matched nothing
+		expect(done.jobs).toBe(1);
+		expect((await jobsFor([real.fileId])).length).toBe(1);
+		const rows = await query<{ processed: Date | null; rule_id: number | null }>(
+			"SELECT processed, rule_id FROM trigger_event WHERE id = ANY($1::int[])",
+			[odd.map(o => o.id)]
+		);
+		expect(rows).toEqual([
+			{ processed: expect.any(Date), rule_id: null },
+			{ processed: expect.any(Date), rule_id: null },
+			{ processed: expect.any(Date), rule_id: null }
+		]);
+	});
+
 	it("makes the recipes of recipe types' rules together, a refused one alone", async () => {
 		const post = async (path: string, body: unknown) => {
 			const res = await request("POST", `${app.api}${path}`, body);

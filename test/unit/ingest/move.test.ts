@@ -4,7 +4,8 @@ import path from "path";
 import { runFsRequest } from "../../../lib/ingest/fs-batch";
 import { FsThread } from "../../../lib/ingest/fs-thread";
 import { moveAside, moveNoClobber, TargetExists } from "../../../lib/ingest/move";
-import { datedPath } from "../../../lib/ingest/record";
+import { datedFolder } from "../../../lib/ingest/record";
+import { Folder } from "../../../lib/ingest/file-paths";
 
 // the compiled worker (npm test builds first): FsThread's calls cross to a thread of their own
 const WORKER = path.join(__dirname, "..", "..", "..", "dist", "lib", "ingest", "fs-worker.js");
@@ -74,12 +75,26 @@ describe("moveAside", () => {
 	});
 });
 
-describe("datedPath", () => {
-	it("is workspace_path/YYYY/MM/DD/name in UTC, as Scale", () => {
-		expect(datedPath("raw/in", new Date("2026-03-04T23:59:59-05:00"), "a.h5")).toBe(
-			"raw/in/2026/03/05/a.h5"
+describe("datedFolder", () => {
+	it("is workspace_path/YYYY/MM/DD/ in UTC, as Scale", () => {
+		expect(datedFolder("raw/in", new Date("2026-03-04T23:59:59-05:00"))).toBe(
+			"raw/in/2026/03/05/"
 		);
-		expect(datedPath(".", new Date("2026-12-31T00:00:00Z"), "b")).toBe("2026/12/31/b");
+		expect(datedFolder(".", new Date("2026-12-31T00:00:00Z"))).toBe("2026/12/31/");
+		expect(datedFolder("/a//b/../c/", new Date("2026-12-31T00:00:00Z"))).toBe(
+			"/a/c/2026/12/31/"
+		);
+	});
+});
+
+describe("Folder", () => {
+	it("answer what path.join answers, for plain names and others", () => {
+		const folders = [["/"], ["/srv/in"], ["/srv/in/"], ["rel", "..", "x//y"], [""], ["."]];
+		const names = ["a.txt", "b", "..", ".", "c/d", "../e", "", ".hidden"];
+		for (const folder of folders)
+			for (const name of names)
+				for (const join of [path.join, path.posix.join])
+					expect(new Folder(join, ...folder).path(name)).toBe(join(...folder, name));
 	});
 });
 
