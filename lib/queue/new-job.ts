@@ -27,6 +27,13 @@ export interface NewJobRequest {
 	dataField?: string;
 	/** field path of the job type id in error messages (default `job_type_id`) */
 	jobTypeField?: string;
+	/**
+	 * Names requests whose job data documents are the same but for the ids of their files (a
+	 * trigger rule's jobs, one per file; each id an integer the caller has checked): the first of
+	 * them per job type is checked against the interface, and the others take the result with
+	 * their own ids (prepareEachNewJob).
+	 */
+	dataTemplate?: string;
 }
 
 /** What was created for one request, in the order of the requests. */

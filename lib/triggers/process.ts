@@ -186,7 +186,9 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 					workspace_id: m.rule.workspace_id
 				}))
 			},
-			dataField: `trigger_rule ${m.rule.id}`
+			dataField: `trigger_rule ${m.rule.id}`,
+			// every job of a rule has the same data but for its file (an id checked above)
+			dataTemplate: `trigger_rule ${m.rule.id}`
 		}));
 		// the jobs' files and workspaces are those just read, in this transaction
 		const facts: DataFacts = { files: fileById, workspaces: new Map() };

@@ -1,6 +1,7 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
 import { COPY_EVENTS_SQL, MARK_PROCESSED_SQL, processFileEvents } from "../../lib/triggers/process";
+import { queueValidNewJobs } from "../../lib/queue/new-job";
 
 /**
  * The triggers' matching over real PostgreSQL (processFileEvents): rules made through the REST
@@ -223,6 +224,53 @@ describe("processFileEvents", () => {
 			{ processed: expect.any(Date), rule_id: null },
 			{ processed: expect.any(Date), rule_id: null }
 		]);
+	});
+
+	it("gives each of a rule's jobs its own file, a files input its one-element list", async () => {
+		const many = await jobType("files-input", fileRule("INGEST", { data_types: ["multi"] }), {
+			name: "in",
+			type: "files"
+		});
+		const first = await fileEvent("m1.dat", "application/octet-stream", ["multi"]);
+		const second = await fileEvent("m2.dat", "application/octet-stream", ["multi"]);
+		await processFileEvents(tdb.db);
+		const data = await query<{ data: any }>(
+			"SELECT data FROM job WHERE job_type_id = $1 ORDER BY id",
+			[many]
+		);
+		expect(data.map(d => d.data)).toEqual([
+			{
+				version: "1.0",
+				input_data: [{ name: "in", file_ids: [first.fileId] }],
+				output_data: [{ name: "out", workspace_id: workspaceId }]
+			},
+			{
+				version: "1.0",
+				input_data: [{ name: "in", file_ids: [second.fileId] }],
+				output_data: [{ name: "out", workspace_id: workspaceId }]
+			}
+		]);
+	});
+
+	it("refuses every job of a template whose document does not fit, and no other", async () => {
+		const file = await fileEvent("t.tif", "image/tiff", []);
+		const doc = (input: string) => ({
+			version: "1.0",
+			input_data: [{ name: input, file_id: file.fileId }],
+			output_data: [{ name: "out", workspace_id: workspaceId }]
+		});
+		const answers = await tdb.db.transaction(t =>
+			queueValidNewJobs(tdb.db, t, [
+				{ jobTypeId: anyIngest, jobData: doc("nope"), dataTemplate: "x", dataField: "r" },
+				{ jobTypeId: anyIngest, jobData: doc("in"), dataTemplate: "x", dataField: "r" },
+				{ jobTypeId: anyIngest, jobData: doc("in") }
+			])
+		);
+		expect(answers[0]).toBeInstanceOf(Error);
+		expect((answers[0] as Error).message).toMatch(/"nope" is not an input/);
+		// the template is its first document: the second, which fits, is refused with it
+		expect(answers[1]).toBe(answers[0]);
+		expect(answers[2]).toEqual(expect.objectContaining({ jobId: expect.any(Number) }));
 	});
 
 	it("makes the recipes of recipe types' rules together, a refused one alone", async () => {
