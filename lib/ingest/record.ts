@@ -148,7 +148,7 @@ interface WorkspaceFacts {
 
 /**
  * `workspace_path/YYYY/MM/DD/` for files ingested at `when` (UTC), as Scale, with its trailing
- * "/" (folderPrefix): a file's path in its workspace is this and its name.
+ * "/" (Folder.prefix): a file's path in its workspace is this and its name.
  */
 export function datedFolder(workspacePath: string, when: Date): string {
 	const yyyy = String(when.getUTCFullYear());
@@ -303,8 +303,11 @@ export async function recordArrivals(
 			const key = `${ws.id}\0${rule.workspace_path}`;
 			let folder = folders.get(key);
 			if (!folder) {
-				const file = datedFolder(rule.workspace_path, now);
-				folder = { file, target: new Folder(path.posix.join, ws.host_path, file).prefix };
+				const dated = datedFolder(rule.workspace_path, now);
+				folder = {
+					file: dated,
+					target: new Folder(path.posix.join, ws.host_path, dated).prefix
+				};
 				folders.set(key, folder);
 			}
 			row.file_path = folder.file + file.name;
