@@ -262,7 +262,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 								agents: this.agentIds(),
 								leaseMs: this.settings.leaseMs,
 								batchSize: this.settings.batchSize,
-								maxScanRows: this.settings.maxScanRows
+								maxScanRows: this.settings.maxScanRows,
+								likelyExcluded: this.lastExcluded
 							},
 							(placed: PlacedExe[]) => void this.dispatch(placed)
 						)
@@ -274,6 +275,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 							performance.now() - passStarted
 						);
 					}
+					this.lastExcluded = result.excluded;
 					again =
 						this.dirty || (result.placed.length > 0 && result.stop === "scan-limit");
 				}
@@ -434,6 +436,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 	created() {
 		this.leaderClient = null as Client | null;
 		this.leaderSql = null as Sql | null;
+		this.lastExcluded = [] as number[];
 		this.chain = Promise.resolve();
 		this.passing = false;
 		this.dirty = false;

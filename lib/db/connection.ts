@@ -128,36 +128,92 @@ function poolOf(db: Sequelize) {
 /** Runs one statement of a pooledTransaction, answering its rows. */
 export type TransactionQuery = (text: string, values?: unknown[]) => Promise<any[]>;
 
+/** What a pooledTransaction hands its function. */
+export interface TransactionStatements {
+	query: TransactionQuery;
+	/**
+	 * Runs the transaction's last statement with COMMIT sent right behind it, one round trip for
+	 * both, and answers its rows once the commit succeeded. Nothing may run after it.
+	 */
+	commitWith: TransactionQuery;
+}
+
+/** A pg client whose pipeline mode can be switched for a while (pg 8.23's `pipeline`). */
+type PipelinedConnection = PgConnection & { pipeline: boolean };
+
 /**
  * Runs `fn` in a transaction on a pooled connection through the `pg` client directly: BEGIN,
- * fn, COMMIT (ROLLBACK when fn throws). For hot transactions made only of plain statements
- * (reports of finished executions): a Sequelize transaction costs its BEGIN and COMMIT two trips
- * through Sequelize's query pipeline. Statements started together are sent in turn. They run as
- * named prepared statements (plannedQuery): the SQL given must come from a fixed set of texts,
- * its values bound, never embedded.
+ * fn, COMMIT (ROLLBACK when fn or a statement fails). For hot transactions made only of plain
+ * statements (reports of finished executions, ingests): a Sequelize transaction costs its BEGIN
+ * and COMMIT two trips through Sequelize's query pipeline. They run as named prepared statements
+ * (plannedQuery): the SQL given must come from a fixed set of texts, its values bound, never
+ * embedded.
+ *
+ * The connection is in pg's pipeline mode meanwhile: a statement is sent when it is called, not
+ * when the one before it is answered. BEGIN goes with the first statement, statements a caller
+ * starts together go together (PostgreSQL still runs them in order, each seeing what the ones
+ * before it did), and `commitWith` sends the last with COMMIT. Under load every round trip waits
+ * for a cpu twice (the backend's, the event loop's), so a trip saved is worth more than the
+ * statement (docs/decisions.md, "Recipes"). After a statement fails, PostgreSQL refuses the
+ * ones behind it (the transaction is aborted) and COMMIT rolls back: the first error is thrown.
  */
 export async function pooledTransaction<T>(
 	db: Sequelize,
-	fn: (query: TransactionQuery) => Promise<T>
+	fn: (query: TransactionQuery, statements: TransactionStatements) => Promise<T>
 ): Promise<T> {
 	const manager = poolOf(db);
-	const conn = await manager.getConnection({ type: "write" });
-	const query: TransactionQuery = (text, values = []) =>
-		inTurn(conn, async () => (await conn.query(plannedQuery(text, values))).rows);
-	const control = (text: string) => inTurn(conn, () => conn.query(text));
+	const conn = (await manager.getConnection({ type: "write" })) as PipelinedConnection;
+	const sent: Promise<unknown>[] = [];
+	const send = <R>(q: Parameters<PgConnection["query"]>[0]): Promise<R> => {
+		const answer = conn.query(q) as Promise<R>;
+		sent.push(answer);
+		answer.catch(() => undefined); // surfaced below, in order
+		return answer;
+	};
+	let commit: Promise<unknown> | null = null;
+	// A statement's error is thrown by pooledTransaction itself, so a caller may leave one it
+	// does not need the answer of (or that started with others) unwaited.
+	const query: TransactionQuery = (text, values = []) => {
+		if (commit)
+			return Promise.reject(new Error("a statement after the transaction's last one"));
+		const rows = send<{ rows: any[] }>(plannedQuery(text, values)).then(r => r.rows);
+		rows.catch(() => undefined);
+		return rows;
+	};
+	const commitWith: TransactionQuery = async (text, values = []) => {
+		const rows = query(text, values);
+		commit = send("COMMIT");
+		await commit;
+		await settled(sent);
+		return rows;
+	};
+	conn.pipeline = true;
 	try {
-		await control("BEGIN");
+		send("BEGIN");
+		let result: T;
 		try {
-			const result = await fn(query);
-			await control("COMMIT");
-			return result;
+			result = await fn(query, { query, commitWith });
+			commit ??= send("COMMIT");
 		} catch (error) {
-			await control("ROLLBACK").catch(() => undefined);
+			await Promise.allSettled(sent);
+			if (!commit) await conn.query("ROLLBACK").catch(() => undefined);
 			throw error;
 		}
+		await settled(sent);
+		return result;
 	} finally {
+		conn.pipeline = false;
 		manager.releaseConnection(conn);
 	}
+}
+
+/**
+ * Waits for every statement sent and throws the first error among them: COMMIT after a failed
+ * statement answers ROLLBACK, not an error, so the statement's own error tells of it.
+ */
+async function settled(sent: Promise<unknown>[]): Promise<void> {
+	for (const outcome of await Promise.allSettled(sent))
+		if (outcome.status === "rejected") throw outcome.reason;
 }
 
 /**

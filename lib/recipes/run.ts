@@ -55,21 +55,18 @@ export interface HeldRecipeLocks {
 
 const NO_LOCKS: HeldRecipeLocks = { jobs: new Set(), recipes: 0 };
 
+/** Recipes read with their jobs (readRecipes). */
+export interface RecipesRead {
+	recipes: RecipeRow[];
+	jobs: RecipeJobRow[];
+}
+
 /**
- * The recipes of these jobs, locked, with their jobs (nothing read when none has a recipe). The
- * read is a statement of its own, after the lock: it sees what the lock waited for committed (a
- * statement sees the snapshot it began with, whatever it waits for).
+ * The recipes of these jobs with their jobs, as they are when the statement runs. Run it after
+ * the statement that locked them: it then sees what the lock waited for committed (a statement
+ * sees the snapshot it began with, whatever it waits for).
  */
-async function loadRecipes(
-	sql: Sql,
-	jobIds: number[],
-	held: HeldRecipeLocks = NO_LOCKS
-): Promise<{ recipes: RecipeRow[]; jobs: RecipeJobRow[] }> {
-	const toLock = jobIds.filter(id => !held.jobs.has(id));
-	let recipes = held.recipes;
-	if (toLock.length > 0)
-		recipes += (await sql.query(lockRecipesSql("$1::int[]"), [toLock])).length;
-	if (recipes === 0) return { recipes: [], jobs: [] };
+export async function readRecipes(sql: Sql, jobIds: number[]): Promise<RecipesRead> {
 	const rows = await sql.query<RecipeRow & { jobs: RecipeJobRow[] }>(
 		`SELECT r.id, r.data, rev.definition, r.completed,
 			(SELECT json_agg(json_build_object('recipe_id', rj.recipe_id, 'job_name', rj.job_name,
@@ -93,6 +90,33 @@ async function loadRecipes(
 			completed: r.completed
 		})),
 		jobs: rows.flatMap(r => r.jobs ?? [])
+	};
+}
+
+/**
+ * The recipes of these jobs, locked, with their jobs (nothing read when none has a recipe). The
+ * read is a statement of its own, after the lock (readRecipes).
+ */
+async function loadRecipes(
+	sql: Sql,
+	jobIds: number[],
+	held: HeldRecipeLocks = NO_LOCKS
+): Promise<RecipesRead> {
+	const toLock = jobIds.filter(id => !held.jobs.has(id));
+	let recipes = held.recipes;
+	if (toLock.length > 0)
+		recipes += (await sql.query(lockRecipesSql("$1::int[]"), [toLock])).length;
+	if (recipes === 0) return { recipes: [], jobs: [] };
+	return readRecipes(sql, jobIds);
+}
+
+/** Only the recipes that have one of these jobs, and their jobs. */
+function recipesOf(read: RecipesRead, jobIds: readonly number[]): RecipesRead {
+	const ids = new Set(jobIds);
+	const kept = new Set(read.jobs.filter(j => ids.has(j.id)).map(j => j.recipe_id));
+	return {
+		recipes: read.recipes.filter(r => kept.has(r.id)),
+		jobs: read.jobs.filter(j => kept.has(j.recipe_id))
 	};
 }
 
@@ -137,7 +161,8 @@ export function inputBytes(data: JobData, sizeOf: (fileId: number) => number): n
 export async function queuePending(
 	sql: Sql,
 	items: PendingToQueue[],
-	completeRecipes: number[] = []
+	completeRecipes: number[] = [],
+	last = false
 ): Promise<number[]> {
 	if (items.length === 0 && completeRecipes.length === 0) return [];
 	const datas = items.map(item => parseJobData(item.data, item.iface, `job ${item.jobId} data`));
@@ -155,7 +180,8 @@ export async function queuePending(
 		return { job_id: item.jobId, data: datas[i], disk_in: disk.diskIn, disk_out: disk.diskOut };
 	});
 	// the jobs by key (`id = ANY($3)`), not a hash over a scan of `job`: lib/scheduling/claim.ts
-	const queued = await sql.query<{ id: number }>(
+	const run = last && sql.commitWith ? sql.commitWith.bind(sql) : sql.query.bind(sql);
+	const queued = await run<{ id: number }>(
 		`WITH r AS (
 			SELECT * FROM json_to_recordset($1::json)
 				AS r(job_id int, data jsonb, disk_in float8, disk_out float8)
@@ -193,6 +219,17 @@ export interface Advanced {
 	completedRecipes: number[];
 }
 
+/** How advanceRecipes may save round trips. */
+export interface AdvanceOptions {
+	/**
+	 * The recipes already read (readRecipes) after the statement that completed `jobIds` and
+	 * locked their recipes (`held`); it may name more jobs, whose recipes are left out.
+	 */
+	read?: Promise<RecipesRead>;
+	/** the queueing statement is the transaction's last: sent with its COMMIT (Sql.commitWith) */
+	last?: boolean;
+}
+
 /**
  * After jobs COMPLETED (`jobIds`, in the same transaction): queues each of their recipes' jobs
  * that waits (PENDING) with every dependency COMPLETED, and marks a recipe whose jobs all
@@ -201,9 +238,12 @@ export interface Advanced {
 export async function advanceRecipes(
 	sql: Sql,
 	jobIds: number[],
-	held: HeldRecipeLocks = NO_LOCKS
+	held: HeldRecipeLocks = NO_LOCKS,
+	opts: AdvanceOptions = {}
 ): Promise<Advanced> {
-	const { recipes, jobs } = await loadRecipes(sql, jobIds, held);
+	const { recipes, jobs } = opts.read
+		? recipesOf(await opts.read, jobIds)
+		: await loadRecipes(sql, jobIds, held);
 	const toQueue: PendingToQueue[] = [];
 	const completedRecipes: number[] = [];
 	for (const recipe of recipes) {
@@ -231,7 +271,7 @@ export async function advanceRecipes(
 			});
 		}
 	}
-	const queued = await queuePending(sql, toQueue, completedRecipes);
+	const queued = await queuePending(sql, toQueue, completedRecipes, opts.last);
 	return { queued, completedRecipes };
 }
 

@@ -34,6 +34,11 @@ export interface PassOptions {
 	batchSize: number;
 	/** queue rows read per pass at most, past rows that could not be placed */
 	maxScanRows: number;
+	/**
+	 * The job types the pass will likely exclude (those the previous pass excluded): its first
+	 * batch is read with its context, before the context tells (read again when they differ).
+	 */
+	likelyExcluded?: readonly number[];
 }
 
 export interface PassContext {
@@ -287,6 +292,8 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 export interface PassResult {
 	/** executions marked RUNNING this pass, to hand to their agents */
 	placed: PlacedExe[];
+	/** the job types its first batch excluded (for the next pass's likelyExcluded) */
+	excluded: number[];
 	/** queue rows read */
 	scanned: number;
 	/** why the pass stopped */
@@ -304,17 +311,34 @@ export async function schedulePass(
 	opts: PassOptions,
 	onPlaced: (placed: PlacedExe[]) => void = () => undefined
 ): Promise<PassResult> {
-	const ctx = await loadPassContext(sql, opts);
+	// The context and the first batch are sent together: on a pipelined connection (the leader's,
+	// lib/scheduling/leader.ts) one round trip for both, each a wait for a cpu under load.
+	const likely = [...(opts.likelyExcluded ?? [])];
+	const firstLimit = Math.max(1, Math.min(opts.batchSize, opts.maxScanRows));
+	const contextRead = loadPassContext(sql, opts);
+	const firstRead = claimBatch(sql, null, likely, firstLimit);
+	firstRead.catch(() => undefined); // not waited for when the pass stops at its context
+	const ctx = await contextRead;
 	const placed: PlacedExe[] = [];
-	if (ctx.paused) return { placed, scanned: 0, stop: "paused" };
-	if (!ctx.queued) return { placed, scanned: 0, stop: "queue-end" };
-	if (ctx.nodes.length === 0) return { placed, scanned: 0, stop: "no-nodes" };
+	const excludedFirst = excludedTypes(ctx.limits);
+	const stop = (stop: PassResult["stop"], scanned = 0): PassResult => ({
+		placed,
+		excluded: excludedFirst,
+		scanned,
+		stop
+	});
+	if (ctx.paused) return stop("paused");
+	if (!ctx.queued) return stop("queue-end");
+	if (ctx.nodes.length === 0) return stop("no-nodes");
 	let after: QueuedRow | null = null;
 	let scanned = 0;
 	for (;;) {
 		const excluded = excludedTypes(ctx.limits);
 		const limit = Math.max(1, Math.min(opts.batchSize, opts.maxScanRows - scanned));
-		const rows = await claimBatch(sql, after, excluded, limit);
+		const rows: QueuedRow[] =
+			after === null && sameIds(excluded, likely)
+				? await firstRead
+				: await claimBatch(sql, after, excluded, limit);
 		const batch = {
 			rows: rows.length,
 			last: rows.length > 0 ? rows[rows.length - 1] : null,
@@ -328,9 +352,14 @@ export async function schedulePass(
 		// the whole pass
 		if (batch.placed.length > 0) onPlaced(batch.placed);
 		scanned += batch.rows;
-		if (batch.rows < limit) return { placed, scanned, stop: "queue-end" };
-		if (!hasCapacity(ctx.nodes)) return { placed, scanned, stop: "full" };
-		if (scanned >= opts.maxScanRows) return { placed, scanned, stop: "scan-limit" };
+		if (batch.rows < limit) return stop("queue-end", scanned);
+		if (!hasCapacity(ctx.nodes)) return stop("full", scanned);
+		if (scanned >= opts.maxScanRows) return stop("scan-limit", scanned);
 		after = batch.last;
 	}
+}
+
+/** Whether two sorted id lists are the same. */
+function sameIds(a: readonly number[], b: readonly number[]): boolean {
+	return a.length === b.length && a.every((id, i) => id === b[i]);
 }

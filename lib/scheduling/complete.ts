@@ -55,7 +55,9 @@ export async function complete(
 	completions: { exe: EndingExe; f: ExecutionFinished; products: ProducedFile[] }[],
 	stepCols: Map<number, StepColumns>,
 	result: FinishResult,
-	opts: FinishOptions
+	opts: FinishOptions,
+	/** called once the completing statement is sent, to send more behind it */
+	afterSending: () => void = () => undefined
 ): Promise<HeldRecipeLocks> {
 	// The transition, with the jobs of executions that made no products (their results are
 	// known already); those with products get their results once the products are stored.
@@ -82,7 +84,7 @@ export async function complete(
 	]);
 	// Jobs are named by id (from the arrays, for the planner) among the executions updated.
 	const jobIds = completions.map(c => c.exe.job_id);
-	const rows = await sql.query<{ id: number | null; job_id: number }>(
+	const completing = sql.query<{ id: number | null; job_id: number }>(
 		`WITH e AS (
 			UPDATE job_exe e SET status = 'COMPLETED', ended = now(), results = u.results,
 				results_manifest = u.manifest, ${u.set}, last_modified = now()
@@ -106,6 +108,8 @@ export async function complete(
 		UNION ALL SELECT -1, count(*)::int FROM l`,
 		[...u.binds, jobIds, u.binds[1]]
 	);
+	afterSending();
+	const rows = await completing;
 	const won = rows.filter(r => r.id !== null && r.id >= 0) as { id: number; job_id: number }[];
 	const locked = { jobs: new Set<number>(), recipes: 0 };
 	for (const row of rows)

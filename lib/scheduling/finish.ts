@@ -1,7 +1,7 @@
 import type { ExecutionFinished, ExecutionStep, ProducedFile } from "../agent/protocol";
 import type { ErrorMapping, JobInterface } from "../documents/types";
 import { checkProducts } from "../models/product";
-import { advanceRecipes, blockRecipeJobs } from "../recipes/run";
+import { advanceRecipes, blockRecipeJobs, readRecipes, type RecipesRead } from "../recipes/run";
 import { complete } from "./complete";
 import { countsAgainstNode, ERRORS, errorNameFor, shouldRequeue } from "./failure";
 import type { FileMove } from "./parse";
@@ -74,6 +74,8 @@ export interface EndingExe {
 	data: any;
 	interface: JobInterface | null;
 	error_mapping: ErrorMapping | null;
+	/** whether its job belongs to a recipe */
+	in_recipe: boolean;
 }
 
 /** Text PostgreSQL can store (no NUL). */
@@ -122,28 +124,38 @@ export async function finishExecutions(
 	const stepCols = collectSteps(steps, finished);
 
 	// Step reports of executions that go on running: their columns only.
+	let stepping: Promise<void> | undefined;
 	const stepOnly = [...stepCols.keys()].filter(id => !endingSet.has(id));
 	if (stepOnly.length > 0) {
 		const reporter = new Map(steps.map(s => [s.jobExeId, s.agentId]));
 		const u = stepUnnest(stepOnly, stepCols, [
 			{ name: "agent_id", type: "text", values: stepOnly.map(id => reporter.get(id) ?? null) }
 		]);
-		const rows = await sql.query<{ id: number }>(
-			`UPDATE job_exe e SET ${u.set}, last_modified = now() FROM ${u.from}
-			 WHERE e.id = ANY($1::int[]) AND e.id = u.id AND e.status = 'RUNNING'
-				AND e.agent_id = u.agent_id RETURNING e.id`,
-			u.binds
-		);
-		for (const row of rows) result.stepped.add(row.id);
+		// not waited for: the statements below go with it (their answers come after its own)
+		stepping = sql
+			.query<{ id: number }>(
+				`UPDATE job_exe e SET ${u.set}, last_modified = now() FROM ${u.from}
+				 WHERE e.id = ANY($1::int[]) AND e.id = u.id AND e.status = 'RUNNING'
+					AND e.agent_id = u.agent_id RETURNING e.id`,
+				u.binds
+			)
+			.then(rows => {
+				for (const row of rows) result.stepped.add(row.id);
+			});
+		stepping.catch(() => undefined); // its error is thrown where it is waited for
 	}
-	if (ending.length === 0) return result;
+	if (ending.length === 0) {
+		await stepping;
+		return result;
+	}
 
 	// What the endings need to know. No lock: every transition below is guarded on RUNNING
 	// (PostgreSQL re-checks the guard under the row lock), and later work follows only the
 	// executions whose transition this transaction made.
 	const rows = await sql.query<EndingExe>(
 		`SELECT e.id, e.agent_id, e.job_id, e.node_id, j.num_exes, j.max_tries, j.job_type_id, t.name,
-			t.version, t.is_operational, t.is_long_running, j.data, r.interface, t.error_mapping
+			t.version, t.is_operational, t.is_long_running, j.data, r.interface, t.error_mapping,
+			EXISTS (SELECT 1 FROM recipe_job rj WHERE rj.job_id = j.id) AS in_recipe
 		 FROM job_exe e JOIN job j ON j.id = e.job_id JOIN job_type t ON t.id = j.job_type_id
 			JOIN job_type_rev r ON r.id = j.job_type_rev_id
 		 WHERE e.id = ANY($1::int[]) AND e.status = 'RUNNING'`,
@@ -187,17 +199,26 @@ export async function finishExecutions(
 		if (exe) failing.push({ exe, errorName: failure.errorName || ERRORS.unknown });
 	}
 
+	// The recipes of the jobs completed here are read right behind the statement that completes
+	// them and locks their recipes, in its round trip (advanceRecipes), when that statement
+	// completes them all: none made products (their jobs complete in a later statement).
+	let recipesRead: Promise<RecipesRead> | undefined;
+	const readAhead =
+		completions.some(c => c.exe.in_recipe) && completions.every(c => c.products.length === 0);
 	// the recipe locks this transaction holds (see advanceRecipes)
 	const locked =
 		completions.length > 0
-			? await complete(sql, completions, stepCols, result, opts)
+			? await complete(sql, completions, stepCols, result, opts, () => {
+					if (!readAhead) return;
+					recipesRead = readRecipes(sql, [...jobIdsOf(completions)]);
+					// when the completing statement fails, this one does too and is not waited for
+					recipesRead.catch(() => undefined);
+				})
 			: undefined;
 	if (failing.length > 0) await fail(sql, failing, stepCols, result);
 	if (canceling.length > 0) await cancel(sql, canceling, stepCols, result);
-	// Recipes, in the same transaction: the jobs these completions free are queued, and the
-	// never-queued dependents of jobs ended for good are blocked (lib/recipes/run.ts).
-	if (result.completedJobs.length > 0)
-		result.recipeQueued = (await advanceRecipes(sql, result.completedJobs, locked)).queued;
+	// Recipes, in the same transaction: the never-queued dependents of jobs ended for good are
+	// blocked, and the jobs these completions free are queued, last (lib/recipes/run.ts).
 	const stopped = [...result.failedJobs, ...result.canceledJobs];
 	if (stopped.length > 0) await blockRecipeJobs(sql, stopped);
 	for (const s of steps) if (result.ended.has(s.jobExeId)) result.stepped.add(s.jobExeId);
@@ -232,7 +253,20 @@ export async function finishExecutions(
 		return true;
 	});
 	if (late.length > 0) await fillInCanceled(sql, late, stepCols);
+	await stepping;
+	// last, so that the statement queueing the freed jobs goes with the COMMIT (Sql.commitWith)
+	if (result.completedJobs.length > 0)
+		result.recipeQueued = (
+			await advanceRecipes(sql, result.completedJobs, locked, {
+				read: recipesRead,
+				last: true
+			})
+		).queued;
 	return result;
+}
+
+function jobIdsOf(completions: readonly { exe: EndingExe }[]): Set<number> {
+	return new Set(completions.map(c => c.exe.job_id));
 }
 
 /**

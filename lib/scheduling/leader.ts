@@ -91,6 +91,9 @@ export class LeaderLock {
 					connectionString: this.opts.url,
 					keepAlive: true,
 					query_timeout: 30000,
+					// a statement goes when it is called, not when the one before it is answered:
+					// a pass reads its context and its first batch in one round trip (claim.ts)
+					pipeline: true,
 					// PostgreSQL keeps 63 bytes of it
 					application_name: `${LEADER_APPLICATION_NAME}${this.opts.name ?? ""}`.slice(
 						0,

@@ -11,6 +11,11 @@ import { plannedQuery, pooledTransaction, queryPlanned, select } from "../db/con
  */
 export interface Sql {
 	query<T = Record<string, any>>(text: string, values?: unknown[]): Promise<T[]>;
+	/**
+	 * Where the Sql owns its transaction (poolTransaction): runs the transaction's last statement
+	 * with COMMIT in the same round trip, answering once committed. Nothing may run after it.
+	 */
+	commitWith?<T = Record<string, any>>(text: string, values?: unknown[]): Promise<T[]>;
 }
 
 /** Runs `fn` inside one transaction, handing it the transaction's Sql. */
@@ -42,7 +47,7 @@ export function transactionSql(db: Sequelize, t: Transaction): Sql {
 
 /** A transaction on a pooled connection, run through the `pg` client (see pooledTransaction). */
 export function poolTransaction(db: Sequelize): TxRunner {
-	return fn => pooledTransaction(db, query => fn({ query }));
+	return fn => pooledTransaction(db, (query, { commitWith }) => fn({ query, commitWith }));
 }
 
 /**

@@ -40,6 +40,46 @@ describe("pooledTransaction", () => {
 		expect(rows).toEqual([{ n: ids.length }]);
 	});
 
+	it("throws the error of a statement fn did not wait for, and writes nothing", async () => {
+		const error = await pooledTransaction(test.db, async query => {
+			void query("INSERT INTO tx_probe VALUES ($1, $2)", [20, "twenty"]);
+			void query("INSERT INTO tx_probe VALUES ($1, $2)", [1, "again"]);
+			void query("INSERT INTO tx_probe VALUES ($1, $2)", [21, "after the failure"]);
+			return "answered";
+		}).catch((e: unknown) => e);
+		expect((error as { code?: string }).code).toBe("23505");
+		expect(await select(test.db, "SELECT id FROM tx_probe WHERE id >= 20")).toEqual([]);
+	});
+
+	it("sends COMMIT with the statement given to commitWith, and refuses one after it", async () => {
+		const refused = await pooledTransaction(test.db, async (query, { commitWith }) => {
+			await query("INSERT INTO tx_probe VALUES ($1, $2)", [530, "thirty"]);
+			const rows = await commitWith("INSERT INTO tx_probe VALUES ($1, $2) RETURNING id", [
+				531,
+				"thirty-one"
+			]);
+			expect(rows).toEqual([{ id: 531 }]);
+			return query("INSERT INTO tx_probe VALUES ($1, $2)", [532, "too late"]).catch(
+				(e: Error) => e.message
+			);
+		});
+		expect(refused).toMatch(/after the transaction's last one/);
+		expect(
+			await select(test.db, "SELECT id FROM tx_probe WHERE id >= 530 ORDER BY id")
+		).toEqual([{ id: 530 }, { id: 531 }]);
+	});
+
+	it("rolls back when the statement given to commitWith fails, and throws its error", async () => {
+		const error = await pooledTransaction(test.db, async (query, { commitWith }) => {
+			await query("INSERT INTO tx_probe VALUES ($1, $2)", [40, "forty"]);
+			await commitWith("INSERT INTO tx_probe VALUES ($1, $2)", [1, "again"]);
+		}).catch((e: unknown) => e);
+		expect((error as { code?: string }).code).toBe("23505");
+		expect(await select(test.db, "SELECT id FROM tx_probe WHERE id BETWEEN 40 AND 49")).toEqual(
+			[]
+		);
+	});
+
 	it("gives its connection back, after a commit and after a failure", async () => {
 		// more transactions than the pool has connections (4)
 		for (let i = 0; i < 10; i++) {

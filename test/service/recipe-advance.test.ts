@@ -128,10 +128,14 @@ describe("a recipe advancing", () => {
 			expect(jobs[name]).toMatchObject({ status: "PENDING", exes: 0 });
 		const exeA = await place(jobs.A.id);
 
-		// the process dies after the completion's statements, before its commit
+		// the process dies after the completion's statements, before its commit (the statements
+		// run without `commitWith`, which would send the commit with the last of them)
 		await expect(
 			poolTransaction(tdb.db)(async sql => {
-				const done = await finishExecutions(sql, { finished: [completed(exeA)] });
+				const done = await finishExecutions(
+					{ query: sql.query },
+					{ finished: [completed(exeA)] }
+				);
 				expect(done.recipeQueued).toHaveLength(2);
 				throw new Error("killed before the commit");
 			})
