@@ -10,6 +10,7 @@ import { finishExecutions, type FailureRequest, type FinishResult } from "../lib
 import { FINISHED_PARAMS, STEP_SCHEMA } from "../lib/scheduling/report-schema";
 import { announceReports, writeReportBatch, type ReportItem } from "../lib/scheduling/reports";
 import { LeaderLock } from "../lib/scheduling/leader";
+import { PlacedExecutions } from "../lib/scheduling/placed-executions";
 import { findExecutionsOfAgent, findLostExecutions } from "../lib/scheduling/lost";
 import { undoMoves, type FileMove } from "../lib/scheduling/parse";
 import {
@@ -294,6 +295,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 		/** Hands placed executions to their agents (lib/scheduling/dispatch.ts). */
 		dispatch(placed: PlacedExe[]) {
+			this.placedExecutions.remember(placed);
 			return dispatchPlaced(placed, this.dispatchLink);
 		},
 
@@ -410,6 +412,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				try {
 					return await this.reportTx((sql: Sql) =>
 						finishExecutions(sql, input, {
+							placed: this.placedExecutions,
 							moves,
 							warn: (message: string) => this.logger.warn(message)
 						})
@@ -437,6 +440,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		this.leaderClient = null as Client | null;
 		this.leaderSql = null as Sql | null;
 		this.lastExcluded = [] as number[];
+		this.placedExecutions = new PlacedExecutions();
 		this.chain = Promise.resolve();
 		this.passing = false;
 		this.dirty = false;

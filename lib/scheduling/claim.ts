@@ -7,6 +7,7 @@ import {
 	type QueuedRow,
 	type TypeLimits
 } from "./matching";
+import type { EndingExe } from "./finish";
 import type { Sql } from "./sql";
 
 /**
@@ -69,6 +70,12 @@ export interface PlacedExe {
 	docker_privileged: boolean;
 	is_long_running: boolean;
 	is_system: boolean;
+	/** what recording its end needs besides (PlacedExecutions, lib/scheduling/finish.ts) */
+	num_exes: number;
+	max_tries: number;
+	is_operational: boolean;
+	error_mapping: EndingExe["error_mapping"];
+	in_recipe: boolean;
 }
 
 /**
@@ -257,7 +264,9 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				AND j.id = e.job_id AND r.id = j.job_type_rev_id AND t.id = j.job_type_id
 			RETURNING e.id, e.job_id, e.timeout, u.node_id, u.agent_id, u.cpus, u.mem,
 				u.disk_total, j.data, r.interface, j.job_type_id, t.name, t.version,
-				t.uses_docker, t.docker_image, t.docker_privileged, t.is_long_running, t.is_system
+				t.uses_docker, t.docker_image, t.docker_privileged, t.is_long_running, t.is_system,
+				j.num_exes, j.max_tries, t.is_operational, t.error_mapping,
+				EXISTS (SELECT 1 FROM recipe_job rj WHERE rj.job_id = e.job_id) AS in_recipe
 		),
 		jr AS (
 			UPDATE job SET status = 'RUNNING', started = now(), last_status_change = now(),

@@ -5,6 +5,7 @@ import { advanceRecipes, blockRecipeJobs, readRecipes, type RecipesRead } from "
 import { complete } from "./complete";
 import { countsAgainstNode, ERRORS, errorNameFor, shouldRequeue } from "./failure";
 import type { FileMove } from "./parse";
+import type { PlacedExecutions } from "./placed-executions";
 import type { Sql } from "./sql";
 import { collectSteps, stepUnnest, type StepColumns } from "./steps";
 
@@ -53,6 +54,8 @@ export interface FinishResult {
 }
 
 export interface FinishOptions {
+	/** what the scheduler knows of the executions it placed: spares the endings' read */
+	placed?: PlacedExecutions;
 	/** files moved by parse results are added here, so the caller can move them back on rollback */
 	moves?: FileMove[];
 	warn?: (message: string) => void;
@@ -76,6 +79,11 @@ export interface EndingExe {
 	error_mapping: ErrorMapping | null;
 	/** whether its job belongs to a recipe */
 	in_recipe: boolean;
+}
+
+/** A report of a completion that made no products. */
+function isBareCompletion(f: ExecutionFinished): boolean {
+	return f.status === "COMPLETED" && !(Array.isArray(f.products) && f.products.length > 0);
 }
 
 /** Text PostgreSQL can store (no NUL). */
@@ -151,16 +159,27 @@ export async function finishExecutions(
 
 	// What the endings need to know. No lock: every transition below is guarded on RUNNING
 	// (PostgreSQL re-checks the guard under the row lock), and later work follows only the
-	// executions whose transition this transaction made.
-	const rows = await sql.query<EndingExe>(
-		`SELECT e.id, e.agent_id, e.job_id, e.node_id, j.num_exes, j.max_tries, j.job_type_id, t.name,
+	// executions whose transition this transaction made. Completions without products take it
+	// from their placement when all are known (opts.placed): what they use of it (the agent,
+	// the job, its data and its revision's interface) does not change while they run, where a
+	// failure's error mapping and a product's operational flag follow their job type's edits.
+	// One that is not running any more is then not refused here but by the completing
+	// statement's guard, with the same outcome.
+	const known =
+		opts.placed && failures.length === 0 && finished.every(isBareCompletion)
+			? opts.placed.takeAll(ending)
+			: null;
+	const rows =
+		known ??
+		(await sql.query<EndingExe>(
+			`SELECT e.id, e.agent_id, e.job_id, e.node_id, j.num_exes, j.max_tries, j.job_type_id, t.name,
 			t.version, t.is_operational, t.is_long_running, j.data, r.interface, t.error_mapping,
 			EXISTS (SELECT 1 FROM recipe_job rj WHERE rj.job_id = j.id) AS in_recipe
 		 FROM job_exe e JOIN job j ON j.id = e.job_id JOIN job_type t ON t.id = j.job_type_id
 			JOIN job_type_rev r ON r.id = j.job_type_rev_id
 		 WHERE e.id = ANY($1::int[]) AND e.status = 'RUNNING'`,
-		[ending]
-	);
+			[ending]
+		));
 	const running = new Map(rows.map(l => [l.id, l]));
 
 	// Sort the endings: completions, failures (with their error name) and cancellations.

@@ -2,7 +2,9 @@ import { Client } from "pg";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
 import { addNode } from "../helpers/completion";
+import { applyPlacements, claimBatch, type PlacedExe } from "../../lib/scheduling/claim";
 import { finishExecutions } from "../../lib/scheduling/finish";
+import { PlacedExecutions } from "../../lib/scheduling/placed-executions";
 import { plannedPoolSql, poolTransaction } from "../../lib/scheduling/sql";
 import { createRecipes } from "../../lib/recipes/create";
 import { FieldError } from "../../lib/errors";
@@ -204,6 +206,62 @@ describe("a recipe advancing", () => {
 		]);
 		const [a] = await query<{ queued: Date }>(`SELECT queued FROM job WHERE id = $1`, [newerA]);
 		expect(b.queued.getTime()).toBeGreaterThan(a.queued.getTime());
+	});
+});
+
+describe("a recipe job placed by the scheduler", () => {
+	/** Places a QUEUED job as a pass does (the real statement); answers what it answered. */
+	async function placeAsPass(jobId: number): Promise<PlacedExe[]> {
+		const sql = plannedPoolSql(tdb.db);
+		const rows = (await claimBatch(sql, null, [], 1000)).filter(r => r.jobId === jobId);
+		const node = { id: nodeId, agentId: AGENT, free: { cpus: 100, mem: 1e6, disk: 1e6 } };
+		return applyPlacements(
+			sql,
+			rows.map(row => ({ row, node }))
+		);
+	}
+
+	/** Completes an execution in a transaction whose statements are counted. */
+	async function completeCounted(exeId: number, placed?: PlacedExecutions) {
+		let statements = 0;
+		const result = await poolTransaction(tdb.db)(sql =>
+			finishExecutions(
+				{
+					query: (text, values) => (statements++, sql.query(text, values)),
+					commitWith: (text, values) => (statements++, sql.commitWith!(text, values))
+				},
+				{ finished: [completed(exeId)] },
+				{ placed }
+			)
+		);
+		return { result, statements };
+	}
+
+	it("has its completion recorded from what its placement answered: a statement fewer, the same outcome", async () => {
+		const known = new PlacedExecutions();
+		const outcomes = [];
+		for (const cache of [known, undefined]) {
+			const recipeId = await newDiamond();
+			const jobs = await jobsOf(recipeId);
+			const placed = await placeAsPass(jobs.A.id);
+			expect(placed).toHaveLength(1);
+			expect(placed[0]).toMatchObject({
+				job_id: jobs.A.id,
+				agent_id: AGENT,
+				in_recipe: true
+			});
+			cache?.remember(placed);
+			const { result, statements } = await completeCounted(placed[0].id, cache);
+			const after = await jobsOf(recipeId);
+			expect(result.completedJobs).toEqual([jobs.A.id]);
+			expect(result.recipeQueued.sort()).toEqual([after.B.id, after.C.id].sort());
+			expect(after.A.status).toBe("COMPLETED");
+			for (const name of ["B", "C"]) expect(after[name]).toMatchObject({ status: "QUEUED" });
+			outcomes.push(statements);
+		}
+		// known: the completing statement, the recipes' read, the queueing; else a read first
+		expect(outcomes).toEqual([3, 4]);
+		expect(known.size).toBe(0);
 	});
 });
 

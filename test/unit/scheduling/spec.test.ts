@@ -33,7 +33,12 @@ const placed: PlacedExe = {
 	docker_image: "img:1",
 	docker_privileged: false,
 	is_long_running: false,
-	is_system: false
+	is_system: false,
+	num_exes: 1,
+	max_tries: 3,
+	is_operational: true,
+	error_mapping: null,
+	in_recipe: false
 };
 
 const file = (id: number) => ({
