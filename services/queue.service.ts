@@ -20,7 +20,8 @@ import {
 	type NewRecipeRequest
 } from "../lib/recipes/create";
 import { plannedPoolSql, withRetry } from "../lib/scheduling/sql";
-import { getRecipeDetails } from "../lib/models/recipe";
+import { getRecipeDetailsOf } from "../lib/models/recipe";
+import { NotFoundError } from "../lib/errors";
 
 /** A new job posted through REST, with the API root its request used. */
 interface PostedJob {
@@ -46,9 +47,16 @@ type QueueThis = Service &
 	QueueMethods & {
 		newJobs?: MicroBatcher<PostedJob, NewJobAnswer | Error>;
 		newRecipes?: MicroBatcher<NewRecipeRequest, CreatedRecipe | Error>;
+		recipeDetails?: MicroBatcher<RecipeDetailsRequest, unknown>;
 		/** jobs queued since the last hint, not yet told (see queueChanged) */
 		untold?: number;
 	};
+
+/** The details a new recipe's 201 answers with: the recipe's, under the request's API root. */
+interface RecipeDetailsRequest {
+	id: number;
+	apiRoot?: string;
+}
 
 const INT4_MAX = 2147483647;
 const ID = { type: "integer", minimum: 1, maximum: INT4_MAX };
@@ -153,7 +161,12 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 				if (created.queued.length > 0) this.queueChanged(created.queued.length);
 				ctx.meta.$statusCode = 201;
 				ctx.meta.$location = `/recipes/${created.recipeId}/`;
-				return getRecipeDetails(this.db, created.recipeId, ctx.meta.apiRoot);
+				const details = await this.recipeDetails!.add({
+					id: created.recipeId,
+					apiRoot: ctx.meta.apiRoot
+				});
+				if (details instanceof Error) throw details;
+				return details;
 			}
 		},
 
@@ -310,10 +323,41 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 				createEachRecipe(batch => createRecipes(plannedPoolSql(this.db), batch), requests),
 			{ delayMs: 1, maxItems: 200 }
 		);
+		// The recipes created together are answered together: their details read in the same
+		// few statements (two, and their input files), not two per request.
+		this.recipeDetails = new MicroBatcher<RecipeDetailsRequest, unknown>(
+			async requests => {
+				const roots = [...new Set(requests.map(r => r.apiRoot))];
+				const byRoot = new Map(
+					await Promise.all(
+						roots.map(
+							async root =>
+								[
+									root,
+									await getRecipeDetailsOf(
+										this.db,
+										requests.filter(r => r.apiRoot === root).map(r => r.id),
+										root
+									)
+								] as const
+						)
+					)
+				);
+				return requests.map(
+					r =>
+						byRoot.get(r.apiRoot)?.get(r.id) ??
+						new NotFoundError(`No recipe with id ${r.id}`)
+				);
+			},
+			{ delayMs: 1, maxItems: 200 }
+		);
 	},
 
 	async stopped(this: QueueThis) {
-		await Promise.all([this.newJobs?.drain(), this.newRecipes?.drain()]);
+		await Promise.all([
+			this.newJobs?.drain(),
+			this.newRecipes?.drain().then(() => this.recipeDetails?.drain())
+		]);
 	}
 };
 

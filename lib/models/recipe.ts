@@ -113,6 +113,7 @@ interface RecipeTypeRevRow {
 
 /** A job of the recipe: its name in the recipe, the job record's columns, its revision's. */
 interface RecipeJobRow extends JobListRow {
+	recipe_id: number;
 	job_name: string;
 	rev_interface: JobInterface;
 	rev_created: Date;
@@ -141,15 +142,16 @@ const RECIPE_HEAD_SQL = `SELECT ${[
  FROM recipe r JOIN recipe_type rt ON rt.id = r.recipe_type_id
 	JOIN recipe_type_rev rev ON rev.id = r.recipe_type_rev_id
 	JOIN trigger_event ev ON ev.id = r.event_id LEFT JOIN trigger_rule ru ON ru.id = ev.rule_id
- WHERE r.id = $1`;
+ WHERE r.id = ANY($1::int[])`;
 
-const RECIPE_JOBS_SQL = `SELECT rj.job_name, ${JOB_COLUMNS}, r.interface AS rev_interface,
-	r.created AS rev_created
+const RECIPE_JOBS_SQL = `SELECT rj.recipe_id, rj.job_name, ${JOB_COLUMNS},
+	r.interface AS rev_interface, r.created AS rev_created
  FROM recipe_job rj JOIN job j ON j.id = rj.job_id ${JOB_JOINS}
- WHERE rj.recipe_id = $1 ORDER BY rj.job_name`;
+ WHERE rj.recipe_id = ANY($1::int[]) ORDER BY rj.recipe_id, rj.job_name`;
 
 /** A recipe's job as its details show it (Scale's JobRevisionSerializer): revision with interface. */
 function serializeRecipeJob(row: RecipeJobRow) {
+	// the job's own columns (serializeJob picks its fields, the recipe's id among them unread)
 	const { job_name, rev_interface, rev_created, ...job } = row;
 	const record = serializeJob(job);
 	return {
@@ -174,41 +176,68 @@ function serializeRecipeJob(row: RecipeJobRow) {
  * NotFoundError (404) for an unknown id.
  */
 export async function getRecipeDetails(db: Sequelize, id: number, apiRoot?: string) {
-	// the recipe with its type, revision and event in one statement, its jobs beside it
-	const [[head], jobs] = await Promise.all([
-		selectPrepared<Record<string, any>>(db, RECIPE_HEAD_SQL, [id]),
-		selectPrepared<RecipeJobRow>(db, RECIPE_JOBS_SQL, [id])
+	const details = (await getRecipeDetailsOf(db, [id], apiRoot)).get(id);
+	if (!details) throw new NotFoundError(`No recipe with id ${id}`);
+	return details;
+}
+
+/**
+ * The details of these recipes (each as getRecipeDetails answers it), read together: the
+ * recipes with their types, revisions and events in one statement, their jobs beside it, then
+ * their input files. Ids not found are left out.
+ */
+export async function getRecipeDetailsOf(db: Sequelize, ids: number[], apiRoot?: string) {
+	const [heads, jobRows] = await Promise.all([
+		selectPrepared<Record<string, any>>(db, RECIPE_HEAD_SQL, [ids]),
+		selectPrepared<RecipeJobRow>(db, RECIPE_JOBS_SQL, [ids])
 	]);
-	if (!head) throw new NotFoundError(`No recipe with id ${id}`);
-	const part = <T>(prefix: string): T =>
+	const part = <T>(head: Record<string, any>, prefix: string): T =>
 		Object.fromEntries(
 			Object.entries(head)
 				.filter(([column]) => column.startsWith(prefix))
 				.map(([column, value]) => [column.slice(prefix.length), value])
 		) as T;
-	const recipe = part<RecipeRow>("r_");
-	const type = part<RecipeTypeRow>("rt_");
-	const rev = part<RecipeTypeRevRow>("rev_");
-	const event = part<EventDetailsRow>("ev_");
-	const files = await loadFiles(db, fileIdsIn({ input_data: recipe.data?.input_data ?? [] }));
-	return {
-		id: recipe.id,
-		recipe_type: serializeRecipeType(type),
-		recipe_type_rev: {
-			id: rev.id,
-			recipe_type: { id: rev.recipe_type_id },
-			revision_num: rev.revision_num,
-			definition: rev.definition,
-			created: formatDatetime(rev.created)
-		},
-		event: serializeEventDetails(event),
-		created: formatDatetime(recipe.created),
-		completed: date(recipe.completed),
-		last_modified: formatDatetime(recipe.last_modified),
-		data: recipe.data,
-		input_files: [...files.values()]
-			.sort((a, b) => a.id - b.id)
-			.map((file: ScaleFileRow) => serializeScaleFile(file, apiRoot)),
-		jobs: jobs.map(serializeRecipeJob)
-	};
+	const recipes = heads.map(head => ({
+		recipe: part<RecipeRow>(head, "r_"),
+		type: part<RecipeTypeRow>(head, "rt_"),
+		rev: part<RecipeTypeRevRow>(head, "rev_"),
+		event: part<EventDetailsRow>(head, "ev_")
+	}));
+	const fileIdsOf = (recipe: RecipeRow) =>
+		fileIdsIn({ input_data: recipe.data?.input_data ?? [] });
+	const files = await loadFiles(db, [
+		...new Set(recipes.flatMap(({ recipe }) => fileIdsOf(recipe)))
+	]);
+	const jobsOf = new Map<number, RecipeJobRow[]>();
+	for (const row of jobRows) {
+		const list = jobsOf.get(row.recipe_id) ?? [];
+		list.push(row);
+		jobsOf.set(row.recipe_id, list);
+	}
+	return new Map(
+		recipes.map(({ recipe, type, rev, event }) => [
+			recipe.id,
+			{
+				id: recipe.id,
+				recipe_type: serializeRecipeType(type),
+				recipe_type_rev: {
+					id: rev.id,
+					recipe_type: { id: rev.recipe_type_id },
+					revision_num: rev.revision_num,
+					definition: rev.definition,
+					created: formatDatetime(rev.created)
+				},
+				event: serializeEventDetails(event),
+				created: formatDatetime(recipe.created),
+				completed: date(recipe.completed),
+				last_modified: formatDatetime(recipe.last_modified),
+				data: recipe.data,
+				input_files: [...new Set(fileIdsOf(recipe))]
+					.flatMap(id => (files.has(id) ? [files.get(id) as ScaleFileRow] : []))
+					.sort((a, b) => a.id - b.id)
+					.map(file => serializeScaleFile(file, apiRoot)),
+				jobs: (jobsOf.get(recipe.id) ?? []).map(serializeRecipeJob)
+			}
+		])
+	);
 }

@@ -1,3 +1,4 @@
+import { getRecipeDetails, getRecipeDetailsOf } from "../../lib/models/recipe";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
 
@@ -632,6 +633,15 @@ describe("GET /recipes/{id}/", () => {
 		expect(body.input_files[1].url).toBe(`${api}/v3/files/${ids.b}/download/`);
 		// and without the trailing slash
 		expect((await get(`/recipes/${r[1]}`)).id).toBe(r[1]);
+	});
+
+	it("reads recipes together as it reads each alone: their own files and jobs each", async () => {
+		const together = await getRecipeDetailsOf(tdb.db, [r[3], 999999, r[1], r[2]], api);
+		expect([...together.keys()].sort()).toEqual([r[1], r[2], r[3]].sort());
+		for (const id of [r[1], r[2], r[3]])
+			expect(together.get(id)).toEqual(await getRecipeDetails(tdb.db, id, api));
+		expect(together.get(r[1])?.input_files.length).toBeGreaterThan(0);
+		expect(together.get(r[2])?.input_files).toEqual([]);
 	});
 
 	it("ignores query parameters", async () => {
