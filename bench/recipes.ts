@@ -73,6 +73,24 @@ async function main() {
 				[after]
 			)
 		).map(r => Number(r.ms));
+	/**
+	 * From A's process exit (its execution's `job_completed`, the agent's clock) to the start of
+	 * B's and C's processes, for recipes with ids above `after`: the whole hand-off, the report's
+	 * trip to the scheduler and its wait in the batcher included.
+	 */
+	const exitToStart = async (after: number) =>
+		(
+			await q<{ ms: number }>(
+				`SELECT extract(epoch FROM e.job_started - ae.job_completed) * 1000 AS ms
+				 FROM recipe r
+				 JOIN recipe_job ra ON ra.recipe_id = r.id AND ra.job_name = 'A'
+				 JOIN job_exe ae ON ae.job_id = ra.job_id AND ae.status = 'COMPLETED'
+				 JOIN recipe_job rb ON rb.recipe_id = r.id AND rb.job_name <> 'A'
+				 JOIN job_exe e ON e.job_id = rb.job_id
+				 WHERE r.id > $1 AND e.job_started IS NOT NULL AND ae.job_completed IS NOT NULL`,
+				[after]
+			)
+		).map(r => Number(r.ms));
 	try {
 		await waitForCount(db, "SELECT count(*) AS n FROM node WHERE is_active", 1, 20000);
 		for (const name of ["true-a", "true-b", "true-c"])
@@ -136,6 +154,7 @@ async function main() {
 		);
 		const loadHandOffs = await handOffs(lastBefore);
 		const loadPlacements = await handOffs(lastBefore, "started");
+		const loadExits = await exitToStart(lastBefore);
 		const cpuP1Before = cpu();
 		const p1Seconds = await round(newJob, jobBody, 3 * RECIPES, 3 * RECIPES);
 		const cpuP1 = cpu();
@@ -149,6 +168,7 @@ async function main() {
 		for (let i = 0; i < IDLE; i++) await round(newRecipe, body, 1, 3);
 		const idleHandOffs = await handOffs(lastLoad);
 		const idlePlacements = await handOffs(lastLoad, "started");
+		const idleExits = await exitToStart(lastLoad);
 		await service.stop();
 		const bare = await bestBareSpawnRate(3, 3000, 4);
 
@@ -171,6 +191,9 @@ async function main() {
 		);
 		console.log(
 			`P6 A completed → B/C process started (the execution's job_started): one recipe at a time (${idleHandOffs.length}) ${summary(idleHandOffs)}; under the load of ${RECIPES} recipes, behind the launches already on the agent, ${summary(loadHandOffs)}`
+		);
+		console.log(
+			`P6 A's process exited → B/C process started (the executions' job_completed → job_started, the report's way to the scheduler included): one recipe at a time ${summary(idleExits)}; under the load of ${RECIPES} recipes ${summary(loadExits)}`
 		);
 	} finally {
 		if (service.proc.exitCode === null) await service.stop();

@@ -22,6 +22,7 @@ import {
 import { plannedPoolSql, withRetry } from "../lib/scheduling/sql";
 import { getRecipeDetailsOf } from "../lib/models/recipe";
 import { NotFoundError } from "../lib/errors";
+import { intakeGateOf } from "../lib/scheduling/intake-gate";
 
 /** A new job posted through REST, with the API root its request used. */
 interface PostedJob {
@@ -38,24 +39,30 @@ interface NewJobAnswer {
 /** What the handlers call on the service besides its database (its methods). */
 interface QueueMethods {
 	writeNewJobs(posted: PostedJob[]): Promise<(NewJobAnswer | Error)[]>;
+	writeNewRecipes(posted: PostedRecipe[]): Promise<(NewRecipeAnswer | Error)[]>;
 	queueChanged(count: number): void;
 	recordLoad(): Promise<number>;
 	jobPage(ctx: Context<unknown, RequestMeta>, ids: number[]): Promise<unknown>;
 }
 /** The service as its handlers see it: its methods and the batchers of new jobs and recipes (from `created`). */
-type QueueThis = Service &
+type QueueThis = Service<QueueSettings> &
 	QueueMethods & {
 		newJobs?: MicroBatcher<PostedJob, NewJobAnswer | Error>;
-		newRecipes?: MicroBatcher<NewRecipeRequest, CreatedRecipe | Error>;
-		recipeDetails?: MicroBatcher<RecipeDetailsRequest, unknown>;
+		newRecipes?: MicroBatcher<PostedRecipe, NewRecipeAnswer | Error>;
 		/** jobs queued since the last hint, not yet told (see queueChanged) */
 		untold?: number;
 	};
 
-/** The details a new recipe's 201 answers with: the recipe's, under the request's API root. */
-interface RecipeDetailsRequest {
-	id: number;
+/** A new recipe posted through REST, with the API root its request used. */
+interface PostedRecipe {
+	request: NewRecipeRequest;
 	apiRoot?: string;
+}
+
+/** What a new recipe posted through REST is answered with. */
+interface NewRecipeAnswer {
+	created: CreatedRecipe;
+	details: unknown;
 }
 
 const INT4_MAX = 2147483647;
@@ -88,9 +95,18 @@ const REQUEUE_SCHEMA = {
  * clock records every minute (rule `scale-job-load`). After every commit that adds to the queue it emits `queue.changed`
  * ({count}), the scheduler's wake-up; the database stays the truth.
  */
-const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
+export interface QueueSettings extends ServiceSettingSchema {
+	/**
+	 * How long a batch of new recipes waits at most for the scheduler's control loop to be quiet
+	 * (lib/scheduling/intake-gate.ts); 0: it does not wait.
+	 */
+	recipeIntakeWaitMs: number;
+}
+
+const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 	name: "queue",
 	mixins: [DbMixin()],
+	settings: { recipeIntakeWaitMs: 60 },
 
 	actions: {
 		newJob: {
@@ -144,11 +160,15 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 				// Recipes posted together are checked and written together: the reads that check
 				// them, then one statement (atomic on its own) for all that pass, on the pg
 				// client's pool without a transaction; each request is answered on its own.
-				const created = await this.newRecipes!.add({
-					recipeTypeId: ctx.params.recipe_type_id,
-					data: ctx.params.recipe_data ?? {}
+				const answer = await this.newRecipes!.add({
+					request: {
+						recipeTypeId: ctx.params.recipe_type_id,
+						data: ctx.params.recipe_data ?? {}
+					},
+					apiRoot: ctx.meta.apiRoot
 				});
-				if (created instanceof Error) throw created;
+				if (answer instanceof Error) throw answer;
+				const { created, details } = answer;
 				this.logger.info(
 					{
 						recipeId: created.recipeId,
@@ -161,11 +181,6 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 				if (created.queued.length > 0) this.queueChanged(created.queued.length);
 				ctx.meta.$statusCode = 201;
 				ctx.meta.$location = `/recipes/${created.recipeId}/`;
-				const details = await this.recipeDetails!.add({
-					id: created.recipeId,
-					apiRoot: ctx.meta.apiRoot
-				});
-				if (details instanceof Error) throw details;
 				return details;
 			}
 		},
@@ -219,6 +234,36 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 		 * Queues new jobs posted together; answers each its job's details (file URLs under the
 		 * API root its request used) or its refusal.
 		 */
+		/**
+		 * Recipes posted together: checked and written together (lib/recipes/create.ts), then
+		 * the details of those written read together, two statements for all (and their input
+		 * files), under each request's API root.
+		 */
+		async writeNewRecipes(
+			this: QueueThis,
+			posted: PostedRecipe[]
+		): Promise<(NewRecipeAnswer | Error)[]> {
+			const created = await createEachRecipe(
+				batch => createRecipes(plannedPoolSql(this.db), batch),
+				posted.map(p => p.request)
+			);
+			const details = new Map<string | undefined, Map<number, unknown>>();
+			for (const apiRoot of new Set(posted.map(p => p.apiRoot))) {
+				const ids = created.flatMap((c, i) =>
+					!(c instanceof Error) && posted[i].apiRoot === apiRoot ? [c.recipeId] : []
+				);
+				if (ids.length > 0)
+					details.set(apiRoot, await getRecipeDetailsOf(this.db, ids, apiRoot));
+			}
+			return created.map((c, i) => {
+				if (c instanceof Error) return c;
+				const found = details.get(posted[i].apiRoot)?.get(c.recipeId);
+				return found === undefined
+					? new NotFoundError(`No recipe with id ${c.recipeId}`)
+					: { created: c, details: found };
+			});
+		},
+
 		async writeNewJobs(
 			this: QueueThis,
 			posted: PostedJob[]
@@ -318,46 +363,20 @@ const QueueService: ServiceSchema<ServiceSettingSchema, QueueMethods> = {
 			requests => this.writeNewJobs(requests),
 			{ delayMs: 1, maxItems: 500 }
 		);
-		this.newRecipes = new MicroBatcher<NewRecipeRequest, CreatedRecipe | Error>(
-			requests =>
-				createEachRecipe(batch => createRecipes(plannedPoolSql(this.db), batch), requests),
-			{ delayMs: 1, maxItems: 200 }
-		);
-		// The recipes created together are answered together: their details read in the same
-		// few statements (two, and their input files), not two per request.
-		this.recipeDetails = new MicroBatcher<RecipeDetailsRequest, unknown>(
-			async requests => {
-				const roots = [...new Set(requests.map(r => r.apiRoot))];
-				const byRoot = new Map(
-					await Promise.all(
-						roots.map(
-							async root =>
-								[
-									root,
-									await getRecipeDetailsOf(
-										this.db,
-										requests.filter(r => r.apiRoot === root).map(r => r.id),
-										root
-									)
-								] as const
-						)
-					)
-				);
-				return requests.map(
-					r =>
-						byRoot.get(r.apiRoot)?.get(r.id) ??
-						new NotFoundError(`No recipe with id ${r.id}`)
-				);
-			},
-			{ delayMs: 1, maxItems: 200 }
+		this.newRecipes = new MicroBatcher<PostedRecipe, NewRecipeAnswer | Error>(
+			posted => this.writeNewRecipes(posted),
+			{
+				delayMs: 1,
+				maxItems: 200,
+				// after the scheduler's control loop, which advances the recipes under way
+				// (lib/scheduling/intake-gate.ts); the requests that come meanwhile join the batch
+				ready: () => intakeGateOf(this.broker).quiet(this.settings.recipeIntakeWaitMs)
+			}
 		);
 	},
 
 	async stopped(this: QueueThis) {
-		await Promise.all([
-			this.newJobs?.drain(),
-			this.newRecipes?.drain().then(() => this.recipeDetails?.drain())
-		]);
+		await Promise.all([this.newJobs?.drain(), this.newRecipes?.drain()]);
 	}
 };
 

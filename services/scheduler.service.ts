@@ -11,6 +11,7 @@ import { FINISHED_PARAMS, STEP_SCHEMA } from "../lib/scheduling/report-schema";
 import { announceReports, writeReportBatch, type ReportItem } from "../lib/scheduling/reports";
 import { LeaderLock } from "../lib/scheduling/leader";
 import { PlacedExecutions } from "../lib/scheduling/placed-executions";
+import { intakeGateOf } from "../lib/scheduling/intake-gate";
 import { findExecutionsOfAgent, findLostExecutions } from "../lib/scheduling/lost";
 import { undoMoves, type FileMove } from "../lib/scheduling/parse";
 import {
@@ -250,6 +251,9 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		},
 
 		async runPasses() {
+			// control work: the intake of new recipes waits for it (lib/scheduling/intake-gate.ts)
+			const gate = intakeGateOf(this.broker);
+			gate.enterControl();
 			try {
 				let again = true;
 				while (again && this.isLeader()) {
@@ -290,6 +294,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				}
 			} finally {
 				this.passing = false;
+				gate.leaveControl();
 			}
 		},
 
@@ -379,16 +384,26 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 		/** Writes a batch of agent reports and control-plane failures in one transaction. */
 		async flushReports(items: ReportItem[]): Promise<boolean[]> {
-			const { result, failed } = await writeReportBatch(
-				items,
-				batch => this.writeReports(batch),
-				(jobExeId: number, error: unknown) =>
-					this.logger.error(
-						{ err: error, jobExeId },
-						"cannot record the end of an execution; failing it"
-					)
-			);
-			this.afterWrite(result);
+			// control work: the intake of new recipes waits for it (lib/scheduling/intake-gate.ts)
+			const gate = intakeGateOf(this.broker);
+			gate.enterControl();
+			let written;
+			try {
+				written = await writeReportBatch(
+					items,
+					batch => this.writeReports(batch),
+					(jobExeId: number, error: unknown) =>
+						this.logger.error(
+							{ err: error, jobExeId },
+							"cannot record the end of an execution; failing it"
+						)
+				);
+				// the pass it wakes takes over before the flush lets go
+				this.afterWrite(written.result);
+			} finally {
+				gate.leaveControl();
+			}
+			const { result, failed } = written;
 			return items.map((item, i) => {
 				if (failed.has(i)) throw failed.get(i);
 				return this.answer(item, result);

@@ -12,7 +12,13 @@ export class MicroBatcher<T, R> {
 	constructor(
 		/** answers one result per item, in order; throwing rejects every item of the batch */
 		private readonly flush: (items: T[]) => Promise<R[]>,
-		private readonly opts: { delayMs: number; maxItems: number; concurrency?: number }
+		private readonly opts: {
+			delayMs: number;
+			maxItems: number;
+			concurrency?: number;
+			/** waited for before a batch is taken: what arrives meanwhile joins the batch */
+			ready?: () => Promise<void>;
+		}
 	) {}
 
 	private get full(): boolean {
@@ -58,8 +64,9 @@ export class MicroBatcher<T, R> {
 
 	private run(): void {
 		if (this.full || this.pending.length === 0) return;
-		const batch = this.pending.splice(0, this.opts.maxItems);
 		const flushing: Promise<void> = (async () => {
+			if (this.opts.ready) await this.opts.ready().catch(() => undefined);
+			const batch = this.pending.splice(0, this.opts.maxItems);
 			try {
 				const results = await this.flush(batch.map(b => b.item));
 				batch.forEach((b, i) => b.resolve(results[i]));

@@ -4,6 +4,7 @@ import { request, startServices, type TestApi } from "../helpers/broker";
 import { addNode } from "../helpers/completion";
 import { applyPlacements, claimBatch, type PlacedExe } from "../../lib/scheduling/claim";
 import { finishExecutions } from "../../lib/scheduling/finish";
+import { intakeGateOf } from "../../lib/scheduling/intake-gate";
 import { PlacedExecutions } from "../../lib/scheduling/placed-executions";
 import { plannedPoolSql, poolTransaction } from "../../lib/scheduling/sql";
 import { createRecipes } from "../../lib/recipes/create";
@@ -283,6 +284,39 @@ describe("a recipe created", () => {
 			[recipe.id]
 		);
 		expect(row.completed).not.toBeNull();
+	});
+
+	it("through REST waits for the scheduler's control work in flight, then is written", async () => {
+		const queue = app.broker.getLocalService("queue") as unknown as {
+			settings: { recipeIntakeWaitMs: number };
+		};
+		const gate = intakeGateOf(app.broker);
+		const count = async () =>
+			(await query<{ n: number }>(`SELECT count(*)::int AS n FROM recipe`))[0].n;
+		const before = await count();
+		queue.settings.recipeIntakeWaitMs = 60000;
+		gate.enterControl();
+		try {
+			let answered = false;
+			const posting = post("/queue/new-recipe/", {
+				recipe_type_id: diamondType,
+				recipe_data: {}
+			}).finally(() => (answered = true));
+			await new Promise(r => setTimeout(r, 300));
+			expect(answered).toBe(false);
+			expect(await count()).toBe(before);
+			gate.leaveControl();
+			const recipe = await posting;
+			expect(recipe.jobs.map((j: { job_name: string }) => j.job_name)).toEqual([
+				"A",
+				"B",
+				"C",
+				"D"
+			]);
+			expect(await count()).toBe(before + 1);
+		} finally {
+			queue.settings.recipeIntakeWaitMs = 60;
+		}
 	});
 });
 

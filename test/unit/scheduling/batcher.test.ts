@@ -96,4 +96,33 @@ describe("MicroBatcher", () => {
 		await b.drain();
 		expect(b.size).toBe(0);
 	});
+
+	it("takes its batch once `ready` resolves: what arrives meanwhile joins it", async () => {
+		const flushes: number[][] = [];
+		let open: () => void = () => undefined;
+		let readies = 0;
+		const b = new MicroBatcher<number, number>(
+			async items => {
+				flushes.push(items);
+				return items;
+			},
+			{
+				delayMs: 1,
+				maxItems: 10,
+				ready: () => {
+					readies++;
+					return new Promise<void>(r => (open = r));
+				}
+			}
+		);
+		const answers = [b.add(1)];
+		await new Promise(r => setTimeout(r, 10));
+		answers.push(b.add(2), b.add(3));
+		await new Promise(r => setTimeout(r, 10));
+		expect(flushes).toEqual([]);
+		expect(readies).toBe(1);
+		open();
+		await expect(Promise.all(answers)).resolves.toEqual([1, 2, 3]);
+		expect(flushes).toEqual([[1, 2, 3]]);
+	});
 });
