@@ -247,6 +247,8 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 				batch => createRecipes(plannedPoolSql(this.db), batch),
 				posted.map(p => p.request)
 			);
+			// the details too wait for the control loop, if it started meanwhile
+			await intakeGateOf(this.broker).quiet(this.settings.recipeIntakeWaitMs);
 			const details = new Map<string | undefined, Map<number, unknown>>();
 			for (const apiRoot of new Set(posted.map(p => p.apiRoot))) {
 				const ids = created.flatMap((c, i) =>
