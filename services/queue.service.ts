@@ -231,10 +231,6 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 
 	methods: {
 		/**
-		 * Queues new jobs posted together; answers each its job's details (file URLs under the
-		 * API root its request used) or its refusal.
-		 */
-		/**
 		 * Recipes posted together: checked and written together (lib/recipes/create.ts), then
 		 * the details of those written read together, two statements for all (and their input
 		 * files), under each request's API root.
@@ -266,6 +262,10 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 			});
 		},
 
+		/**
+		 * Queues new jobs posted together; answers each its job's details (file URLs under the
+		 * API root its request used) or its refusal.
+		 */
 		async writeNewJobs(
 			this: QueueThis,
 			posted: PostedJob[]

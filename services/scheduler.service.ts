@@ -387,7 +387,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			// control work: the intake of new recipes waits for it (lib/scheduling/intake-gate.ts)
 			const gate = intakeGateOf(this.broker);
 			gate.enterControl();
-			let written;
+			let written: Awaited<ReturnType<typeof writeReportBatch>>;
 			try {
 				written = await writeReportBatch(
 					items,
