@@ -1,5 +1,7 @@
 import path from "path";
+import type { ContainerSettings } from "./agent/containers";
 import type { LauncherChoice } from "./agent/launcher";
+import { DEFAULT_TASK_UIDS } from "./agent/task-identities";
 import { parseTransporter, TransporterError, type NatsConfig } from "./transport/nats";
 
 /** Every service name a process may run; `SERVICES` picks from these. */
@@ -60,6 +62,12 @@ export interface AgentConfig {
 	launchers: number;
 	/** native launchers (compiled from native/launcher.c) or Node ones; "auto": native if it can */
 	launcher: LauncherChoice;
+	/** one user every task runs as; null: each execution a uid of its own (when root) */
+	taskUser: string | null;
+	/** the uids executions get */
+	taskUids: { first: number; count: number };
+	/** the Docker engine and what containers may do */
+	docker: ContainerSettings;
 }
 
 export class ConfigError extends Error {}
@@ -104,6 +112,25 @@ function parseSwitch(name: string, raw: string | undefined, fallback: boolean): 
 	if (/^(1|true|yes|on)$/i.test(raw)) return true;
 	if (/^(0|false|no|off)$/i.test(raw)) return false;
 	throw new ConfigError(`${name} must be true or false (1/0, yes/no, on/off), got "${raw}"`);
+}
+
+/** A range of uids "first-last", within what a uid can be and above the system's accounts. */
+function parseUidRange(raw: string | undefined): { first: number; count: number } | null {
+	if (raw === undefined || raw === "") return null;
+	const match = /^(\d+)-(\d+)$/.exec(raw);
+	const first = Number(match?.[1]);
+	const last = Number(match?.[2]);
+	if (!match || first < 1000 || last < first || last > 2 ** 31 - 2)
+		throw new ConfigError(
+			`AGENT_TASK_UIDS must be a range "first-last" of uids from 1000 to ${2 ** 31 - 2}, got "${raw}"`
+		);
+	return { first, count: last - first + 1 };
+}
+
+function parseContainerUser(raw: string | undefined): boolean {
+	if (raw === undefined || raw === "" || raw === "task") return false;
+	if (raw === "image") return true;
+	throw new ConfigError(`AGENT_DOCKER_USER must be "task" or "image", got "${raw}"`);
 }
 
 /** An absolute directory, normalised; null when unset. */
@@ -163,7 +190,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 			memMiB: parseCap("AGENT_MEM_MIB", env.AGENT_MEM_MIB),
 			diskMiB: parseCap("AGENT_DISK_MIB", env.AGENT_DISK_MIB),
 			launchers: parseCap("AGENT_LAUNCHERS", env.AGENT_LAUNCHERS, true) ?? 2,
-			launcher: parseLauncherChoice(env.AGENT_LAUNCHER)
+			launcher: parseLauncherChoice(env.AGENT_LAUNCHER),
+			taskUser: env.AGENT_TASK_USER || null,
+			taskUids: parseUidRange(env.AGENT_TASK_UIDS) ?? DEFAULT_TASK_UIDS,
+			docker: {
+				host: env.AGENT_DOCKER_HOST || null,
+				pull: parseSwitch("AGENT_DOCKER_PULL", env.AGENT_DOCKER_PULL, false),
+				privileged: parseSwitch(
+					"AGENT_DOCKER_PRIVILEGED",
+					env.AGENT_DOCKER_PRIVILEGED,
+					false
+				),
+				network: env.AGENT_DOCKER_NETWORK || null,
+				imageUser: parseContainerUser(env.AGENT_DOCKER_USER)
+			}
 		}
 	};
 	if (

@@ -5,6 +5,8 @@ import type { AgentConfig } from "../lib/config";
 import { ForbiddenError, NotFoundError } from "../lib/errors";
 import { isLocalCall, LeaderView } from "../lib/agent/callers";
 import { NodeAgent } from "../lib/agent/agent";
+import { DEFAULT_CONTAINER_SETTINGS } from "../lib/agent/containers";
+import { DEFAULT_TASK_UIDS } from "../lib/agent/task-identities";
 import { ExecutionReporter } from "../lib/agent/reporter";
 import { measureResources, readSlaveId } from "../lib/agent/resources";
 import { RUN_PARAMS, JOB_EXE_ID_SCHEMA, STRIKE_ID_SCHEMA } from "../lib/agent/spec-schema";
@@ -50,7 +52,6 @@ interface Settings {
 	killGraceMs: number;
 	/** how often a strike's monitor lists its directory again */
 	strikeRescanMs: number;
-	dockerCommand: string;
 	logCapBytes: number;
 	keepFailedMs: number;
 	cancelMemoryMs: number;
@@ -95,7 +96,10 @@ const DEFAULT_AGENT: AgentConfig = {
 	memMiB: null,
 	diskMiB: null,
 	launchers: 2,
-	launcher: "auto"
+	launcher: "auto",
+	taskUser: null,
+	taskUids: DEFAULT_TASK_UIDS,
+	docker: DEFAULT_CONTAINER_SETTINGS
 };
 
 /** how long the question "who leads the scheduler?" may take before a run is refused */
@@ -123,7 +127,6 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 		stepDelayMs: 200,
 		killGraceMs: 5000,
 		strikeRescanMs: 5000,
-		dockerCommand: "docker",
 		// the tail of stdout and of stderr kept for reports and live logs; a report carries both,
 		// and NATS refuses messages above its max_payload (1 MB by default)
 		logCapBytes: 256 * 1024,
@@ -314,7 +317,8 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 							slaveId: this.slaveId,
 							hostname: os.hostname(),
 							port: this.settings.port,
-							resources: await this.resources()
+							resources: await this.resources(),
+							docker: await this.agent.containers.inventory()
 						};
 						const answer = await this.broker.call<
 							{ nodeId: number | null } | undefined,
@@ -354,7 +358,8 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 					agentId: this.broker.nodeID,
 					slaveId: this.slaveId,
 					resources: await this.resources(),
-					running: this.agent.running()
+					running: this.agent.running(),
+					docker: await this.agent.containers.inventory()
 				};
 				const answer = await this.broker.call<
 					NodeHeartbeatAnswer | { ok: false } | undefined,
@@ -464,7 +469,10 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			launchers: settings.agent.launchers,
 			launcher: settings.agent.launcher,
 			killGraceMs: settings.killGraceMs,
-			dockerCommand: settings.dockerCommand,
+			node: this.slaveId,
+			containers: settings.agent.docker,
+			taskUser: settings.agent.taskUser,
+			taskUids: settings.agent.taskUids,
 			logCapBytes: settings.logCapBytes,
 			keepFailedMs: settings.keepFailedMs,
 			cancelMemoryMs: settings.cancelMemoryMs,
@@ -475,8 +483,22 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			launchBuiltin: (spec: ExecutionSpec) => this.launchBuiltin(spec)
 		});
 		this.logger.info(
-			{ workDir: settings.agent.workDir, launcher: this.agent.launcherDescription },
+			{
+				workDir: settings.agent.workDir,
+				launcher: this.agent.launcherDescription,
+				tasks: this.agent.isolationDescription
+			},
 			"node agent started"
+		);
+		await this.agent.containers.removeLeftovers().then(
+			removed => {
+				if (removed > 0)
+					this.logger.warn(
+						`removed ${removed} containers an earlier run of this agent left behind`
+					);
+			},
+			// no engine on this node: nothing was left
+			() => undefined
 		);
 		await this.agent.prune();
 		this.pruneTimer = setInterval(() => void this.agent.prune(), 3600 * 1000);

@@ -1,9 +1,10 @@
 import fs from "fs";
 import path from "path";
-import { DockerCheck } from "./docker";
+import { Containers, DEFAULT_CONTAINER_SETTINGS, type ContainerSettings } from "./containers";
 import { DEFAULT_TASK_PATH, Execution, taskDirOf } from "./execution";
 import { createLauncher, type Launched, type Launcher, type LauncherChoice } from "./launcher";
 import { TaskDirs } from "./task-dirs";
+import { DEFAULT_TASK_UIDS, taskIdentities, type TaskIdentities } from "./task-identities";
 import type { ExecutionFinished, ExecutionLogs, ExecutionSpec, ExecutionStep } from "./protocol";
 
 export interface AgentOptions {
@@ -16,8 +17,14 @@ export interface AgentOptions {
 	launcher?: LauncherChoice;
 	/** SIGTERM → SIGKILL delay on a timeout, a cancel or a stop; default 5 s */
 	killGraceMs?: number;
-	/** default "docker" (looked up in PATH) */
-	dockerCommand?: string;
+	/** the node's stable id (its slave id): the label of its containers */
+	node: string;
+	/** the Docker engine and what its containers may do; default DEFAULT_CONTAINER_SETTINGS */
+	containers?: ContainerSettings;
+	/** one user every task runs as (AGENT_TASK_USER); default: a uid of its own per execution */
+	taskUser?: string | null;
+	/** the uids executions get, when the agent is root and no taskUser is named */
+	taskUids?: { first: number; count: number };
 	/** tail of stdout and of stderr carried by reports and live logs; default 1 MiB */
 	logCapBytes?: number;
 	/** PATH given to tasks; default the agent's own PATH, else a standard one */
@@ -66,7 +73,10 @@ export class NodeAgent {
 	/** the launcher chosen, for the start log */
 	readonly launcherDescription: string;
 	private readonly taskDirs: TaskDirs;
-	private readonly docker: DockerCheck;
+	readonly containers: Containers;
+	/** who tasks run as (null: the agent's own user), and whether each is in a PID namespace */
+	private readonly identities: TaskIdentities | null;
+	private readonly contained: boolean;
 	/** running, or finished with the report not yet acknowledged */
 	private readonly executions = new Map<number, Execution>();
 	/** canceled before they arrived, not started: their CANCELED report not yet acknowledged */
@@ -91,7 +101,57 @@ export class NodeAgent {
 		this.launcherDescription = chosen.description;
 		if (chosen.fallback) options.warn?.(`${chosen.fallback}; Node launchers are used instead`);
 		this.taskDirs = new TaskDirs(options.workDir);
-		this.docker = new DockerCheck(options.dockerCommand ?? "docker");
+		this.containers = new Containers(
+			options.containers ?? DEFAULT_CONTAINER_SETTINGS,
+			options.node
+		);
+		const isRoot = process.geteuid?.() === 0;
+		this.identities = taskIdentities({
+			user: options.taskUser ?? null,
+			uids: options.taskUids ?? DEFAULT_TASK_UIDS,
+			isRoot
+		});
+		this.contained = isRoot && chosen.contains;
+		if (this.identities) this.openWorkDir();
+		if (!isRoot)
+			options.warn?.(
+				"the agent does not run as root: its tasks run as its own user, can read what it can, and are not contained in PID namespaces"
+			);
+		else if (!chosen.contains)
+			options.warn?.(
+				"the launchers cannot contain tasks in PID namespaces (the native launcher is needed): a task's processes are killed by process group only"
+			);
+	}
+
+	/**
+	 * Tasks run as users of their own, who must pass through the work directory to their task
+	 * directories: it and `tasks/` may be passed through by anyone but listed by the agent only.
+	 * A folder above it that others cannot pass through (a home folder of mode 700) is warned of.
+	 */
+	private openWorkDir(): void {
+		const tasks = path.join(this.options.workDir, "tasks");
+		fs.mkdirSync(tasks, { recursive: true });
+		fs.chmodSync(this.options.workDir, 0o711);
+		fs.chmodSync(tasks, 0o711);
+		for (
+			let dir = path.dirname(path.resolve(this.options.workDir));
+			;
+			dir = path.dirname(dir)
+		) {
+			if ((fs.statSync(dir).mode & 0o001) === 0) {
+				this.options.warn?.(
+					`${dir} cannot be passed through by other users: tasks, which run as users of their own, cannot reach their directories under ${this.options.workDir} (set AGENT_WORK_DIR elsewhere, or chmod o+x ${dir})`
+				);
+				break;
+			}
+			if (path.dirname(dir) === dir) break;
+		}
+	}
+
+	/** Who tasks run as and how they are contained, for the start log. */
+	get isolationDescription(): string {
+		const who = this.identities?.description ?? "the agent's own user";
+		return `${who}; ${this.contained ? "a PID namespace per execution" : "no PID namespace"}`;
 	}
 
 	private get killGraceMs(): number {
@@ -118,8 +178,9 @@ export class NodeAgent {
 			agentId: this.options.agentId,
 			workDir: this.options.workDir,
 			launcher: this.launcher,
-			docker: this.docker,
-			dockerCommand: this.options.dockerCommand ?? "docker",
+			contained: this.contained,
+			identities: this.identities,
+			containers: this.containers,
 			killGraceMs: this.killGraceMs,
 			logCapBytes: this.options.logCapBytes ?? 1024 * 1024,
 			taskPath: this.options.taskPath ?? process.env.PATH ?? DEFAULT_TASK_PATH,
@@ -184,6 +245,8 @@ export class NodeAgent {
 				`execution ${id}: its task directory was not cleaned up: ${error?.message ?? error}`
 			)
 		);
+		// only now: nothing the execution's identity owns is within its reach any more
+		if (execution.identity) this.identities?.give(execution.identity);
 	}
 
 	/** Reports an execution canceled before it arrived, held (listed as running) until acknowledged. */
@@ -244,6 +307,9 @@ export class NodeAgent {
 	private async cleanUp(execution: Execution, status: ExecutionFinished["status"]) {
 		if (status !== "COMPLETED") {
 			await fs.promises.rm(execution.inputsDir, { recursive: true, force: true });
+			// kept for the operator; a later execution given the same uid cannot enter it
+			if (execution.identity)
+				await fs.promises.chown(execution.taskDir, process.geteuid!(), process.getegid!());
 			return;
 		}
 		// a task that left only its logs and an empty output directory (the common case) is kept

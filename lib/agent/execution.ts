@@ -7,13 +7,14 @@ import {
 	parseArtifactLines,
 	type ResultsManifest
 } from "../documents/results-manifest";
-import { DockerCheck, dockerClientEnv, dockerRunArgs } from "./docker";
+import type { ContainerExit, Containers } from "./containers";
 import { ExecutionFailure } from "./execution-failure";
-import { artifactLines, copyAtomically, readTail } from "./files";
+import { artifactLines, copyAtomically, openAgentFile, readTail } from "./files";
 import { stageInputs } from "./inputs";
-import { LaunchError, type Launched, type Launcher } from "./launcher";
+import { LaunchError, type Launched, type Launcher, type TaskIdentity } from "./launcher";
 import { planProducts, readManifest, removeProducts, workspaceOf } from "./outputs";
 import type { TaskDirs } from "./task-dirs";
+import type { TaskIdentities } from "./task-identities";
 import type {
 	ExecutionFinished,
 	ExecutionLogs,
@@ -43,9 +44,12 @@ export interface ExecutionContext {
 	/** task directories are `<workDir>/tasks/<jobExeId>/` */
 	workDir: string;
 	launcher: Launcher;
-	docker: DockerCheck;
-	/** the docker client command (also given to DockerCheck) */
-	dockerCommand: string;
+	/** whether the launcher contains each task in a PID namespace of its own */
+	contained: boolean;
+	/** who tasks run as (null: the agent's own user) */
+	identities: TaskIdentities | null;
+	/** the node's Docker engine, for job types with an image */
+	containers: Containers;
 	/** SIGTERM → SIGKILL delay on a timeout or a cancel */
 	killGraceMs: number;
 	/** how much of stdout and of stderr the final report and the live logs carry (the tail) */
@@ -71,15 +75,17 @@ type Phase = "new" | Step | "finished";
 
 /**
  * One execution on this node: pre (stage inputs, make the output directory, substitute the
- * command arguments), main (the process, or `docker run`, with the timeout) and post (results
+ * command arguments), main (the process, or the container, with the timeout) and post (results
  * manifest and ARTIFACT lines, products copied into their workspaces). `run()` answers the
  * report for `scheduler.exeFinished` and never throws.
  *
  * Outcomes:
  * - COMPLETED: main exited 0 and post found every required output.
  * - FAILED, errorName set: a SYSTEM problem the agent diagnosed — `task-launch` (bad spec,
- *   substitution, spawn error, launcher lost), `docker-task-launch` (no engine, no image),
- *   `filesystem-io` (staging inputs or copying products failed), `timeout`, `unknown` (a bug).
+ *   substitution, spawn error, launcher lost), `docker-task-launch` (no engine, no image, a
+ *   privileged container this agent does not allow), `filesystem-io` (staging inputs or copying
+ *   products failed), `timeout`, `unknown` (a bug); or `memory-limit` (ALGORITHM): the engine
+ *   killed the container at the job type's mem_required.
  * - FAILED, errorName null, exitCode ≠ 0: the algorithm failed; the control plane maps the code.
  * - FAILED, errorName null, exitCode null: killed by a signal nobody here sent (OOM killer...).
  * - FAILED, errorName null, exitCode 0: the algorithm exited 0 but its results are unusable
@@ -111,6 +117,10 @@ export class Execution {
 	private commandArguments: string | undefined;
 	/** how main ended, in words, for a non-zero exit */
 	private exitDetail = "";
+	/** the user and group the execution's processes run as (null: the agent's own) */
+	identity: TaskIdentity | null = null;
+	/** a line for stderr when a container ended well though the engine killed one of its processes */
+	private oomNote = "";
 
 	constructor(
 		readonly spec: ExecutionSpec,
@@ -203,10 +213,7 @@ export class Execution {
 		const launched = this.launched;
 		if (!launched || this.killTimer) return;
 		launched.kill("SIGTERM");
-		this.killTimer = setTimeout(() => {
-			launched.kill("SIGKILL");
-			if (this.spec.jobType.usesDocker) this.ctx.docker.remove(this.spec.jobExeId);
-		}, this.ctx.killGraceMs);
+		this.killTimer = setTimeout(() => launched.kill("SIGKILL"), this.ctx.killGraceMs);
 		this.killTimer.unref();
 	}
 
@@ -255,7 +262,10 @@ export class Execution {
 				errorName = null;
 			}
 		}
-		const note = status === "FAILED" && errorDetail ? await this.noteInStderr(errorDetail) : "";
+		const note =
+			status === "FAILED" && errorDetail
+				? await this.noteInStderr(errorDetail)
+				: this.oomNote && (await this.noteInStderr(this.oomNote));
 		const [stdout, stderr] = await Promise.all([
 			readTail(this.stdoutPath, this.ctx.logCapBytes).catch(() => ""),
 			readTail(this.stderrPath, this.ctx.logCapBytes)
@@ -291,7 +301,16 @@ export class Execution {
 	private async noteInStderr(detail: string): Promise<string> {
 		const line = `scale: ${detail}\n`;
 		try {
-			await fs.promises.appendFile(this.stderrPath, line);
+			const fd = openAgentFile(
+				this.stderrPath,
+				fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT
+			);
+			if (fd === null) return line;
+			try {
+				fs.writeSync(fd, line);
+			} finally {
+				fs.closeSync(fd);
+			}
 			return "";
 		} catch {
 			return line;
@@ -304,11 +323,26 @@ export class Execution {
 	private async pre(): Promise<{ command: string; args: string[]; display: string }> {
 		this.stepStarted("pre");
 		const spec = this.spec;
+		if (this.ctx.identities) {
+			this.identity = this.ctx.identities.take();
+			if (!this.identity)
+				throw new ExecutionFailure(
+					"task-launch",
+					`every task identity of this agent is in use (${this.ctx.identities.description})`
+				);
+		}
 		try {
 			this.recycled = (await this.ctx.taskDirs?.take(this.taskDir)) === true;
 			if (!this.recycled) {
 				await makeFreshDir(this.taskDir);
 				await fs.promises.mkdir(this.outputDir);
+			}
+			// the task's directory and its outputs are the execution's, and no one else's
+			if (this.identity) {
+				const { uid, gid } = this.identity;
+				fs.chownSync(this.taskDir, uid, gid);
+				fs.chmodSync(this.taskDir, 0o700);
+				fs.chownSync(this.outputDir, uid, gid);
 			}
 		} catch (error) {
 			throw new ExecutionFailure(
@@ -319,7 +353,8 @@ export class Execution {
 		const values = await stageInputs(
 			this.spec,
 			this.inputsDir,
-			() => this.canceled || this.stopped
+			() => this.canceled || this.stopped,
+			this.identity ?? undefined
 		);
 		// a required output will need its workspace: better to fail before running than after
 		for (const output of spec.interface.output_data)
@@ -339,28 +374,25 @@ export class Execution {
 		}
 		const command = spec.interface.command;
 		const display = words.join(" ");
-		if (!spec.jobType.usesDocker) {
-			this.stepCompleted("pre", 0, display);
-			return { command, args: words, display };
-		}
-		if (!spec.jobType.dockerImage)
+		if (spec.jobType.usesDocker && !spec.jobType.dockerImage)
 			throw new ExecutionFailure(
 				"docker-task-launch",
 				`the job type ${spec.jobType.name} ${spec.jobType.version} uses Docker but has no docker image`
 			);
-		const args = dockerRunArgs({
-			jobExeId: spec.jobExeId,
-			image: spec.jobType.dockerImage,
-			privileged: spec.jobType.dockerPrivileged,
-			taskDir: this.taskDir,
-			cpus: spec.resources.cpus,
-			memMiB: spec.resources.mem,
-			env: this.taskEnv(),
-			command,
-			args: words
-		});
 		this.stepCompleted("pre", 0, display);
-		return { command: this.ctx.dockerCommand, args, display };
+		return { command, args: words, display };
+	}
+
+	/** The uid the job's files are written by, when known (see resolveConfined). */
+	private writer(): number | undefined {
+		if (!this.identity) return undefined;
+		const jobType = this.spec.jobType;
+		if (
+			jobType.usesDocker &&
+			(jobType.dockerPrivileged || this.ctx.containers.settings.imageUser)
+		)
+			return undefined;
+		return this.identity.uid;
 	}
 
 	private taskEnv(): Record<string, string> {
@@ -373,40 +405,52 @@ export class Execution {
 	private async main(launch: { command: string; args: string[] }): Promise<number | null> {
 		this.stepStarted("main");
 		const spec = this.spec;
-		const docker = spec.jobType.usesDocker;
-		if (docker) {
-			const problem = await this.ctx.docker.problem();
-			if (problem) throw new ExecutionFailure("docker-task-launch", problem);
-		}
-		const env = docker
-			? { PATH: this.ctx.taskPath, HOME: this.taskDir, ...dockerClientEnv() }
-			: { PATH: this.ctx.taskPath, ...this.taskEnv() };
 		if (spec.task && !this.ctx.launchBuiltin)
 			throw new ExecutionFailure(
 				"task-launch",
 				`this agent cannot run a ${spec.task.kind} task`
 			);
-		try {
-			this.launched =
-				spec.task && this.ctx.launchBuiltin
-					? this.ctx.launchBuiltin(spec)
-					: await this.ctx.launcher.launch({
-							command: launch.command,
-							args: launch.args,
-							cwd: this.taskDir,
-							env,
-							stdoutPath: this.stdoutPath,
-							stderrPath: this.stderrPath,
-							outputFilesEmpty: this.recycled
-						});
-		} catch (error) {
-			const what = docker ? `the docker command (${launch.command})` : `"${launch.command}"`;
-			const detail =
-				error instanceof LaunchError && error.code === "ENOENT"
-					? `${what} was not found`
-					: `${what} could not be started: ${(error as Error).message}`;
-			throw new ExecutionFailure(docker ? "docker-task-launch" : "task-launch", detail);
-		}
+		if (spec.jobType.usesDocker) {
+			const problem = await this.ctx.containers.problem();
+			if (problem) throw new ExecutionFailure("docker-task-launch", problem);
+			this.launched = await this.ctx.containers.launch({
+				jobExeId: spec.jobExeId,
+				image: spec.jobType.dockerImage!,
+				privileged: spec.jobType.dockerPrivileged,
+				taskDir: this.taskDir,
+				cpus: spec.resources.cpus,
+				memMiB: spec.resources.mem,
+				env: this.taskEnv(),
+				command: launch.command,
+				args: launch.args,
+				identity: this.identity ?? undefined,
+				stdoutPath: this.stdoutPath,
+				stderrPath: this.stderrPath,
+				outputFilesEmpty: this.recycled
+			});
+		} else
+			try {
+				this.launched =
+					spec.task && this.ctx.launchBuiltin
+						? this.ctx.launchBuiltin(spec)
+						: await this.ctx.launcher.launch({
+								command: launch.command,
+								args: launch.args,
+								cwd: this.taskDir,
+								env: { PATH: this.ctx.taskPath, ...this.taskEnv() },
+								stdoutPath: this.stdoutPath,
+								stderrPath: this.stderrPath,
+								outputFilesEmpty: this.recycled,
+								identity: spec.task ? undefined : (this.identity ?? undefined),
+								contained: !spec.task && this.ctx.contained
+							});
+			} catch (error) {
+				const detail =
+					error instanceof LaunchError && error.code === "ENOENT"
+						? `"${launch.command}" was not found`
+						: `"${launch.command}" could not be started: ${(error as Error).message}`;
+				throw new ExecutionFailure("task-launch", detail);
+			}
 		if (this.canceled || this.stopped) this.kill();
 		let timer: NodeJS.Timeout | null = null;
 		if (spec.timeout > 0 && !spec.jobType.isLongRunning) {
@@ -420,7 +464,7 @@ export class Execution {
 		if (this.killTimer) clearTimeout(this.killTimer);
 		// what the task left running in its process group goes with it (the native launcher
 		// has done so already: here it would cost a failing system call and an exception)
-		if (!status.groupKilled)
+		if (!status.groupKilled && this.launched.pid > 0)
 			try {
 				process.kill(-this.launched.pid, "SIGKILL");
 			} catch {
@@ -428,7 +472,19 @@ export class Execution {
 			}
 		this.stepCompleted("main", status.code);
 		if (status.lost)
-			throw new ExecutionFailure("task-launch", `the process was lost: ${status.lost}`);
+			throw new ExecutionFailure(
+				spec.jobType.usesDocker ? "docker-task-launch" : "task-launch",
+				`the process was lost: ${status.lost}`
+			);
+		if ((status as ContainerExit).oomKilled) {
+			const limit = `its memory limit of ${Math.ceil(spec.resources.mem)} MiB (mem_required)`;
+			if (status.code !== 0 && !this.timedOut && !this.canceled && !this.stopped)
+				throw new ExecutionFailure(
+					"memory-limit",
+					`the container was killed at ${limit} (exit code ${status.code})`
+				);
+			this.oomNote = `a process of the container was killed at ${limit}`;
+		}
 		this.exitDetail =
 			status.code === null
 				? `the process was killed by ${status.signal}`
@@ -454,7 +510,11 @@ export class Execution {
 						printed
 					)
 				: null;
-		const planned = await planProducts(this.spec, merged, this);
+		const planned = await planProducts(this.spec, merged, {
+			outputDir: this.outputDir,
+			taskDir: this.taskDir,
+			owner: this.writer()
+		});
 		const products: ProducedFile[] = [];
 		try {
 			for (const plan of planned) {

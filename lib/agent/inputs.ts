@@ -2,6 +2,7 @@ import fs from "fs";
 import path from "path";
 import { ExecutionFailure } from "./execution-failure";
 import { isPlainFileName } from "./files";
+import type { TaskIdentity } from "./launcher";
 import type { ExecutionSpec, StagedFile } from "./protocol";
 
 /**
@@ -15,7 +16,8 @@ import type { ExecutionSpec, StagedFile } from "./protocol";
 export async function stageInputs(
 	spec: Pick<ExecutionSpec, "interface" | "inputs">,
 	inputsDir: string,
-	abandoned: () => boolean
+	abandoned: () => boolean,
+	owner?: TaskIdentity
 ): Promise<Record<string, string | null>> {
 	const values: Record<string, string | null> = {};
 	for (const input of spec.interface.input_data) {
@@ -53,7 +55,7 @@ export async function stageInputs(
 				`the file input "${input.name}" was given ${given.files.length} files`
 			);
 		const dir = path.join(inputsDir, input.name);
-		const paths = await copyInputFiles(input.name, dir, given.files, abandoned);
+		const paths = await copyInputFiles(input.name, dir, given.files, abandoned, owner);
 		values[input.name] = input.type === "file" ? paths[0] : dir;
 	}
 	return values;
@@ -64,7 +66,8 @@ async function copyInputFiles(
 	name: string,
 	dir: string,
 	files: StagedFile[],
-	abandoned: () => boolean
+	abandoned: () => boolean,
+	owner?: TaskIdentity
 ): Promise<string[]> {
 	const seen = new Set<string>();
 	for (const file of files) {
@@ -83,10 +86,13 @@ async function copyInputFiles(
 	const paths: string[] = [];
 	try {
 		await fs.promises.mkdir(dir, { recursive: true });
+		// the copies are the task's to read (a workspace file may be readable by its owner only)
+		if (owner) await fs.promises.chown(dir, owner.uid, owner.gid);
 		for (const file of files) {
 			if (abandoned()) break;
 			const target = path.join(dir, file.fileName);
 			await fs.promises.copyFile(file.hostPath, target);
+			if (owner) await fs.promises.chown(target, owner.uid, owner.gid);
 			paths.push(target);
 		}
 	} catch (error) {

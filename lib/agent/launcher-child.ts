@@ -38,6 +38,11 @@ export interface SpawnMessage {
 	 * spares the file system the inode update a truncation costs
 	 */
 	empty?: boolean;
+	/** the user and group the task runs as (absent: the launcher's own) */
+	uid?: number;
+	gid?: number;
+	/** in a PID namespace of its own: only native launchers can (refused here) */
+	contained?: boolean;
 }
 
 export interface KillMessage {
@@ -81,6 +86,15 @@ export function spawnTask(
 	msg: SpawnMessage,
 	send: (reply: FromLauncher) => void
 ): ChildProcess | undefined {
+	if (msg.contained) {
+		send({
+			t: "failed",
+			id: msg.id,
+			code: "ENOTSUP",
+			message: "a Node launcher cannot contain a task in a PID namespace"
+		});
+		return undefined;
+	}
 	let out: number;
 	let err: number;
 	try {
@@ -102,7 +116,9 @@ export function spawnTask(
 			cwd: msg.cwd,
 			env: msg.env,
 			stdio: ["ignore", out, err],
-			detached: true
+			detached: true,
+			uid: msg.uid,
+			gid: msg.gid
 		});
 	} catch (e: any) {
 		// spawn throws synchronously for bad arguments (a NUL byte, a bad cwd type...)

@@ -4,6 +4,7 @@ import fs from "fs";
 import os from "os";
 import path from "path";
 import {
+	LAUNCHER_ENV,
 	NativeLauncherProcess,
 	nativeLauncherBinary,
 	watchLauncher,
@@ -56,6 +57,18 @@ export interface LaunchRequest {
 	stderrPath: string;
 	/** the output files exist and are empty: opened without truncating (see SpawnMessage) */
 	outputFilesEmpty?: boolean;
+	/** the user and group the task runs as (absent: the launcher's own) */
+	identity?: TaskIdentity;
+	/**
+	 * in a PID namespace of its own, so that nothing it starts outlives it (native launchers
+	 * only: the others refuse such a request)
+	 */
+	contained?: boolean;
+}
+
+export interface TaskIdentity {
+	uid: number;
+	gid: number;
 }
 
 export interface ExitStatus {
@@ -112,7 +125,10 @@ function spawnMessage(id: number, request: LaunchRequest): SpawnMessage {
 		env: request.env,
 		stdout: request.stdoutPath,
 		stderr: request.stderrPath,
-		empty: request.outputFilesEmpty === true
+		empty: request.outputFilesEmpty === true,
+		uid: request.identity?.uid,
+		gid: request.identity?.gid,
+		contained: request.contained === true
 	};
 }
 
@@ -171,7 +187,8 @@ class NodeLauncherProcess implements LauncherChannel {
 		this.child = fork(script, [], {
 			execArgv: [],
 			serialization: "json",
-			stdio: ["ignore", "inherit", "inherit", "ipc"]
+			stdio: ["ignore", "inherit", "inherit", "ipc"],
+			env: LAUNCHER_ENV
 		});
 		this.child.on("message", onMessage);
 		watchLauncher(this.child, why => {
@@ -364,6 +381,8 @@ export type LauncherChoice = "auto" | "native" | "node";
 
 export interface ChosenLauncher {
 	launcher: Launcher;
+	/** whether it can start a task in a PID namespace of its own (LaunchRequest.contained) */
+	contains: boolean;
 	/** what was chosen, for the agent's start log */
 	description: string;
 	/** why "auto" fell back to Node launchers */
@@ -381,16 +400,22 @@ export function createLauncher(
 	findNative: () => NativeBinary = nativeLauncherBinary
 ): ChosenLauncher {
 	if (launchers <= 0)
-		return { launcher: new DirectLauncher(), description: "direct spawning from the agent" };
+		return {
+			launcher: new DirectLauncher(),
+			contains: false,
+			description: "direct spawning from the agent"
+		};
 	const native = choice === "node" ? null : findNative();
 	if (native && "path" in native)
 		return {
 			launcher: new LauncherPool(launchers, { kind: "native", binary: native.path }),
+			contains: true,
 			description: `${launchers} native launcher processes (${native.path})`
 		};
 	if (choice === "native") throw new Error((native as { problem: string }).problem);
 	return {
 		launcher: new LauncherPool(launchers),
+		contains: false,
 		description: `${launchers} Node launcher processes`,
 		fallback: native ? (native as { problem: string }).problem : undefined
 	};

@@ -81,6 +81,11 @@ const errnoNames = new Map<number, string>();
 for (const [name, number] of Object.entries(os.constants.errno as Record<string, number>))
 	if (!errnoNames.has(number)) errnoNames.set(number, name);
 
+/** The whole environment of a launcher process. */
+export const LAUNCHER_ENV = {
+	PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+};
+
 /** A request frame: its length (4 bytes, little-endian), then its fields, each ended by NUL. */
 function frame(fields: string[]): Buffer {
 	const body = `${fields.join("\0")}\0`;
@@ -123,7 +128,12 @@ export class NativeLauncherProcess {
 		onGone: (why: string) => void,
 		private readonly onMessage: (msg: FromLauncher) => void
 	) {
-		this.child = spawn(binary, [], { stdio: ["pipe", "pipe", "inherit"] });
+		// the launcher's environment is within every task's reach (/proc/<ppid>/environ): the
+		// agent's own (credentials) is not handed down
+		this.child = spawn(binary, [], {
+			stdio: ["pipe", "pipe", "inherit"],
+			env: LAUNCHER_ENV
+		});
 		// no streams when the process could not be started (watchLauncher reports it)
 		this.child.stdout?.setEncoding("latin1");
 		this.child.stdout?.on("data", (chunk: string) => this.read(chunk));
@@ -161,12 +171,14 @@ export class NativeLauncherProcess {
 			frame([
 				"s",
 				String(msg.id),
-				msg.empty ? "1" : "0",
+				String((msg.empty ? 1 : 0) | (msg.contained ? 2 : 0)),
 				msg.command,
 				// the task's files are opened before it changes directory: paths made absolute here
 				msg.cwd,
 				path.resolve(msg.stdout),
 				path.resolve(msg.stderr),
+				String(msg.uid ?? -1),
+				String(msg.gid ?? -1),
 				String(msg.args.length),
 				...msg.args,
 				String(env.length),

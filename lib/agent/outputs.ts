@@ -44,7 +44,17 @@ export async function readManifest(outputDir: string): Promise<ResultsManifest |
 		);
 	let doc: unknown;
 	try {
-		doc = JSON.parse(await fs.promises.readFile(file, "utf8"));
+		// not through a link, nor from a FIFO, that replaced the file since the lstat
+		const fd = fs.openSync(
+			file,
+			fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK
+		);
+		try {
+			if (!fs.fstatSync(fd).isFile()) throw new Error("it is not a regular file");
+			doc = JSON.parse(fs.readFileSync(fd, "utf8"));
+		} finally {
+			fs.closeSync(fd);
+		}
 	} catch (error) {
 		throw new ExecutionFailure(
 			null,
@@ -69,7 +79,7 @@ export async function readManifest(outputDir: string): Promise<ResultsManifest |
 export async function planProducts(
 	spec: ExecutionSpec,
 	merged: ResultsManifest | null,
-	dirs: { outputDir: string; taskDir: string }
+	dirs: { outputDir: string; taskDir: string; owner?: number }
 ): Promise<{ from: string; to: string; product: ProducedFile }[]> {
 	const byName = new Map((merged?.output_data ?? []).map(entry => [entry.name, entry]));
 	const plans: { from: string; to: string; product: ProducedFile }[] = [];
@@ -96,7 +106,12 @@ export async function planProducts(
 			);
 		const workspace = workspaceOf(spec, output.name);
 		for (const file of files) {
-			const found = await resolveConfined(file.path, dirs.outputDir, dirs.taskDir);
+			const found = await resolveConfined(
+				file.path,
+				dirs.outputDir,
+				dirs.taskDir,
+				dirs.owner
+			);
 			if ("refused" in found)
 				throw new ExecutionFailure(null, `the output "${output.name}": ${found.refused}`);
 			const fileName = path.basename(file.path);

@@ -26,6 +26,8 @@
  *                      retries until it gets an answer)
  */
 
+import type { EngineInventory } from "./containers";
+
 export interface Resources {
 	cpus: number;
 	/** MiB */
@@ -43,6 +45,8 @@ export interface NodeRegistration {
 	port: number;
 	/** what this node offers in all (after configured caps) */
 	resources: Resources;
+	/** the node's Docker engine: whether one answers, its images, what the agent allows */
+	docker?: EngineInventory;
 }
 
 export interface NodeHeartbeat {
@@ -54,6 +58,8 @@ export interface NodeHeartbeat {
 	 * (the control plane fails the ones it thinks run there but are not listed)
 	 */
 	running: number[];
+	/** as in NodeRegistration */
+	docker?: EngineInventory;
 }
 
 export interface NodeHeartbeatAnswer {

@@ -1,5 +1,6 @@
 import fs from "fs";
 import path from "path";
+import { openAgentFile } from "./files";
 
 /** Emptied task directories kept for reuse, at most. */
 const KEPT = 1000;
@@ -84,15 +85,30 @@ export class TaskDirs {
 			const top = fs.readdirSync(taskDir);
 			const allowed = new Set(["outputs", ...files.map(file => path.basename(file))]);
 			if (top.some(name => !allowed.has(name))) return false;
-			if (fs.readdirSync(path.join(taskDir, "outputs")).length > 0) return false;
+			// the task may have put a link in place of its output directory or a log
+			const outputs = path.join(taskDir, "outputs");
+			if (!fs.lstatSync(outputs).isDirectory() || fs.readdirSync(outputs).length > 0)
+				return false;
 			// empty: an empty file is left alone (a truncation would still update its inode)
-			for (const file of files)
-				if (top.includes(path.basename(file)) && fs.statSync(file).size > 0)
-					fs.truncateSync(file, 0);
+			for (const file of files) {
+				if (!top.includes(path.basename(file))) continue;
+				const fd = openAgentFile(file, fs.constants.O_WRONLY);
+				if (fd === null) continue;
+				try {
+					if (fs.fstatSync(fd).size > 0) fs.ftruncateSync(fd, 0);
+				} finally {
+					fs.closeSync(fd);
+				}
+			}
 			if (!this.made) {
 				fs.mkdirSync(this.spareDir, { recursive: true });
 				this.made = true;
 			}
+			// the agent's again until it is taken: the uid that ran in it may run another job
+			const uid = process.geteuid!();
+			const gid = process.getegid!();
+			fs.chownSync(taskDir, uid, gid);
+			fs.chownSync(outputs, uid, gid);
 			const name = this.freeNames.pop() ?? String(this.next++);
 			const spare = path.join(this.spareDir, name);
 			fs.renameSync(taskDir, spare);

@@ -7,7 +7,7 @@ import { loadConfig } from "../../lib/config";
 import { loadServiceSchemas } from "../../lib/services";
 import { request, type Reply } from "../helpers/broker";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { job as script, makeJobsExecutable } from "../fixtures/agent";
+import { job as script, makeJobsExecutable, processesIn } from "../fixtures/agent";
 
 /**
  * Running jobs end to end, as a user would with curl: the real scheduler and a real node agent
@@ -183,32 +183,18 @@ function readProduct(typeName: string, jobId: number, fileName: string): string 
 	return fs.readFileSync(path.join(productDir(typeName, jobId), fileName), "utf8");
 }
 
-/** Whether a process of the group `pgid` is alive (zombies are not: they wait to be reaped). */
-function groupAlive(pgid: number): boolean {
-	for (const entry of fs.readdirSync("/proc")) {
-		if (!/^\d+$/.test(entry)) continue;
-		let stat: string;
-		try {
-			stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-		} catch {
-			continue;
-		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses
-		const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-		if (Number(pgrp) === pgid && state !== "Z" && state !== "X") return true;
-	}
-	return false;
-}
-
-/** The pid sleep.sh prints first, read from the live logs of its running execution. */
-async function pidOf(exeId: number): Promise<number> {
+/**
+ * The task directory of a running execution, once sleep.sh has printed its pid (read from the
+ * live logs): its processes are found by their working directory (processesIn).
+ */
+async function taskDirOnceStarted(exeId: number): Promise<string> {
 	const logs = await until(
 		`execution ${exeId} to print its pid`,
 		() => ok("GET", `/job-executions/${exeId}/logs/`),
 		l => /^pid \d+$/m.test(l.stdout ?? "")
 	);
 	expect(logs.is_finished).toBe(false);
-	return Number(/^pid (\d+)$/m.exec(logs.stdout)![1]);
+	return path.join(root, "agent", "tasks", String(exeId));
 }
 
 /** Waits for the job's only execution to run and answers it. */
@@ -390,8 +376,8 @@ test("a job running past its timeout is killed and fails with `timeout`", async 
 	});
 	const queued = await newJob(type.id);
 	const exe = await runningExe(queued.id);
-	const pid = await pidOf(exe.id);
-	expect(groupAlive(pid)).toBe(true);
+	const taskDir = await taskDirOnceStarted(exe.id);
+	expect(processesIn(taskDir)).not.toEqual([]);
 
 	const job = await waitEnded(queued.id);
 	expect(job).toMatchObject({
@@ -403,14 +389,14 @@ test("a job running past its timeout is killed and fails with `timeout`", async 
 	expect(ended).toMatchObject({ id: exe.id, status: "FAILED", error: { name: "timeout" } });
 	// the script and its `sleep` are gone
 	await until(
-		`process group ${pid} to be gone`,
-		async () => groupAlive(pid),
+		`the processes in ${taskDir} to be gone`,
+		async () => processesIn(taskDir).length > 0,
 		alive => !alive,
 		3000
 	);
 	const logs = await ok("GET", `/job-executions/${exe.id}/logs/`);
 	expect(logs.is_finished).toBe(true);
-	expect(logs.stdout).toContain(`pid ${pid}\n`);
+	expect(logs.stdout).toMatch(/^pid \d+$/m);
 	expect(logs.stdout).not.toContain("woke up");
 });
 
@@ -423,8 +409,8 @@ test("canceling a running job kills its process", async () => {
 	});
 	const queued = await newJob(type.id);
 	const exe = await runningExe(queued.id);
-	const pid = await pidOf(exe.id);
-	expect(groupAlive(pid)).toBe(true);
+	const taskDir = await taskDirOnceStarted(exe.id);
+	expect(processesIn(taskDir)).not.toEqual([]);
 
 	const res = await call("PATCH", `/jobs/${queued.id}/`, { status: "CANCELED" });
 	expect(res.status).toBe(200);
@@ -434,8 +420,8 @@ test("canceling a running job kills its process", async () => {
 	expect(details.ended).toEqual(expect.any(String));
 
 	await until(
-		`process group ${pid} to be gone`,
-		async () => groupAlive(pid),
+		`the processes in ${taskDir} to be gone`,
+		async () => processesIn(taskDir).length > 0,
 		alive => !alive,
 		5000
 	);
@@ -457,7 +443,7 @@ test("canceling a running job kills its process", async () => {
 		l => l.stdout !== ""
 	);
 	expect(logs).toMatchObject({ id: exe.id, status: "CANCELED", is_finished: true, stderr: "" });
-	expect(logs.stdout).toBe(`pid ${pid}\nsleeping 30\n`);
+	expect(logs.stdout).toMatch(/^pid \d+\nsleeping 30\n$/);
 	const kept = await ok("GET", `/job-executions/${exe.id}/`);
 	expect(kept).toMatchObject({ status: "CANCELED", ended: details.ended, pre_exit_code: 0 });
 	expect(kept.command_arguments).toBe("30");

@@ -25,7 +25,16 @@ describe("loadConfig", () => {
 				memMiB: null,
 				diskMiB: null,
 				launchers: 2,
-				launcher: "auto"
+				launcher: "auto",
+				taskUser: null,
+				taskUids: { first: 1_900_000_000, count: 100_000 },
+				docker: {
+					host: null,
+					pull: false,
+					privileged: false,
+					network: null,
+					imageUser: false
+				}
 			}
 		});
 		expect(path.isAbsolute(config.dataDir)).toBe(true);
@@ -64,7 +73,14 @@ describe("loadConfig", () => {
 			AGENT_MEM_MIB: "2048",
 			AGENT_DISK_MIB: "10000",
 			AGENT_LAUNCHERS: "3",
-			AGENT_LAUNCHER: "node"
+			AGENT_LAUNCHER: "node",
+			AGENT_TASK_USER: "jobs",
+			AGENT_TASK_UIDS: "500000-500999",
+			AGENT_DOCKER_HOST: "unix:///run/other.sock",
+			AGENT_DOCKER_PULL: "yes",
+			AGENT_DOCKER_PRIVILEGED: "true",
+			AGENT_DOCKER_NETWORK: "none",
+			AGENT_DOCKER_USER: "image"
 		});
 		expect(config).toEqual({
 			databaseUrl: "postgres://u:p@db:5432/scale",
@@ -87,7 +103,16 @@ describe("loadConfig", () => {
 				memMiB: 2048,
 				diskMiB: 10000,
 				launchers: 3,
-				launcher: "node"
+				launcher: "node",
+				taskUser: "jobs",
+				taskUids: { first: 500000, count: 1000 },
+				docker: {
+					host: "unix:///run/other.sock",
+					pull: true,
+					privileged: true,
+					network: "none",
+					imageUser: true
+				}
 			}
 		});
 	});
@@ -101,6 +126,16 @@ describe("loadConfig", () => {
 		expect(() => loadConfig({ [name]: value })).toThrow(
 			new RegExp(`^${name} must be a positive`)
 		);
+	});
+
+	it.each([
+		["AGENT_TASK_UIDS", "0-100", "a range"],
+		["AGENT_TASK_UIDS", "5000", "a range"],
+		["AGENT_TASK_UIDS", "9000-8000", "a range"],
+		["AGENT_DOCKER_PULL", "maybe", "true or false"],
+		["AGENT_DOCKER_USER", "root", '"task" or "image"']
+	])("rejects %s=%s, saying what it must be", (name, value, what) => {
+		expect(() => loadConfig({ [name]: value })).toThrow(`${name} must be ${what}`);
 	});
 
 	it("rejects a NFS_MOUNT_ROOT that is not an absolute path, naming it", () => {

@@ -1,6 +1,6 @@
 import fs from "fs";
 import path from "path";
-import { DockerCheck } from "../../../lib/agent/docker";
+import { Containers, DEFAULT_CONTAINER_SETTINGS } from "../../../lib/agent/containers";
 import { Execution, type ExecutionContext } from "../../../lib/agent/execution";
 import { LauncherPool, type LauncherKind } from "../../../lib/agent/launcher";
 import { nativeLauncherBinary } from "../../../lib/agent/native-launcher";
@@ -36,8 +36,13 @@ function context(steps: ExecutionStep[], overrides: Partial<ExecutionContext> = 
 		agentId: "agent-1",
 		workDir,
 		launcher,
-		docker: new DockerCheck("docker"),
-		dockerCommand: "docker",
+		contained: false,
+		identities: null,
+		// an engine nobody runs: container jobs fail here (test/service/containers.test.ts has a real one)
+		containers: new Containers(
+			{ ...DEFAULT_CONTAINER_SETTINGS, host: "unix:///nonexistent/docker.sock" },
+			"node-1"
+		),
 		killGraceMs: 300,
 		logCapBytes: 1024 * 1024,
 		taskPath: process.env.PATH ?? "/usr/bin:/bin",
@@ -724,17 +729,6 @@ describe("docker job types", () => {
 		]);
 	});
 
-	it("fail with docker-task-launch when the docker command is missing", async () => {
-		const { report } = await run(dockerJob, {
-			docker: new DockerCheck("/no/such/docker"),
-			dockerCommand: "/no/such/docker"
-		});
-		expect(report.errorName).toBe("docker-task-launch");
-		expect(report.errorDetail).toBe(
-			"the docker command (/no/such/docker) is not installed on this node"
-		);
-	});
-
 	it("fail with docker-task-launch without an image", async () => {
 		const { report } = await run({
 			...dockerJob,
@@ -742,51 +736,5 @@ describe("docker job types", () => {
 		});
 		expect(report.errorName).toBe("docker-task-launch");
 		expect(report.errorDetail).toMatch(/has no docker image/);
-	});
-
-	it("run `docker run` with the image, mounts and limits", async () => {
-		// a stand-in docker client that answers `info` and records its arguments
-		const bin = tempDir("bin");
-		const fake = path.join(bin, "docker");
-		fs.writeFileSync(
-			fake,
-			`#!/bin/sh\n[ "$1" = info ] && exit 0\nfor a in "$@"; do printf '[%s]\\n' "$a"; done\n`
-		);
-		fs.chmodSync(fake, 0o755);
-		const { report, execution } = await run(
-			{
-				...dockerJob,
-				commandArguments: "'two words' ${job_output_dir}",
-				jobType: { usesDocker: true, dockerImage: "my/image:1", dockerPrivileged: true }
-			},
-			{ docker: new DockerCheck(fake), dockerCommand: fake }
-		);
-		expect(report.status).toBe("COMPLETED");
-		const dir = execution.taskDir;
-		expect(report.stdout.split("\n").filter(Boolean)).toEqual(
-			[
-				"run",
-				"--rm",
-				"--name",
-				`scale_${execution.spec.jobExeId}`,
-				"-v",
-				`${dir}:${dir}`,
-				"-w",
-				dir,
-				"-e",
-				`HOME=${dir}`,
-				"-e",
-				`SCALE_JOB_EXE_ID=${execution.spec.jobExeId}`,
-				"--cpus",
-				"1",
-				"--memory",
-				"128m",
-				"--privileged",
-				"my/image:1",
-				"echo",
-				"two words",
-				execution.outputDir
-			].map(a => `[${a}]`)
-		);
 	});
 });

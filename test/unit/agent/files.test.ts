@@ -1,6 +1,5 @@
 import fs from "fs";
 import path from "path";
-import { containerName, dockerRunArgs, DockerCheck } from "../../../lib/agent/docker";
 import {
 	artifactLines,
 	copyAtomically,
@@ -174,61 +173,5 @@ describe("media types", () => {
 		expect(mediaTypeOf("json")).toBe("application/octet-stream");
 		expect(mediaTypeOf(".tif")).toBe("application/octet-stream");
 		expect(mediaTypeOf("dir.d/file")).toBe("application/octet-stream");
-	});
-});
-
-describe("docker", () => {
-	it("builds the docker run argument list", () => {
-		expect(
-			dockerRunArgs({
-				jobExeId: 9,
-				image: "img:1",
-				privileged: false,
-				taskDir: "/w/tasks/9",
-				cpus: 0.5,
-				memMiB: 100.2,
-				env: { A: "b c" },
-				command: "run.sh",
-				args: ["x y", "-z"]
-			})
-		).toEqual([
-			"run",
-			"--rm",
-			"--name",
-			"scale_9",
-			"-v",
-			"/w/tasks/9:/w/tasks/9",
-			"-w",
-			"/w/tasks/9",
-			"-e",
-			"A=b c",
-			"--cpus",
-			"0.5",
-			"--memory",
-			"101m",
-			"img:1",
-			"run.sh",
-			"x y",
-			"-z"
-		]);
-		expect(containerName(12)).toBe("scale_12");
-	});
-
-	it("says when no engine answers (none runs here), and remembers only success", async () => {
-		const check = new DockerCheck("docker");
-		expect(await check.problem()).toMatch(
-			/^no Docker engine answers on this node \(docker info: .+\)$/
-		);
-		expect(await new DockerCheck("/no/docker").problem()).toBe(
-			"the docker command (/no/docker) is not installed on this node"
-		);
-		const fake = path.join(tempDir("bin"), "docker");
-		fs.writeFileSync(fake, "#!/bin/sh\nexit 0\n");
-		fs.chmodSync(fake, 0o755);
-		const ok = new DockerCheck(fake);
-		expect(await ok.problem()).toBeNull();
-		fs.writeFileSync(fake, "#!/bin/sh\nexit 1\n");
-		expect(await ok.problem()).toBeNull();
-		expect(await new DockerCheck(fake).problem()).toMatch(/exit code 1/);
 	});
 });

@@ -134,10 +134,22 @@ describe("the native launcher's protocol", () => {
 		child.stdin.write(
 			Buffer.concat([
 				frame(["s", "1"]), // too few fields
-				frame(["s", "2", "0", "/bin/true", dir, empty, empty, "99999999999", "x"]),
-				frame(["s", "3", "0", "/bin/true", dir, empty, empty, "0", "5", "A=1"]),
+				frame([
+					"s",
+					"2",
+					"0",
+					"/bin/true",
+					dir,
+					empty,
+					empty,
+					"-1",
+					"-1",
+					"99999999999",
+					"x"
+				]),
+				frame(["s", "3", "0", "/bin/true", dir, empty, empty, "-1", "-1", "0", "5", "A=1"]),
 				frame(["z", "4"]), // unknown
-				frame(["s", "5", "0", "/bin/true", dir, empty, empty, "0", "0"])
+				frame(["s", "5", "0", "/bin/true", dir, empty, empty, "-1", "-1", "0", "0"])
 			])
 		);
 		const deadline = Date.now() + 5000;
