@@ -10,7 +10,11 @@ function settingsFor(name: string, config: Config): Record<string, unknown> {
 			return { apiPort: config.port };
 		case "ingest":
 		case "workspaces":
-			return { nfsMountRoot: config.nfsMountRoot };
+			return {
+				nfsMountRoot: config.nfsMountRoot,
+				dataDir: config.dataDir,
+				agentWorkDir: config.agent.workDir
+			};
 		case "node-agent":
 			return { agent: config.agent, port: config.port };
 		default:

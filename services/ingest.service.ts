@@ -1,4 +1,5 @@
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import path from "path";
 import { DbMixin } from "../mixins/db.mixin";
 import { LIST_PARAMS, listAction, listRequest } from "../mixins/list.mixin";
 import {
@@ -27,6 +28,7 @@ import {
 } from "../lib/models/ingest";
 import { getIngestStatus } from "../lib/models/ingest-status";
 import { parseFileRef } from "../lib/models/scale-file";
+import type { ServiceDirectories } from "../lib/storage/confined-mounts";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
 
@@ -116,7 +118,7 @@ interface Methods {
 	createStrike(body: unknown): Promise<number>;
 }
 
-interface IngestSettings extends ServiceSettingSchema {
+interface IngestSettings extends ServiceSettingSchema, ServiceDirectories {
 	/** where the nodes mount the NFS exports strikes name without `mount_on` (NFS_MOUNT_ROOT) */
 	nfsMountRoot: string | null;
 }
@@ -128,13 +130,16 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 	mixins: [DbMixin()],
 
 	settings: {
-		nfsMountRoot: null
+		nfsMountRoot: null,
+		// lib/config.ts's defaults; lib/services.ts sets the process's own
+		dataDir: path.resolve("./data"),
+		agentWorkDir: path.resolve("./data/agent")
 	},
 
 	methods: {
 		/** Saves a strike and queues its job; answers the strike's id. */
 		async createStrike(this: IngestThis, body: unknown): Promise<number> {
-			const strike = parseNewStrike(body, this.settings);
+			const strike = await parseNewStrike(body, this.settings);
 			const { strikeId, jobId } = await createStrike(this.db, strike);
 			this.logger.info(
 				{ strikeId, jobId, name: strike.name },
@@ -233,7 +238,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 				ctx: Context<{ id: number } & Record<string, unknown>>
 			) {
 				const { id, ...body } = ctx.params;
-				const edit = parseStrikeEdit(body, this.settings);
+				const edit = await parseStrikeEdit(body, this.settings);
 				const changed = await updateStrike(this.db, id, edit);
 				if (changed) this.broker.broadcast("strike.changed", { strikeId: id });
 				return getStrikeDetails(this.db, id);

@@ -1,4 +1,5 @@
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import path from "path";
 import { DbMixin } from "../mixins/db.mixin";
 import { ListMixin } from "../mixins/list.mixin";
 import {
@@ -13,6 +14,7 @@ import {
 	type WorkspaceFields,
 	type WorkspaceRow
 } from "../lib/models/workspace";
+import type { ServiceDirectories } from "../lib/storage/confined-mounts";
 import type { RequestMeta } from "../types/meta";
 
 const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
@@ -41,7 +43,7 @@ const NEW_WORKSPACE = {
 /** The fields a client may edit; as in Scale, `name` is not one of them and is ignored. */
 const EDITABLE = ["title", "description", "base_url", "is_active", "json_config"] as const;
 
-interface WorkspacesSettings extends ServiceSettingSchema {
+interface WorkspacesSettings extends ServiceSettingSchema, ServiceDirectories {
 	/** where every node mounts NFS exports, for nfs workspaces (NFS_MOUNT_ROOT) */
 	nfsMountRoot: string | null;
 }
@@ -56,7 +58,10 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 	],
 
 	settings: {
-		nfsMountRoot: null
+		nfsMountRoot: null,
+		// lib/config.ts's defaults; lib/services.ts sets the process's own
+		dataDir: path.resolve("./data"),
+		agentWorkDir: path.resolve("./data/agent")
 	},
 
 	actions: {

@@ -11,8 +11,10 @@ import { BadRequestError, FieldError, NotFoundError } from "../errors";
 import type { ListSource } from "../list/run";
 import { loadStrikeJobs, serializeStrike, type StrikeRow } from "../models/ingest";
 import { queueNewJobs } from "../queue/new-job";
+import { mountProblem, type ServiceDirectories } from "../storage/confined-mounts";
 import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
+import { watchedDirectory } from "./record";
 
 /**
  * Strikes (Scale's ingest/views.py and models.py StrikeManager): a strike is saved together with
@@ -62,8 +64,14 @@ export interface StrikeEdit {
 	configuration?: StrikeConfiguration;
 }
 
-/** A create body, parsed (unknown fields ignored, as everywhere); throws FieldError. */
-export function parseNewStrike(body: unknown, mounts: StrikeMountOptions = {}): NewStrike {
+/** How strikes' directories are resolved on this cluster, and the service's own directories. */
+export type StrikeOptions = StrikeMountOptions & ServiceDirectories;
+
+/**
+ * A create body, parsed (unknown fields ignored, as everywhere) and its directory checked
+ * (checkWatchedDirectory); throws FieldError.
+ */
+export async function parseNewStrike(body: unknown, options: StrikeOptions): Promise<NewStrike> {
 	assertSchema(checkCreate, body, "");
 	const given = body as Record<string, unknown>;
 	checkStorableText({ name: given.name, title: given.title, description: given.description }, "");
@@ -71,12 +79,12 @@ export function parseNewStrike(body: unknown, mounts: StrikeMountOptions = {}): 
 		name: given.name as string,
 		title: (given.title as string | null | undefined) ?? null,
 		description: (given.description as string | null | undefined) ?? null,
-		configuration: parseStrikeConfiguration(given.configuration, "configuration", mounts)
+		configuration: await parseConfiguration(given.configuration, options)
 	};
 }
 
 /** An edit body, parsed: only the fields given change. */
-export function parseStrikeEdit(body: unknown, mounts: StrikeMountOptions = {}): StrikeEdit {
+export async function parseStrikeEdit(body: unknown, options: StrikeOptions): Promise<StrikeEdit> {
 	assertSchema(checkEdit, body, "");
 	const given = body as Record<string, unknown>;
 	checkStorableText({ title: given.title, description: given.description }, "");
@@ -84,8 +92,42 @@ export function parseStrikeEdit(body: unknown, mounts: StrikeMountOptions = {}):
 	if (given.title !== undefined) edit.title = given.title as string | null;
 	if (given.description !== undefined) edit.description = given.description as string | null;
 	if (given.configuration !== undefined)
-		edit.configuration = parseStrikeConfiguration(given.configuration, "configuration", mounts);
+		edit.configuration = await parseConfiguration(given.configuration, options);
 	return edit;
+}
+
+/** A configuration parsed, its watched directory checked. */
+async function parseConfiguration(
+	doc: unknown,
+	options: StrikeOptions
+): Promise<StrikeConfiguration> {
+	const config = parseStrikeConfiguration(doc, "configuration", options);
+	await checkWatchedDirectory(
+		config,
+		(doc as { mount_on?: string }).mount_on !== undefined,
+		options
+	);
+	return config;
+}
+
+/**
+ * Refuses a configuration whose monitor would watch a system directory or one of the service's
+ * own (lib/storage/confined-mounts.ts), naming the field the client gave the directory in:
+ * `mount_on`, else `mount` (a path, or an export that NFS_MOUNT_ROOT maps to one). A `mount`
+ * beside `mount_on` is not checked: it only records what the operator mounted there (an export,
+ * a device under /dev), which the service never opens.
+ */
+async function checkWatchedDirectory(
+	config: StrikeConfiguration,
+	mountOnGiven: boolean,
+	own: ServiceDirectories
+): Promise<void> {
+	const problem = await mountProblem(watchedDirectory(config), own);
+	if (problem)
+		throw new FieldError(
+			`configuration.${mountOnGiven ? "mount_on" : "mount"}`,
+			`${problem}; a strike may not watch it`
+		);
 }
 
 /**
@@ -127,9 +169,9 @@ export async function checkStrikeWorkspaces(
 export async function validateStrike(
 	db: Sequelize,
 	body: unknown,
-	mounts: StrikeMountOptions = {}
+	options: StrikeOptions
 ): Promise<{ warnings: Warning[] }> {
-	const strike = parseNewStrike(body, mounts);
+	const strike = await parseNewStrike(body, options);
 	return { warnings: await checkStrikeWorkspaces(db, strike.configuration) };
 }
 

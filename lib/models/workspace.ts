@@ -139,7 +139,7 @@ async function checkNewWorkspace(
 export async function createWorkspace(
 	db: Sequelize,
 	w: NewWorkspace,
-	mounts: WorkspaceMountOptions = {}
+	mounts: WorkspaceMountOptions
 ): Promise<WorkspaceRow> {
 	const { config } = await checkNewWorkspace(w, mounts);
 	const isActive = w.is_active ?? true;
@@ -170,7 +170,7 @@ export async function createWorkspace(
 export async function validateWorkspace(
 	db: Sequelize,
 	w: NewWorkspace,
-	mounts: WorkspaceMountOptions = {}
+	mounts: WorkspaceMountOptions
 ): Promise<ValidationWarning[]> {
 	const { config, warnings } = await checkNewWorkspace(w, mounts);
 	const [existing] = await select<{ type: string | null }>(
@@ -194,7 +194,7 @@ export async function updateWorkspace(
 	db: Sequelize,
 	id: number,
 	edit: WorkspaceFields,
-	mounts: WorkspaceMountOptions = {}
+	mounts: WorkspaceMountOptions
 ): Promise<WorkspaceRow> {
 	checkFields(edit);
 	let config: WorkspaceConfig | null = null;

@@ -2,6 +2,7 @@ import { constants as fsConstants, promises as fs } from "fs";
 import path from "path";
 import { FieldError } from "../errors";
 import { assertSchema, compileChecker } from "../validation/schema";
+import { mountProblem, type ServiceDirectories } from "./confined-mounts";
 
 /** A validation warning: something that does not stop the workspace from working. */
 export interface ValidationWarning {
@@ -52,13 +53,14 @@ function fsProblem(error: NodeJS.ErrnoException): string {
 
 /**
  * Checks the broker part of a host workspace configuration: `host_path` must be an absolute,
- * normalised path naming an existing directory this process may list and enter. `field` is the
- * request path of the broker object, e.g. `json_config.broker`. Throws FieldError; answers the
- * warnings (none so far).
+ * normalised path naming an existing directory this process may list and enter, and neither a
+ * system directory nor one of the service's own (`own`). `field` is the request path of the
+ * broker object, e.g. `json_config.broker`. Throws FieldError; answers the warnings (none so far).
  */
 export async function validateHostBroker(
 	broker: Record<string, unknown>,
-	field: string
+	field: string,
+	own: ServiceDirectories
 ): Promise<ValidationWarning[]> {
 	assertSchema(checkSchema, broker, field);
 	const hostPath = broker.host_path as string;
@@ -73,9 +75,23 @@ export async function validateHostBroker(
 			at,
 			`must be a normalised path, without "." or ".." segments or repeated slashes (did you mean "${normal}"?)`
 		);
+	await checkWorkspaceDirectoryAllowed(hostPath, at, own);
 	const problem = await directoryProblem(hostPath);
 	if (problem) throw new FieldError(at, `"${hostPath}" ${problem}`);
 	return [];
+}
+
+/**
+ * Refuses a directory no workspace may keep its files in (lib/storage/confined-mounts.ts), with
+ * a FieldError on `at`.
+ */
+export async function checkWorkspaceDirectoryAllowed(
+	dir: string,
+	at: string,
+	own: ServiceDirectories
+): Promise<void> {
+	const problem = await mountProblem(dir, own);
+	if (problem) throw new FieldError(at, `${problem}; a workspace may not keep its files there`);
 }
 
 /**

@@ -1,7 +1,13 @@
 import { FieldError } from "../errors";
 import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
-import { directoryProblem, validateHostBroker, type ValidationWarning } from "./host-broker";
+import type { ServiceDirectories } from "./confined-mounts";
+import {
+	checkWorkspaceDirectoryAllowed,
+	directoryProblem,
+	validateHostBroker,
+	type ValidationWarning
+} from "./host-broker";
 import { nfsMountPoint } from "./nfs";
 
 export type { ValidationWarning } from "./host-broker";
@@ -21,8 +27,11 @@ export const SUPPORTED_BROKER_TYPES = ["host", "nfs"] as const;
 /** Broker types Scale knows that this service does not support (yet). */
 const SCALE_ONLY_BROKER_TYPES = ["s3"];
 
-/** How workspace configurations are resolved on this cluster. */
-export interface WorkspaceMountOptions {
+/**
+ * How workspace configurations are resolved on this cluster, and the service's own directories,
+ * which no workspace may use.
+ */
+export interface WorkspaceMountOptions extends ServiceDirectories {
 	/** where every node mounts NFS exports (`NFS_MOUNT_ROOT`); null: nfs workspaces are refused */
 	nfsMountRoot?: string | null;
 }
@@ -82,21 +91,25 @@ export function parseWorkspaceConfig(doc: unknown, field = "json_config"): Works
 /**
  * Checks the broker's configuration against this node (Scale's validate_broker): for a host
  * broker, that its directory exists and is readable here; for an nfs broker, the same of the
- * directory the nodes mount its export on, which it answers as the broker's `host_path`.
+ * directory the nodes mount its export on, which it answers as the broker's `host_path`. Either
+ * directory must be neither a system directory nor one of the service's own.
  * Answers the broker to store and the warnings; throws FieldError.
  */
 export async function validateBroker(
 	config: WorkspaceConfig,
-	field = "json_config",
-	mounts: WorkspaceMountOptions = {}
+	field: string,
+	mounts: WorkspaceMountOptions
 ): Promise<{ broker: WorkspaceConfig["broker"]; warnings: ValidationWarning[] }> {
 	const at = `${field}.broker`;
 	const type = config.broker.type;
 	switch (type) {
 		case "host":
-			return { broker: config.broker, warnings: await validateHostBroker(config.broker, at) };
+			return {
+				broker: config.broker,
+				warnings: await validateHostBroker(config.broker, at, mounts)
+			};
 		case "nfs":
-			return validateNfsBroker(config.broker, at, mounts.nfsMountRoot ?? null);
+			return validateNfsBroker(config.broker, at, mounts);
 	}
 	const supported = SUPPORTED_BROKER_TYPES.map(t => `"${t}"`).join(", ");
 	if (SCALE_ONLY_BROKER_TYPES.includes(type))
@@ -110,16 +123,19 @@ export async function validateBroker(
 async function validateNfsBroker(
 	broker: WorkspaceConfig["broker"],
 	at: string,
-	root: string | null
+	mounts: WorkspaceMountOptions
 ): Promise<{ broker: WorkspaceConfig["broker"]; warnings: ValidationWarning[] }> {
 	assertSchema(checkNfsBroker, broker, at);
 	const nfsPath = broker.nfs_path as string;
+	const root = mounts.nfsMountRoot;
 	if (!root)
 		throw new FieldError(
 			`${at}.type`,
 			`an "nfs" workspace needs NFS_MOUNT_ROOT, where every node mounts NFS exports (as autofs's /net): this service mounts nothing`
 		);
 	const hostPath = nfsMountPoint(nfsPath, root, `${at}.nfs_path`);
+	// A data directory on an NFS export is reachable this way: DATA_DIR=/net/filer/scale/data.
+	await checkWorkspaceDirectoryAllowed(hostPath, `${at}.nfs_path`, mounts);
 	const problem = await directoryProblem(hostPath);
 	if (problem)
 		throw new FieldError(
@@ -132,8 +148,8 @@ async function validateNfsBroker(
 /** The whole check of a workspace configuration (shape, version, broker); answers what to store. */
 export async function checkWorkspaceConfig(
 	doc: unknown,
-	field = "json_config",
-	mounts: WorkspaceMountOptions = {}
+	field: string,
+	mounts: WorkspaceMountOptions
 ): Promise<{ config: WorkspaceConfig; warnings: ValidationWarning[] }> {
 	const config = parseWorkspaceConfig(doc, field);
 	const { broker, warnings } = await validateBroker(config, field, mounts);

@@ -10,6 +10,9 @@ describe("workspaces service", () => {
 	let services: TestApi;
 	let api: string;
 	let root: string;
+	/** DATA_DIR and AGENT_WORK_DIR of the service, under root, which no workspace may use */
+	let dataDir: string;
+	let agentWorkDir: string;
 	/** A real directory under the test's temporary folder, made on first use. */
 	function dir(name: string): string {
 		const made = path.join(root, name);
@@ -34,8 +37,14 @@ describe("workspaces service", () => {
 
 	beforeAll(async () => {
 		root = fs.mkdtempSync(path.join(os.tmpdir(), "ws-service-"));
+		dataDir = path.join(root, "service-data");
+		agentWorkDir = path.join(root, "agent-work");
+		fs.symlinkSync("/etc", path.join(root, "to-etc"));
 		db = await createTestDatabase();
-		services = await startServices(db.url, ["api", "workspaces"]);
+		services = await startServices(db.url, ["api", "workspaces"], {
+			DATA_DIR: dataDir,
+			AGENT_WORK_DIR: agentWorkDir
+		});
 		api = services.api;
 	});
 
@@ -237,6 +246,41 @@ describe("workspaces service", () => {
 				"a '..' segment",
 				() => ({ name: "n1", json_config: config(`${good}/../good`) }),
 				/^json_config\.broker\.host_path: must be a normalised path/
+			],
+			[
+				"the root directory",
+				() => ({ name: "n1", json_config: config("/") }),
+				/^json_config\.broker\.host_path: "\/" is a system directory; a workspace may not keep its files there$/
+			],
+			[
+				"a system directory",
+				() => ({ name: "n1", json_config: config("/etc") }),
+				/^json_config\.broker\.host_path: "\/etc" is a system directory; a workspace may not keep its files there$/
+			],
+			[
+				"a directory inside a system directory",
+				() => ({ name: "n1", json_config: config("/proc/self") }),
+				/^json_config\.broker\.host_path: "\/proc\/self" is inside the system directory \/proc; /
+			],
+			[
+				"a symbolic link to a system directory",
+				() => ({ name: "n1", json_config: config(path.join(root, "to-etc")) }),
+				/^json_config\.broker\.host_path: ".*\/to-etc" leads to \/etc, which is a system directory; /
+			],
+			[
+				"the service's data directory",
+				() => ({ name: "n1", json_config: config(dataDir) }),
+				/^json_config\.broker\.host_path: ".*\/service-data" is the service's data directory; /
+			],
+			[
+				"a directory inside the node agent's work directory",
+				() => ({ name: "n1", json_config: config(path.join(agentWorkDir, "tasks")) }),
+				/^json_config\.broker\.host_path: ".*\/agent-work\/tasks" is inside the node agent's work directory .*\/agent-work; /
+			],
+			[
+				"a directory holding the service's data directory",
+				() => ({ name: "n1", json_config: config(root) }),
+				/^json_config\.broker\.host_path: ".*" contains the service's data directory .*\/service-data; a workspace may not keep its files there$/
 			],
 			[
 				"the nfs broker where the nodes mount no exports",
@@ -543,6 +587,14 @@ describe("workspaces service", () => {
 				],
 				[{ json_config: { broker: { type: "s3" } } }, /^json_config\.broker\.type: /],
 				[{ json_config: config(dir("x"), { version: "9" }) }, /^json_config\.version: /],
+				[
+					{ json_config: config("/etc") },
+					/^json_config\.broker\.host_path: "\/etc" is a system directory; a workspace may not keep its files there$/
+				],
+				[
+					{ title: "ok", json_config: config(root) },
+					/^json_config\.broker\.host_path: ".*" contains the service's data directory /
+				],
 				[
 					{ title: "ok", json_config: config(`${root}/missing`) },
 					/^json_config\.broker\.host_path: /

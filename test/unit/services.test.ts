@@ -13,6 +13,21 @@ describe("loadServiceSchemas", () => {
 		expect(settings.api).toMatchObject({ port: 8123 });
 	});
 
+	it("hands ingest and workspaces the directories no strike or workspace may use", () => {
+		const schemas = loadServiceSchemas(
+			loadConfig({
+				SERVICES: "ingest,workspaces",
+				DATA_DIR: "/srv/scale",
+				AGENT_WORK_DIR: "/srv/agent"
+			})
+		);
+		for (const schema of schemas)
+			expect(schema.settings).toMatchObject({
+				dataDir: "/srv/scale",
+				agentWorkDir: "/srv/agent"
+			});
+	});
+
 	it("leaves the strike mount root unset by default", () => {
 		const [ingest] = loadServiceSchemas(loadConfig({ SERVICES: "ingest" }));
 		expect(ingest.settings).toMatchObject({ nfsMountRoot: null });

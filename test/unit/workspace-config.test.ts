@@ -47,6 +47,14 @@ async function asyncProblemOf(promise: Promise<unknown>): Promise<string> {
 	throw new Error("expected a BadRequestError");
 }
 
+/** The service's own directories, away from the test's, which they would otherwise refuse. */
+const OWN = { dataDir: "/nonexistent/scale/data", agentWorkDir: "/nonexistent/scale/agent" };
+
+/** checkWorkspaceConfig as the service calls it, with no NFS_MOUNT_ROOT unless given. */
+function check(doc: unknown, nfsMountRoot?: string) {
+	return checkWorkspaceConfig(doc, "json_config", { ...OWN, nfsMountRoot });
+}
+
 function host(hostPath: unknown, extra: Record<string, unknown> = {}) {
 	return { broker: { type: "host", host_path: hostPath }, ...extra };
 }
@@ -126,7 +134,7 @@ describe("parseWorkspaceConfig (shape and version)", () => {
 describe("validateBroker", () => {
 	it("says plainly that Scale's s3 broker is not supported", async () => {
 		const message = await asyncProblemOf(
-			validateBroker({ version: "1.0", broker: { type: "s3" } })
+			validateBroker({ version: "1.0", broker: { type: "s3" } }, "json_config", OWN)
 		);
 		expect(message).toBe(
 			'json_config.broker.type: the "s3" broker is not supported by this service; only "host", "nfs" workspaces can be created'
@@ -135,7 +143,9 @@ describe("validateBroker", () => {
 
 	it("refuses an unknown broker type", async () => {
 		expect(
-			await asyncProblemOf(validateBroker({ version: "1.0", broker: { type: "ftp" } }))
+			await asyncProblemOf(
+				validateBroker({ version: "1.0", broker: { type: "ftp" } }, "json_config", OWN)
+			)
 		).toBe('json_config.broker.type: unknown broker type "ftp" (supported: "host", "nfs")');
 	});
 });
@@ -145,10 +155,8 @@ describe("nfs broker", () => {
 
 	it("is a host workspace where the nodes mount the export under NFS_MOUNT_ROOT", async () => {
 		fs.mkdirSync(path.join(dir, "net", "filer", "exports", "raw"), { recursive: true });
-		const mounts = { nfsMountRoot: path.join(dir, "net") };
-		expect(
-			await checkWorkspaceConfig(nfs("filer:/exports//raw/"), "json_config", mounts)
-		).toEqual({
+		const root = path.join(dir, "net");
+		expect(await check(nfs("filer:/exports//raw/"), root)).toEqual({
 			config: {
 				version: "1.0",
 				broker: {
@@ -162,38 +170,42 @@ describe("nfs broker", () => {
 	});
 
 	it("is refused without NFS_MOUNT_ROOT, for a path that is no export, or one not mounted", async () => {
-		expect(await asyncProblemOf(checkWorkspaceConfig(nfs("filer:/exports/raw")))).toMatch(
+		expect(await asyncProblemOf(check(nfs("filer:/exports/raw")))).toMatch(
 			/^json_config\.broker\.type: an "nfs" workspace needs NFS_MOUNT_ROOT/
 		);
-		const mounts = { nfsMountRoot: path.join(dir, "net") };
-		expect(
-			await asyncProblemOf(checkWorkspaceConfig(nfs("/exports/raw"), "json_config", mounts))
-		).toBe('json_config.broker.nfs_path: "/exports/raw" is not an NFS export (host:/path)');
-		expect(await asyncProblemOf(checkWorkspaceConfig(nfs(7), "json_config", mounts))).toMatch(
+		const root = path.join(dir, "net");
+		expect(await asyncProblemOf(check(nfs("/exports/raw"), root))).toBe(
+			'json_config.broker.nfs_path: "/exports/raw" is not an NFS export (host:/path)'
+		);
+		expect(await asyncProblemOf(check(nfs(7), root))).toMatch(
 			/^json_config\.broker\.nfs_path: /
 		);
-		expect(
-			await asyncProblemOf(checkWorkspaceConfig(nfs("filer:/nowhere"), "json_config", mounts))
-		).toBe(
+		expect(await asyncProblemOf(check(nfs("filer:/nowhere"), root))).toBe(
 			`json_config.broker.nfs_path: "filer:/nowhere" is mounted at ${path.join(dir, "net", "filer", "nowhere")} on the nodes (NFS_MOUNT_ROOT), which does not exist`
+		);
+	});
+
+	it("is refused where the export holds the service's data directory", async () => {
+		// DATA_DIR=/nonexistent/scale/data on the export "nonexistent:/scale" mounted under "/"
+		expect(await asyncProblemOf(check(nfs("nonexistent:/scale"), "/"))).toBe(
+			`json_config.broker.nfs_path: "/nonexistent/scale" contains the service's data directory /nonexistent/scale/data; a workspace may not keep its files there`
 		);
 	});
 });
 
 describe("host broker", () => {
 	it("accepts an existing readable directory, with or without a trailing slash", async () => {
-		expect(await checkWorkspaceConfig(host(dir))).toEqual({
+		expect(await check(host(dir))).toEqual({
 			config: { version: "1.0", broker: { type: "host", host_path: dir } },
 			warnings: []
 		});
-		expect((await checkWorkspaceConfig(host(`${dir}/`))).warnings).toEqual([]);
-		expect((await checkWorkspaceConfig(host("/"))).warnings).toEqual([]);
+		expect((await check(host(`${dir}/`))).warnings).toEqual([]);
 	});
 
 	it("accepts a symbolic link to a directory", async () => {
 		const link = path.join(dir, "link");
 		fs.symlinkSync(path.join(dir, "sub"), link);
-		expect((await checkWorkspaceConfig(host(link))).warnings).toEqual([]);
+		expect((await check(host(link))).warnings).toEqual([]);
 	});
 
 	const cases: [string, () => unknown, RegExp][] = [
@@ -253,11 +265,36 @@ describe("host broker", () => {
 	it.each(cases)("refuses %s", async (_what, hostPath, expected) => {
 		const value = hostPath();
 		const broker = value === undefined ? { type: "host" } : { type: "host", host_path: value };
-		expect(await asyncProblemOf(checkWorkspaceConfig({ broker }))).toMatch(expected);
+		expect(await asyncProblemOf(check({ broker }))).toMatch(expected);
+	});
+
+	it("refuses system directories and the service's own, before looking at them", async () => {
+		const refused: [string, string][] = [
+			["/", '"/" is a system directory'],
+			["/etc", '"/etc" is a system directory'],
+			["/proc/self", '"/proc/self" is inside the system directory /proc'],
+			[
+				"/nonexistent",
+				'"/nonexistent" contains the service\'s data directory /nonexistent/scale/data'
+			],
+			[
+				"/nonexistent/scale/agent/tasks",
+				'"/nonexistent/scale/agent/tasks" is inside the node agent\'s work directory /nonexistent/scale/agent'
+			]
+		];
+		for (const [hostPath, problem] of refused)
+			expect(await asyncProblemOf(check(host(hostPath)))).toBe(
+				`json_config.broker.host_path: ${problem}; a workspace may not keep its files there`
+			);
+		const link = path.join(dir, "to-etc");
+		fs.symlinkSync("/etc", link);
+		expect(await asyncProblemOf(check(host(link)))).toBe(
+			`json_config.broker.host_path: "${link}" leads to /etc, which is a system directory; a workspace may not keep its files there`
+		);
 	});
 
 	it("suggests the normalised path", async () => {
-		expect(await asyncProblemOf(checkWorkspaceConfig(host(`${dir}/sub/..`)))).toContain(
+		expect(await asyncProblemOf(check(host(`${dir}/sub/..`)))).toContain(
 			`(did you mean "${dir}"?)`
 		);
 	});
@@ -268,7 +305,7 @@ describe("host broker", () => {
 		const locked = path.join(dir, "locked");
 		fs.mkdirSync(locked, { mode: 0o000 });
 		try {
-			expect(await asyncProblemOf(checkWorkspaceConfig(host(locked)))).toMatch(
+			expect(await asyncProblemOf(check(host(locked)))).toMatch(
 				/^json_config\.broker\.host_path: ".*locked" is not readable by the service/
 			);
 		} finally {
@@ -278,7 +315,9 @@ describe("host broker", () => {
 
 	it("names the broker object as the caller calls it", async () => {
 		expect(
-			await asyncProblemOf(validateHostBroker({ type: "host", host_path: "x" }, "cfg.broker"))
+			await asyncProblemOf(
+				validateHostBroker({ type: "host", host_path: "x" }, "cfg.broker", OWN)
+			)
 		).toMatch(/^cfg\.broker\.host_path: must be an absolute path/);
 	});
 });
