@@ -65,6 +65,7 @@ export default async function globalSetup() {
 	if (pg.status === "rejected") {
 		// globalTeardown does not run after a failed globalSetup
 		await (globalThis as any).__SCALE_DOCKERD__?.stop();
+		fs.rmSync(dataDir, { recursive: true, force: true });
 		throw pg.reason;
 	}
 	const dockerState = docker.status === "fulfilled" ? docker.value : {};
