@@ -1,6 +1,9 @@
 "use strict";
 
-/** Unit tests need nothing; service and cluster tests share one embedded PostgreSQL (globalSetup). */
+/**
+ * Unit tests need nothing; service and cluster tests share one embedded PostgreSQL (globalSetup),
+ * and tests that run containers one dockerd of the run's own (as root; test/helpers/dockerd.ts).
+ */
 module.exports = {
 	testEnvironment: "node",
 	roots: ["<rootDir>/test"],
