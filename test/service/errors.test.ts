@@ -9,6 +9,7 @@ const BUILTIN_NAMES = [
 	"docker-task-launch",
 	"filesystem-io",
 	"ingest-failure",
+	"memory-limit",
 	"nfs",
 	"node-lost",
 	"scheduler-lost",
@@ -67,11 +68,11 @@ function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 
 describe("GET /errors/ on a fresh database", () => {
-	it("lists the 12 built-in errors with Scale's fields, ordered by name", async () => {
+	it("lists the 13 built-in errors with Scale's fields, ordered by name", async () => {
 		const reply = await list("");
 		expect(reply.status).toBe(200);
 		expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
-		expect(reply.body).toMatchObject({ count: 12, next: null, previous: null });
+		expect(reply.body).toMatchObject({ count: 13, next: null, previous: null });
 		expect(names(reply)).toEqual(BUILTIN_NAMES);
 		for (const e of reply.body.results) {
 			expect(Object.keys(e).sort()).toEqual(FIELDS);
@@ -94,7 +95,7 @@ describe("GET /errors/ on a fresh database", () => {
 	it("answers the same list under /api/v3", async () => {
 		const reply = await request("GET", `${api}/v3/errors/`);
 		expect(reply.status).toBe(200);
-		expect(reply.body.count).toBe(12);
+		expect(reply.body.count).toBe(BUILTIN_NAMES.length);
 		expect(names(reply)).toEqual(BUILTIN_NAMES);
 	});
 });
@@ -431,11 +432,11 @@ describe("GET /errors/ filters, order and paging", () => {
 
 	it("filters by is_builtin", async () => {
 		const builtin = await list("is_builtin=true");
-		expect(builtin.body.count).toBe(12);
+		expect(builtin.body.count).toBe(BUILTIN_NAMES.length);
 		expect(names(builtin)).toEqual(BUILTIN_NAMES);
 		const custom = await list("is_builtin=false");
 		const total = await rowCount();
-		expect(custom.body.count).toBe(total - 12);
+		expect(custom.body.count).toBe(total - BUILTIN_NAMES.length);
 		expect(custom.body.results.every((e: any) => e.is_builtin === false)).toBe(true);
 		expect(names(custom)).toEqual(expect.arrayContaining(["alpha", "mid", "zeta"]));
 		expectJsonError(await list("is_builtin=maybe"), 400, /^is_builtin: /);
@@ -465,7 +466,7 @@ describe("GET /errors/ filters, order and paging", () => {
 	it("pages with absolute next and previous links that work when fetched", async () => {
 		const first = await list("is_builtin=true&page_size=5");
 		expect(first.status).toBe(200);
-		expect(first.body.count).toBe(12);
+		expect(first.body.count).toBe(BUILTIN_NAMES.length);
 		expect(first.body.previous).toBeNull();
 		expect(names(first)).toEqual(BUILTIN_NAMES.slice(0, 5));
 		expect(first.body.next).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/errors\/\?/);
@@ -476,12 +477,12 @@ describe("GET /errors/ filters, order and paging", () => {
 
 		const second = await request("GET", first.body.next);
 		expect(second.status).toBe(200);
-		expect(second.body.count).toBe(12);
+		expect(second.body.count).toBe(BUILTIN_NAMES.length);
 		expect(names(second)).toEqual(BUILTIN_NAMES.slice(5, 10));
 		expect(second.body.previous).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/errors\/\?/);
 
 		const third = await request("GET", second.body.next);
-		expect(third.body.count).toBe(12);
+		expect(third.body.count).toBe(BUILTIN_NAMES.length);
 		expect(third.body.next).toBeNull();
 		expect(names(third)).toEqual(BUILTIN_NAMES.slice(10));
 
@@ -491,17 +492,17 @@ describe("GET /errors/ filters, order and paging", () => {
 		const beyond = await list("is_builtin=true&page_size=5&page=4");
 		expect(beyond.status).toBe(200);
 		expect(beyond.body.results).toEqual([]);
-		expect(beyond.body.count).toBe(12);
+		expect(beyond.body.count).toBe(BUILTIN_NAMES.length);
 		expect(beyond.body.next).toBeNull();
 	});
 
 	it("keeps repeated parameters in the links", async () => {
 		const first = await list("is_builtin=true&order=category&order=-name&page_size=4&name=");
-		expect(names(first)).toEqual(["algorithm-unknown", "unknown", "timeout", "task-launch"]);
+		expect(names(first)).toEqual(["memory-limit", "algorithm-unknown", "unknown", "timeout"]);
 		const next = new URL(first.body.next);
 		expect(next.searchParams.getAll("order")).toEqual(["category", "-name"]);
 		const second = await request("GET", first.body.next);
-		expect(names(second)).toEqual(["scheduler-lost", "node-lost", "nfs", "ingest-failure"]);
+		expect(names(second)).toEqual(["task-launch", "scheduler-lost", "node-lost", "nfs"]);
 		const back = await request("GET", second.body.previous);
 		expect(names(back)).toEqual(names(first));
 	});
@@ -541,7 +542,7 @@ describe("GET /errors/ filters, order and paging", () => {
 	it("accepts page_size 1 and 1000", async () => {
 		const one = await list("is_builtin=true&page_size=1");
 		expect(one.body.results).toHaveLength(1);
-		expect(one.body.count).toBe(12);
+		expect(one.body.count).toBe(BUILTIN_NAMES.length);
 		const max = await list("page_size=1000");
 		expect(max.status).toBe(200);
 		expect(max.body.results).toHaveLength(await rowCount());
