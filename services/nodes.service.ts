@@ -47,6 +47,21 @@ const RESOURCES = {
 	}
 };
 const AGENT_ID = { type: "string", minLength: 1, maxLength: 250 };
+/** NodeDocker (lib/agent/protocol.ts), its size bounded: 10,000 images of 500 characters. */
+const DOCKER = {
+	type: "object",
+	required: ["engine", "pull", "images", "privileged"],
+	properties: {
+		engine: { type: "boolean" },
+		pull: { type: "boolean" },
+		images: {
+			type: "array",
+			maxItems: 10000,
+			items: { type: "string", minLength: 1, maxLength: 500 }
+		},
+		privileged: { type: "boolean" }
+	}
+};
 
 /**
  * Nodes: the REST resource (list, status, details, replace, update) and the agents' side of the
@@ -135,7 +150,8 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 					slaveId: AGENT_ID,
 					hostname: { type: "string", minLength: 1, maxLength: 250 },
 					port: { type: "integer", minimum: 0, maximum: 65535 },
-					resources: RESOURCES
+					resources: RESOURCES,
+					docker: DOCKER
 				}
 			} as any,
 			async handler(this: NodesThis, ctx: Context<NodeRegistration>) {
@@ -160,7 +176,8 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 					agentId: AGENT_ID,
 					slaveId: AGENT_ID,
 					resources: RESOURCES,
-					running: { type: "array", items: ID }
+					running: { type: "array", items: ID },
+					docker: DOCKER
 				}
 			} as any,
 			async handler(
