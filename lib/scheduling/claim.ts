@@ -2,12 +2,15 @@ import {
 	excludedTypes,
 	hasCapacity,
 	matchBatch,
+	whyUnrunnable,
+	type DockerNeed,
 	type NodeSlot,
 	type Placement,
 	type QueuedRow,
 	type TypeLimits
 } from "./matching";
 import type { EndingExe } from "./finish";
+import { ImageSets, normalizeImage } from "./images";
 import type { Sql } from "./sql";
 
 /**
@@ -40,6 +43,20 @@ export interface PassOptions {
 	 * batch is read with its context, before the context tells (read again when they differ).
 	 */
 	likelyExcluded?: readonly number[];
+	/**
+	 * The nodes' image lists read by earlier passes (kept by the leader): a node's images are
+	 * read again only when their hash is not among them. A pass without it reads them all.
+	 */
+	images?: ImageSets;
+}
+
+/** A container job type that waits because no node taking work can run it. */
+export interface Unrunnable {
+	jobTypeId: number;
+	/** its docker_image as written */
+	image: string | null;
+	privileged: boolean;
+	reason: string;
 }
 
 export interface PassContext {
@@ -48,6 +65,8 @@ export interface PassContext {
 	queued: boolean;
 	nodes: NodeSlot[];
 	limits: TypeLimits;
+	/** the queued container job types no node offered here can run (in limits.unrunnable too) */
+	unrunnable: Unrunnable[];
 }
 
 /** A placed execution, as the claim statement answers it: what the agent's ExecutionSpec needs. */
@@ -79,63 +98,115 @@ export interface PlacedExe {
 }
 
 /**
- * Everything one pass needs to know before reading the queue, in one round trip: the scheduler's
- * pause, the nodes that may take work (active, not paused, their agent registered and heard from
- * within the lease) with their free resources, and the paused and max_scheduled job types.
+ * The nodes that may take work (active, not paused, their agent registered and heard from within
+ * the lease) with their free resources, as JSON; with their Docker engine's offer when
+ * `docker`: engine, pull, privileged, the images' hash, and the images themselves unless their
+ * hash is among $3 (those the caller has read before).
  */
-export async function loadPassContext(
-	sql: Sql,
-	opts: Pick<PassOptions, "agents" | "leaseMs">
-): Promise<PassContext> {
-	// The nodes' free resources cost a sum over every RUNNING execution (20 ms with 1,000
-	// nodes and 20,000 executions): not computed when nothing is queued, as on most of the
-	// passes that reports and heartbeats wake (CASE evaluates the sub-select only when taken).
-	const [row] = await sql.query<{
-		paused: boolean | null;
-		queued: boolean;
-		nodes: any[];
-		types: any[];
-	}>(
-		`SELECT
-			(SELECT is_paused FROM scheduler WHERE id = 1) AS paused,
-			q.queued,
-			CASE WHEN q.queued THEN coalesce((SELECT json_agg(json_build_object(
+function nodesJson(docker: boolean): string {
+	const engine = docker
+		? `,
+					'docker', json_build_array(n.docker_engine, n.docker_pull, n.docker_privileged,
+						n.docker_images_hash, CASE WHEN n.docker_images_hash = ANY($3::text[]) THEN NULL
+							ELSE n.docker_images END)`
+		: "";
+	return `coalesce((SELECT json_agg(json_build_object(
 					'id', n.id, 'agent_id', n.agent_id,
 					'cpus', coalesce(n.cpus_total, 0) - coalesce(s.cpus, 0),
 					'mem', coalesce(n.mem_total, 0) - coalesce(s.mem, 0),
-					'disk', coalesce(n.disk_total, 0) - coalesce(s.disk, 0)) ORDER BY n.id)
+					'disk', coalesce(n.disk_total, 0) - coalesce(s.disk, 0)${engine}) ORDER BY n.id)
 				FROM node n
 				LEFT JOIN LATERAL (
 					SELECT sum(cpus_scheduled) AS cpus, sum(mem_scheduled) AS mem,
 						sum(disk_total_scheduled) AS disk
 					FROM job_exe WHERE status = 'RUNNING' AND node_id = n.id) s ON true
 				WHERE n.is_active AND NOT n.is_paused AND n.agent_id = ANY($1::text[])
-					AND n.last_heartbeat > now() - $2::int * interval '1 millisecond'), '[]')
+					AND n.last_heartbeat > now() - $2::int * interval '1 millisecond'), '[]')`;
+}
+
+// The nodes' free resources cost a sum over every RUNNING execution (20 ms with 1,000 nodes and
+// 20,000 executions): not computed when nothing is queued, as on most of the passes that reports
+// and heartbeats wake (CASE evaluates the sub-select only when taken). Their Docker engines are
+// read only when a container job type (not paused) has queued work: a cluster of process jobs
+// reads what it read before, and its statement's only extra is `dt` (a look at job_type, which
+// the limits read already scan, for types with uses_docker).
+const PASS_CONTEXT_SQL = `WITH dt AS (
+			SELECT t.id, t.docker_image, t.docker_privileged FROM job_type t
+			WHERE t.uses_docker AND NOT t.is_paused
+				AND EXISTS (SELECT 1 FROM queue WHERE job_type_id = t.id)
+		)
+		SELECT
+			(SELECT is_paused FROM scheduler WHERE id = 1) AS paused,
+			q.queued,
+			CASE WHEN q.queued AND q.docker THEN ${nodesJson(true)}
+				WHEN q.queued THEN ${nodesJson(false)}
 				ELSE '[]' END AS nodes,
 			coalesce((SELECT json_agg(json_build_object(
 					'id', t.id, 'paused', t.is_paused, 'max', t.max_scheduled,
 					'running', CASE WHEN t.max_scheduled IS NULL THEN 0 ELSE
 						(SELECT count(*) FROM job j WHERE j.job_type_id = t.id AND j.status = 'RUNNING') END))
-				FROM job_type t WHERE t.is_paused OR t.max_scheduled IS NOT NULL), '[]') AS types
-		 FROM (SELECT EXISTS (SELECT 1 FROM queue) AS queued) q`,
-		[opts.agents, Math.round(opts.leaseMs)]
-	);
+				FROM job_type t WHERE t.is_paused OR t.max_scheduled IS NOT NULL), '[]') AS types,
+			CASE WHEN q.docker THEN (SELECT json_agg(json_build_array(id, docker_image,
+				docker_privileged)) FROM dt) END AS docker
+		 FROM (SELECT EXISTS (SELECT 1 FROM queue) AS queued, EXISTS (SELECT 1 FROM dt) AS docker) q`;
+
+/**
+ * Everything one pass needs to know before reading the queue, in one round trip: the scheduler's
+ * pause, the nodes that may take work (active, not paused, their agent registered and heard from
+ * within the lease) with their free resources, the paused and max_scheduled job types, and the
+ * queued container job types with what they need of a node (and the nodes' engines with them).
+ * A container job type no node here can run is in `unrunnable`, and excluded from the pass.
+ */
+export async function loadPassContext(
+	sql: Sql,
+	opts: Pick<PassOptions, "agents" | "leaseMs" | "images">
+): Promise<PassContext> {
+	const images = opts.images ?? new ImageSets();
+	const [row] = await sql.query<{
+		paused: boolean | null;
+		queued: boolean;
+		nodes: any[];
+		types: any[];
+		/** [id, docker_image, docker_privileged] of the queued container job types */
+		docker: [number, string | null, boolean][] | null;
+	}>(PASS_CONTEXT_SQL, [opts.agents, Math.round(opts.leaseMs), images.known()]);
 	const paused = new Set<number>();
 	const remaining = new Map<number, number>();
 	for (const t of row.types) {
 		if (t.paused) paused.add(t.id);
 		else if (t.max !== null) remaining.set(t.id, t.max - Number(t.running));
 	}
-	return {
-		paused: !!row.paused,
-		queued: row.queued,
-		nodes: row.nodes.map(n => ({
-			id: n.id,
-			agentId: n.agent_id,
-			free: { cpus: Number(n.cpus), mem: Number(n.mem), disk: Number(n.disk) }
-		})),
-		limits: { paused, remaining }
-	};
+	const nodes: NodeSlot[] = row.nodes.map(n => ({
+		id: n.id,
+		agentId: n.agent_id,
+		free: { cpus: Number(n.cpus), mem: Number(n.mem), disk: Number(n.disk) }
+	}));
+	const limits: TypeLimits = { paused, remaining };
+	const unrunnable: Unrunnable[] = [];
+	if (row.docker !== null && row.queued) {
+		row.nodes.forEach((n, i) => {
+			const [engine, pull, privileged, hash, list] = n.docker;
+			nodes[i].docker = { engine, pull, privileged, images: images.resolve(hash, list) };
+		});
+		images.retain(row.nodes.map(n => n.docker[3]));
+		const docker = new Map<number, DockerNeed>();
+		const blocked = new Set<number>();
+		for (const [id, image, privileged] of row.docker) {
+			const need: DockerNeed = {
+				image: image === null || image.trim() === "" ? null : normalizeImage(image),
+				privileged
+			};
+			docker.set(id, need);
+			const reason = nodes.length > 0 ? whyUnrunnable(need, image, nodes) : null;
+			if (reason !== null) {
+				blocked.add(id);
+				unrunnable.push({ jobTypeId: id, image, privileged, reason });
+			}
+		}
+		limits.docker = docker;
+		if (blocked.size > 0) limits.unrunnable = blocked;
+	}
+	return { paused: !!row.paused, queued: row.queued, nodes, limits, unrunnable };
 }
 
 const CLAIM_COLUMNS = `id, job_exe_id, job_id, job_type_id, priority, cpus_required, mem_required,
@@ -307,6 +378,8 @@ export interface PassResult {
 	scanned: number;
 	/** why the pass stopped */
 	stop: "paused" | "no-nodes" | "queue-end" | "full" | "scan-limit";
+	/** the queued container job types no node taking work can run (their rows were not read) */
+	unrunnable: Unrunnable[];
 }
 
 /**
@@ -334,7 +407,8 @@ export async function schedulePass(
 		placed,
 		excluded: excludedFirst,
 		scanned,
-		stop
+		stop,
+		unrunnable: ctx.paused ? [] : ctx.unrunnable
 	});
 	if (ctx.paused) return stop("paused");
 	if (!ctx.queued) return stop("queue-end");
