@@ -97,65 +97,59 @@ export interface PlacedExe {
 	in_recipe: boolean;
 }
 
-/**
- * The nodes that may take work (active, not paused, their agent registered and heard from within
- * the lease) with their free resources, as JSON; with their Docker engine's offer when
- * `docker`: engine, pull, privileged, the images' hash, and the images themselves unless their
- * hash is among $3 (those the caller has read before).
- */
-function nodesJson(docker: boolean): string {
-	const engine = docker
-		? `,
-					'docker', json_build_array(n.docker_engine, n.docker_pull, n.docker_privileged,
-						n.docker_images_hash, CASE WHEN n.docker_images_hash = ANY($3::text[]) THEN NULL
-							ELSE n.docker_images END)`
-		: "";
-	return `coalesce((SELECT json_agg(json_build_object(
+/** Whether a job type's work needs a node that can run containers, and it has work queued. */
+const QUEUED_CONTAINERS = `t.uses_docker AND NOT t.is_paused
+	AND (SELECT true FROM queue WHERE job_type_id = t.id LIMIT 1)`;
+
+// The nodes' free resources cost a sum over every RUNNING execution (20 ms with 1,000 nodes and
+// 20,000 executions): not computed when nothing is queued, as on most of the passes that reports
+// and heartbeats wake (CASE evaluates the sub-select only when taken).
+//
+// Container job types ride on the read of the limits (the same scan of job_type; a type that
+// uses_docker is probed for queued work, by the queue's job type index), and a node's engine on
+// its row's read: `docker` is null for a node without an engine, else [pull, privileged, hash of
+// its images, its images unless their hash is among $3 (those the caller has read before)]. Tried
+// first: a flag for "a container type has queued work" and the nodes read with or without their
+// engine by it. Its statement carried the nodes' sub-select twice, and PostgreSQL sets up every
+// sub-plan at each execution, run or not: ~110 µs of the server's time per pass against ~65
+// before; this one ~65–70 (docs/decisions.md, "Container jobs go where their image is").
+const PASS_CONTEXT_SQL = `SELECT
+			(SELECT is_paused FROM scheduler WHERE id = 1) AS paused,
+			q.queued,
+			CASE WHEN q.queued THEN coalesce((SELECT json_agg(json_build_object(
 					'id', n.id, 'agent_id', n.agent_id,
 					'cpus', coalesce(n.cpus_total, 0) - coalesce(s.cpus, 0),
 					'mem', coalesce(n.mem_total, 0) - coalesce(s.mem, 0),
-					'disk', coalesce(n.disk_total, 0) - coalesce(s.disk, 0)${engine}) ORDER BY n.id)
+					'disk', coalesce(n.disk_total, 0) - coalesce(s.disk, 0),
+					'docker', CASE WHEN n.docker_engine THEN json_build_array(n.docker_pull,
+						n.docker_privileged, n.docker_images_hash,
+						CASE WHEN n.docker_images_hash = ANY($3::text[]) THEN NULL
+							ELSE n.docker_images END) END) ORDER BY n.id)
 				FROM node n
 				LEFT JOIN LATERAL (
 					SELECT sum(cpus_scheduled) AS cpus, sum(mem_scheduled) AS mem,
 						sum(disk_total_scheduled) AS disk
 					FROM job_exe WHERE status = 'RUNNING' AND node_id = n.id) s ON true
 				WHERE n.is_active AND NOT n.is_paused AND n.agent_id = ANY($1::text[])
-					AND n.last_heartbeat > now() - $2::int * interval '1 millisecond'), '[]')`;
-}
-
-// The nodes' free resources cost a sum over every RUNNING execution (20 ms with 1,000 nodes and
-// 20,000 executions): not computed when nothing is queued, as on most of the passes that reports
-// and heartbeats wake (CASE evaluates the sub-select only when taken). Their Docker engines are
-// read only when a container job type (not paused) has queued work: a cluster of process jobs
-// reads what it read before, and its statement's only extra is `dt` (a look at job_type, which
-// the limits read already scan, for types with uses_docker).
-const PASS_CONTEXT_SQL = `WITH dt AS (
-			SELECT t.id, t.docker_image, t.docker_privileged FROM job_type t
-			WHERE t.uses_docker AND NOT t.is_paused
-				AND EXISTS (SELECT 1 FROM queue WHERE job_type_id = t.id)
-		)
-		SELECT
-			(SELECT is_paused FROM scheduler WHERE id = 1) AS paused,
-			q.queued,
-			CASE WHEN q.queued AND q.docker THEN ${nodesJson(true)}
-				WHEN q.queued THEN ${nodesJson(false)}
+					AND n.last_heartbeat > now() - $2::int * interval '1 millisecond'), '[]')
 				ELSE '[]' END AS nodes,
 			coalesce((SELECT json_agg(json_build_object(
 					'id', t.id, 'paused', t.is_paused, 'max', t.max_scheduled,
 					'running', CASE WHEN t.max_scheduled IS NULL THEN 0 ELSE
-						(SELECT count(*) FROM job j WHERE j.job_type_id = t.id AND j.status = 'RUNNING') END))
-				FROM job_type t WHERE t.is_paused OR t.max_scheduled IS NOT NULL), '[]') AS types,
-			CASE WHEN q.docker THEN (SELECT json_agg(json_build_array(id, docker_image,
-				docker_privileged)) FROM dt) END AS docker
-		 FROM (SELECT EXISTS (SELECT 1 FROM queue) AS queued, EXISTS (SELECT 1 FROM dt) AS docker) q`;
+						(SELECT count(*) FROM job j WHERE j.job_type_id = t.id AND j.status = 'RUNNING') END,
+					'docker', CASE WHEN ${QUEUED_CONTAINERS}
+						THEN json_build_array(t.docker_image, t.docker_privileged) END))
+				FROM job_type t WHERE t.is_paused OR t.max_scheduled IS NOT NULL
+					OR (${QUEUED_CONTAINERS})), '[]') AS types
+		 FROM (SELECT EXISTS (SELECT 1 FROM queue) AS queued) q`;
 
 /**
  * Everything one pass needs to know before reading the queue, in one round trip: the scheduler's
  * pause, the nodes that may take work (active, not paused, their agent registered and heard from
- * within the lease) with their free resources, the paused and max_scheduled job types, and the
- * queued container job types with what they need of a node (and the nodes' engines with them).
- * A container job type no node here can run is in `unrunnable`, and excluded from the pass.
+ * within the lease) with their free resources and their Docker engines, the paused and
+ * max_scheduled job types, and the container job types with work queued, with what they need of
+ * a node. A container job type no node here can run is in `unrunnable`, and excluded from the
+ * pass.
  */
 export async function loadPassContext(
 	sql: Sql,
@@ -167,43 +161,54 @@ export async function loadPassContext(
 		queued: boolean;
 		nodes: any[];
 		types: any[];
-		/** [id, docker_image, docker_privileged] of the queued container job types */
-		docker: [number, string | null, boolean][] | null;
 	}>(PASS_CONTEXT_SQL, [opts.agents, Math.round(opts.leaseMs), images.known()]);
 	const paused = new Set<number>();
 	const remaining = new Map<number, number>();
+	let docker: Map<number, DockerNeed> | null = null;
 	for (const t of row.types) {
 		if (t.paused) paused.add(t.id);
 		else if (t.max !== null) remaining.set(t.id, t.max - Number(t.running));
-	}
-	const nodes: NodeSlot[] = row.nodes.map(n => ({
-		id: n.id,
-		agentId: n.agent_id,
-		free: { cpus: Number(n.cpus), mem: Number(n.mem), disk: Number(n.disk) }
-	}));
-	const limits: TypeLimits = { paused, remaining };
-	const unrunnable: Unrunnable[] = [];
-	if (row.docker !== null && row.queued) {
-		row.nodes.forEach((n, i) => {
-			const [engine, pull, privileged, hash, list] = n.docker;
-			nodes[i].docker = { engine, pull, privileged, images: images.resolve(hash, list) };
-		});
-		images.retain(row.nodes.map(n => n.docker[3]));
-		const docker = new Map<number, DockerNeed>();
-		const blocked = new Set<number>();
-		for (const [id, image, privileged] of row.docker) {
-			const need: DockerNeed = {
+		if (t.docker !== null) {
+			const [image, privileged] = t.docker as [string | null, boolean];
+			(docker ??= new Map()).set(t.id, {
 				image: image === null || image.trim() === "" ? null : normalizeImage(image),
 				privileged
-			};
-			docker.set(id, need);
-			const reason = nodes.length > 0 ? whyUnrunnable(need, image, nodes) : null;
-			if (reason !== null) {
-				blocked.add(id);
-				unrunnable.push({ jobTypeId: id, image, privileged, reason });
-			}
+			});
 		}
+	}
+	const hashes: string[] = [];
+	const nodes: NodeSlot[] = row.nodes.map(n => {
+		const slot: NodeSlot = {
+			id: n.id,
+			agentId: n.agent_id,
+			free: { cpus: Number(n.cpus), mem: Number(n.mem), disk: Number(n.disk) }
+		};
+		if (n.docker !== null) {
+			const [pull, privileged, hash, list] = n.docker;
+			hashes.push(hash);
+			slot.docker = { engine: true, pull, privileged, images: images.resolve(hash, list) };
+		}
+		return slot;
+	});
+	if (row.queued) images.retain(hashes);
+	const limits: TypeLimits = { paused, remaining };
+	const unrunnable: Unrunnable[] = [];
+	if (docker !== null) {
 		limits.docker = docker;
+		const blocked = new Set<number>();
+		for (const t of row.types) {
+			const need = docker.get(t.id);
+			if (need === undefined || nodes.length === 0) continue;
+			const reason = whyUnrunnable(need, t.docker[0], nodes);
+			if (reason === null) continue;
+			blocked.add(t.id);
+			unrunnable.push({
+				jobTypeId: t.id,
+				image: t.docker[0],
+				privileged: need.privileged,
+				reason
+			});
+		}
 		if (blocked.size > 0) limits.unrunnable = blocked;
 	}
 	return { paused: !!row.paused, queued: row.queued, nodes, limits, unrunnable };

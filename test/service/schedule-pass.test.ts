@@ -150,21 +150,18 @@ describe("a scheduling pass with container job types", () => {
 		);
 	});
 
-	it("reads no engine while only process jobs are queued", async () => {
+	it("reads no container need while only process jobs are queued, nor an engine where none is", async () => {
 		const type = await jobType();
+		// a container job type with nothing queued is not read either
+		await jobType(false, "scale-x:1");
 		await queueJob(type, 100);
 		const { sql: rec, contexts } = recording();
 		const ctx = await loadPassContext(rec, { agents: ["agent-1"], leaseMs: 60000 });
-		expect(contexts[0].docker).toBeNull();
-		expect(Object.keys(contexts[0].nodes[0]).sort()).toEqual([
-			"agent_id",
-			"cpus",
-			"disk",
-			"id",
-			"mem"
-		]);
+		expect(contexts[0].types).toEqual([expect.objectContaining({ paused: true })]);
+		expect(contexts[0].nodes[0].docker).toBeNull();
 		expect(ctx.limits.docker).toBeUndefined();
 		expect(ctx.nodes[0].docker).toBeUndefined();
+		expect(ctx.unrunnable).toEqual([]);
 	});
 
 	it("excludes a container job type no node can run, reads around it, and says why", async () => {
@@ -200,18 +197,12 @@ describe("a scheduling pass with container job types", () => {
 		const first = [await queueJob(type, 100)];
 		const one = await schedulePass(rec, opts);
 		expect(one.placed.map(p => p.job_id)).toEqual(first);
-		expect(contexts[0].nodes[0].docker).toEqual([
-			true,
-			false,
-			false,
-			imagesHash(images),
-			images
-		]);
+		expect(contexts[0].nodes[0].docker).toEqual([false, false, imagesHash(images), images]);
 		const second = [await queueJob(type, 100)];
 		const two = await schedulePass(rec, opts);
 		expect(two.placed.map(p => p.job_id)).toEqual(second);
 		// known: not sent again
-		expect(contexts[1].nodes[0].docker).toEqual([true, false, false, imagesHash(images), null]);
+		expect(contexts[1].nodes[0].docker).toEqual([false, false, imagesHash(images), null]);
 		expect(two.unrunnable).toEqual([]);
 	});
 });
