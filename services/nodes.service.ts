@@ -1,5 +1,10 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
-import type { NodeHeartbeat, NodeHeartbeatAnswer, NodeRegistration } from "../lib/agent/protocol";
+import {
+	NODE_DOCKER_LIMITS,
+	type NodeHeartbeat,
+	type NodeHeartbeatAnswer,
+	type NodeRegistration
+} from "../lib/agent/protocol";
 import { requireSender } from "../lib/agent/callers";
 import { NotFoundError } from "../lib/errors";
 import { schedulerLeader } from "../lib/models/status";
@@ -47,6 +52,21 @@ const RESOURCES = {
 	}
 };
 const AGENT_ID = { type: "string", minLength: 1, maxLength: 250 };
+/** NodeDocker (lib/agent/protocol.ts), its size bounded: 10,000 images of 500 characters. */
+const DOCKER = {
+	type: "object",
+	required: ["engine", "pull", "images", "privileged"],
+	properties: {
+		engine: { type: "boolean" },
+		pull: { type: "boolean" },
+		images: {
+			type: "array",
+			maxItems: NODE_DOCKER_LIMITS.images,
+			items: { type: "string", minLength: 1, maxLength: NODE_DOCKER_LIMITS.length }
+		},
+		privileged: { type: "boolean" }
+	}
+};
 
 /**
  * Nodes: the REST resource (list, status, details, replace, update) and the agents' side of the
@@ -135,7 +155,8 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 					slaveId: AGENT_ID,
 					hostname: { type: "string", minLength: 1, maxLength: 250 },
 					port: { type: "integer", minimum: 0, maximum: 65535 },
-					resources: RESOURCES
+					resources: RESOURCES,
+					docker: DOCKER
 				}
 			} as any,
 			async handler(this: NodesThis, ctx: Context<NodeRegistration>) {
@@ -160,7 +181,8 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 					agentId: AGENT_ID,
 					slaveId: AGENT_ID,
 					resources: RESOURCES,
-					running: { type: "array", items: ID }
+					running: { type: "array", items: ID },
+					docker: DOCKER
 				}
 			} as any,
 			async handler(

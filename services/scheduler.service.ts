@@ -3,7 +3,9 @@ import type { Client } from "pg";
 import type { ExecutionFinished, ExecutionStep } from "../lib/agent/protocol";
 import { DbMixin } from "../mixins/db.mixin";
 import { MicroBatcher } from "../lib/scheduling/batcher";
-import { schedulePass, type PlacedExe } from "../lib/scheduling/claim";
+import { schedulePass, type PlacedExe, type Unrunnable } from "../lib/scheduling/claim";
+import { ImageSets } from "../lib/scheduling/images";
+import { WaitingReasons } from "../lib/scheduling/matching";
 import { ERRORS } from "../lib/scheduling/failure";
 import { dispatchPlaced, type DispatchLink } from "../lib/scheduling/dispatch";
 import { finishExecutions, type FailureRequest, type FinishResult } from "../lib/scheduling/finish";
@@ -268,7 +270,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 								leaseMs: this.settings.leaseMs,
 								batchSize: this.settings.batchSize,
 								maxScanRows: this.settings.maxScanRows,
-								likelyExcluded: this.lastExcluded
+								likelyExcluded: this.lastExcluded,
+								images: this.imageSets
 							},
 							(placed: PlacedExe[]) => void this.dispatch(placed)
 						)
@@ -281,6 +284,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 						);
 					}
 					this.lastExcluded = result.excluded;
+					if (result.unrunnable.length > 0) this.sayWhyWaiting(result.unrunnable);
 					again =
 						this.dirty || (result.placed.length > 0 && result.stop === "scan-limit");
 				}
@@ -296,6 +300,23 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				this.passing = false;
 				gate.leaveControl();
 			}
+		},
+
+		/**
+		 * Logs the container job types that wait because no node taking work can run them: once
+		 * per type and minute, and when the reason changes (a pass runs many times a second).
+		 */
+		sayWhyWaiting(unrunnable: Unrunnable[]) {
+			for (const u of this.waitingReasons.due(unrunnable))
+				this.logger.warn(
+					{
+						jobTypeId: u.jobTypeId,
+						image: u.image,
+						privileged: u.privileged,
+						reason: u.reason
+					},
+					`container jobs of job type ${u.jobTypeId} stay QUEUED: ${u.reason}`
+				);
 		},
 
 		/** Hands placed executions to their agents (lib/scheduling/dispatch.ts). */
@@ -455,6 +476,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		this.leaderClient = null as Client | null;
 		this.leaderSql = null as Sql | null;
 		this.lastExcluded = [] as number[];
+		this.imageSets = new ImageSets();
+		this.waitingReasons = new WaitingReasons();
 		this.placedExecutions = new PlacedExecutions();
 		this.chain = Promise.resolve();
 		this.passing = false;

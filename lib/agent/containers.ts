@@ -4,6 +4,7 @@ import Docker from "dockerode";
 import { ExecutionFailure } from "./execution-failure";
 import { openAgentFile } from "./files";
 import type { ExitStatus, Launched, TaskIdentity } from "./launcher";
+import { NODE_DOCKER_LIMITS, type NodeDocker } from "./protocol";
 
 /**
  * The node agent's Docker engine, spoken to over its Engine API (dockerode, on the engine's
@@ -36,15 +37,6 @@ export const DEFAULT_CONTAINER_SETTINGS: ContainerSettings = {
 	network: null,
 	imageUser: false
 };
-
-/** What an agent tells the control plane of its engine (NodeRegistration.docker). */
-export interface EngineInventory {
-	engine: boolean;
-	pull: boolean;
-	privileged: boolean;
-	/** the engine's image references: tags and digests, as the engine lists them */
-	images: string[];
-}
 
 export interface ContainerRun {
 	jobExeId: number;
@@ -128,7 +120,7 @@ export class Containers {
 	}
 
 	/** The engine's images and what this agent allows, for its registration and heartbeats. */
-	async inventory(): Promise<EngineInventory> {
+	async inventory(): Promise<NodeDocker> {
 		const base = { pull: this.settings.pull, privileged: this.settings.privileged };
 		try {
 			const listed = await this.docker.listImages();
@@ -139,8 +131,12 @@ export class Containers {
 				for (const digest of image.RepoDigests ?? [])
 					if (!digest.startsWith("<none>")) images.add(digest);
 			}
+			// within what the control plane takes: a reference past the bound names no job's image
+			const kept = [...images]
+				.filter(ref => ref.length <= NODE_DOCKER_LIMITS.length)
+				.slice(0, NODE_DOCKER_LIMITS.images);
 			this.okUntil = Date.now() + this.cacheMs;
-			return { engine: true, images: [...images], ...base };
+			return { engine: true, images: kept, ...base };
 		} catch {
 			this.okUntil = 0;
 			return { engine: false, images: [], ...base };

@@ -1,7 +1,9 @@
 /**
  * Measures how fast the agent can start trivial tasks (`/bin/true`, output to files) spawning
  * directly from its own process, through a pool of Node launchers and through a pool of native
- * launchers, with a small and a large agent heap, and the CPU each launch costs. Prints one line per case. Run after `npm run build`:
+ * launchers, the last also contained as the agent runs tasks as root (a uid of their own, a PID
+ * namespace each: "contained"), with a small and a large agent heap, and the CPU each launch
+ * costs. Prints one line per case. Run after `npm run build` (as root for "contained"):
  *
  *   node dist/lib/agent/launch-bench.js [count=2000] [inFlight=32]
  *
@@ -53,7 +55,13 @@ async function runCase(mode: string, heapMB: number, count: number, inFlight: nu
 			cwd: dir,
 			env: { PATH: "/usr/bin:/bin" },
 			stdoutPath: path.join(dir, `out${slot}`),
-			stderrPath: path.join(dir, `err${slot}`)
+			stderrPath: path.join(dir, `err${slot}`),
+			...(mode === "contained"
+				? {
+						identity: { uid: 1_900_000_000 + slot, gid: 1_900_000_000 + slot },
+						contained: true
+					}
+				: {})
 		});
 		await launched.exited;
 	};
@@ -87,7 +95,12 @@ async function main() {
 	const count = Number(argv[0] || 2000);
 	const inFlight = Number(argv[1] || 32);
 	for (const heapMB of [0, 250, 1000])
-		for (const mode of ["direct", "pool", "native"])
+		for (const mode of [
+			"direct",
+			"pool",
+			"native",
+			...(process.geteuid?.() === 0 ? ["contained"] : [])
+		])
 			process.stdout.write(
 				execFileSync(
 					process.execPath,

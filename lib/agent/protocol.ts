@@ -26,14 +26,36 @@
  *                      retries until it gets an answer)
  */
 
-import type { EngineInventory } from "./containers";
-
 export interface Resources {
 	cpus: number;
 	/** MiB */
 	mem: number;
 	/** MiB */
 	disk: number;
+}
+
+/**
+ * What a node's Docker engine offers, as its agent sees it (in NodeRegistration and in every
+ * NodeHeartbeat). Absent: no engine (as from agents older than this field). The scheduler places
+ * a container job type (uses_docker) only on a node whose engine answers, that has its image or
+ * pulls, and that allows privileged containers if the type is docker_privileged.
+ */
+/** How many image references a NodeDocker carries at most, and how long each may be. */
+export const NODE_DOCKER_LIMITS = { images: 10_000, length: 500 };
+
+export interface NodeDocker {
+	/** a Docker engine answers on the node */
+	engine: boolean;
+	/** the agent is configured to pull the images it lacks */
+	pull: boolean;
+	/**
+	 * the engine's images as it lists them: RepoTags ("busybox:latest",
+	 * "registry:5000/x/y:1.2") and RepoDigests ("x/y@sha256:..."); the control plane normalises
+	 * them (lib/scheduling/images.ts). At most 10,000, each at most 500 characters.
+	 */
+	images: string[];
+	/** the agent runs docker_privileged job types */
+	privileged: boolean;
 }
 
 export interface NodeRegistration {
@@ -45,21 +67,21 @@ export interface NodeRegistration {
 	port: number;
 	/** what this node offers in all (after configured caps) */
 	resources: Resources;
-	/** the node's Docker engine: whether one answers, its images, what the agent allows */
-	docker?: EngineInventory;
+	/** its Docker engine (absent: none) */
+	docker?: NodeDocker;
 }
 
 export interface NodeHeartbeat {
 	agentId: string;
 	slaveId: string;
 	resources: Resources;
+	/** its Docker engine now (absent: none); stored only when it changed */
+	docker?: NodeDocker;
 	/**
 	 * executions the agent holds now: running, or finished with the report not yet acknowledged
 	 * (the control plane fails the ones it thinks run there but are not listed)
 	 */
 	running: number[];
-	/** as in NodeRegistration */
-	docker?: EngineInventory;
 }
 
 export interface NodeHeartbeatAnswer {

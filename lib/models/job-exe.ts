@@ -1,5 +1,5 @@
 import type { Sequelize, Transaction } from "sequelize";
-import { serializeNode, type NodeRow } from "./node";
+import { NODE_COLUMNS, serializeNode, type NodeRow } from "./node";
 import { select } from "../db/connection";
 import { NotFoundError } from "../errors";
 import type { RecordSpec } from "../list/record-spec";
@@ -243,7 +243,12 @@ export async function getJobExeDetails(
 		loadJobRows(db, [exe.job_id], opts.t),
 		exe.node_id === null
 			? Promise.resolve([] as NodeRow[])
-			: select<NodeRow>(db, "SELECT * FROM node WHERE id = $1", [exe.node_id], opts.t),
+			: select<NodeRow>(
+					db,
+					`SELECT ${NODE_COLUMNS} FROM node WHERE id = $1`,
+					[exe.node_id],
+					opts.t
+				),
 		exe.error_id === null
 			? Promise.resolve([] as ErrorRow[])
 			: select<ErrorRow>(db, "SELECT * FROM error WHERE id = $1", [exe.error_id], opts.t)

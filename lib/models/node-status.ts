@@ -9,7 +9,7 @@ import { formatDatetime } from "../list/iso8601";
 import { parseListQuery } from "../list/params";
 import type { CachedRecord } from "../list/record-cache";
 import { JOB_TYPE_BASE_FIELDS, jobExeScalars, jobTypeBaseOf } from "./job";
-import { getNode, serializeNode, type NodeRow } from "./node";
+import { getNode, NODE_COLUMNS, serializeNode, type NodeRow } from "./node";
 
 /**
  * A node's details and GET /nodes/status/ (Scale 3.0's NodeDetailsView and NodesStatusView):
@@ -287,7 +287,7 @@ export async function getNodesStatus(
 			 FROM job_exe x
 			 WHERE x.node_id = n.id AND x.status = 'RUNNING') AS __running,
 			${generationsSql(RUNNING_EXE_RECORD)} AS __generation
-		 FROM (SELECT *, count(*) OVER () AS __total FROM node WHERE is_active
+		 FROM (SELECT ${NODE_COLUMNS}, count(*) OVER () AS __total FROM node WHERE is_active
 			ORDER BY hostname, id LIMIT $1 OFFSET $2) n
 		 ORDER BY n.hostname, n.id`,
 		[p.limit + 1, p.offset, p.started, p.ended]

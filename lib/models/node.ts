@@ -4,6 +4,7 @@ import { select, write } from "../db/connection";
 import { BadRequestError, NotFoundError } from "../errors";
 import { formatDatetime } from "../list/iso8601";
 import type { ListSource } from "../list/run";
+import { imagesHash, normalizeImages } from "../scheduling/images";
 
 /**
  * Nodes (Scale 3.0's node/models.py, views.py, serializers.py): one row per cluster machine,
@@ -29,7 +30,22 @@ export interface NodeRow {
 	created: Date;
 	archived: Date | null;
 	last_modified: Date;
+	/** its Docker engine (migration 0024); the image list itself is not read with the row */
+	docker_engine: boolean;
+	docker_pull: boolean;
+	docker_privileged: boolean;
+	/** how many images its engine has (cardinality of docker_images) */
+	docker_image_count: number;
 }
+
+/**
+ * The columns of a NodeRow: every column of `node` but its Docker image list, which may be long
+ * (up to 10,000 references) and which only the scheduler reads, counted instead.
+ */
+export const NODE_COLUMNS = `id, hostname, port, slave_id, agent_id, pause_reason, is_paused,
+	is_paused_errors, is_active, cpus_total, mem_total, disk_total, last_offer, last_heartbeat,
+	created, archived, last_modified, docker_engine, docker_pull, docker_privileged,
+	cardinality(docker_images) AS docker_image_count`;
 
 const date = (d: Date | null) => (d ? formatDatetime(d) : null);
 
@@ -71,7 +87,7 @@ const ORDERABLE = Object.fromEntries(
 /** GET /nodes/?include_inactive=true: every node; ordered by last_modified as Scale's get_nodes. */
 export const NODE_LIST_ALL: ListSource = {
 	from: "node",
-	columns: "*",
+	columns: NODE_COLUMNS,
 	orderable: ORDERABLE,
 	defaultOrder: ["last_modified"],
 	timeColumn: "node.last_modified",
@@ -106,17 +122,46 @@ export interface NodeChange {
 	changed: boolean;
 }
 
+/** A node's Docker engine as stored (NodeDocker normalised; absent = no engine). */
+export interface StoredDocker {
+	engine: boolean;
+	pull: boolean;
+	privileged: boolean;
+	/** normalised, sorted (lib/scheduling/images.ts) */
+	images: string[];
+	hash: string;
+}
+
+export function storedDocker(docker: NodeRegistration["docker"]): StoredDocker {
+	if (!docker) return { engine: false, pull: false, privileged: false, images: [], hash: "" };
+	const images = normalizeImages(docker.images);
+	return {
+		engine: docker.engine,
+		pull: docker.pull,
+		privileged: docker.privileged,
+		images,
+		hash: imagesHash(images)
+	};
+}
+
 /** Registers (or re-registers) an agent's node by slave_id, with its offer and a fresh lease. */
 export async function registerNode(db: Sequelize, reg: NodeRegistration): Promise<NodeChange> {
+	const docker = storedDocker(reg.docker);
 	const [row] = await write<{ id: number }>(
 		db,
 		`INSERT INTO node (hostname, port, slave_id, agent_id, cpus_total, mem_total, disk_total,
-			last_offer, last_heartbeat)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now())
+			last_offer, last_heartbeat, docker_engine, docker_pull, docker_privileged,
+			docker_images, docker_images_hash)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now(), $8, $9, $10, $11::text[], $12)
 		 ON CONFLICT (slave_id) DO UPDATE SET hostname = EXCLUDED.hostname, port = EXCLUDED.port,
 			agent_id = EXCLUDED.agent_id, cpus_total = EXCLUDED.cpus_total,
 			mem_total = EXCLUDED.mem_total, disk_total = EXCLUDED.disk_total, last_offer = now(),
-			last_heartbeat = now(), last_modified = now()
+			last_heartbeat = now(), last_modified = now(),
+			docker_engine = EXCLUDED.docker_engine, docker_pull = EXCLUDED.docker_pull,
+			docker_privileged = EXCLUDED.docker_privileged,
+			docker_images = CASE WHEN node.docker_images_hash = EXCLUDED.docker_images_hash
+				THEN node.docker_images ELSE EXCLUDED.docker_images END,
+			docker_images_hash = EXCLUDED.docker_images_hash
 		 RETURNING id`,
 		[
 			reg.hostname,
@@ -125,43 +170,68 @@ export async function registerNode(db: Sequelize, reg: NodeRegistration): Promis
 			reg.agentId,
 			reg.resources.cpus,
 			reg.resources.mem,
-			reg.resources.disk
+			reg.resources.disk,
+			docker.engine,
+			docker.pull,
+			docker.privileged,
+			docker.images,
+			docker.hash
 		]
 	);
 	return { id: row.id, changed: true };
 }
 
 /**
- * A heartbeat: the agent's current offer and a renewed lease. Null when no node has the slave id
- * (the agent must register). `changed` when the offer or the agent changed, or the node had been
- * out of its lease (so it may take work again).
+ * A heartbeat: the agent's current offer, its Docker engine, and a renewed lease. Null when no
+ * node has the slave id (the agent must register). `changed` when the offer, the engine or the
+ * agent changed, or the node had been out of its lease (so it may take work again).
+ *
+ * One statement, as before the engine was reported: the row is rewritten at every heartbeat
+ * anyway (the lease), and the engine's columns are set in the same write. The image list is
+ * compared by its hash and bound again only when that differs (`ELSE n.docker_images` keeps
+ * the stored value, out-of-line storage included, as it is).
  */
 export async function heartbeatNode(
 	db: Sequelize,
 	hb: NodeHeartbeat,
 	leaseMs: number
 ): Promise<NodeChange | null> {
+	const docker = storedDocker(hb.docker);
 	const [row] = await write<{ id: number; changed: boolean }>(
 		db,
 		`UPDATE node n SET agent_id = $2, cpus_total = $3, mem_total = $4, disk_total = $5,
 			last_offer = now(), last_heartbeat = now(),
+			docker_engine = $7, docker_pull = $8, docker_privileged = $9,
+			docker_images = CASE WHEN old.docker_images_hash = $10 THEN n.docker_images
+				ELSE $11::text[] END,
+			docker_images_hash = $10,
 			last_modified = CASE WHEN old.agent_id IS DISTINCT FROM $2
 				OR old.cpus_total IS DISTINCT FROM $3::float8 OR old.mem_total IS DISTINCT FROM $4::float8
-				OR old.disk_total IS DISTINCT FROM $5::float8 THEN now() ELSE n.last_modified END
-		 FROM (SELECT id, agent_id, cpus_total, mem_total, disk_total, last_heartbeat
+				OR old.disk_total IS DISTINCT FROM $5::float8 OR old.docker_engine <> $7::boolean
+				OR old.docker_pull <> $8::boolean OR old.docker_privileged <> $9::boolean
+				OR old.docker_images_hash <> $10::text THEN now() ELSE n.last_modified END
+		 FROM (SELECT id, agent_id, cpus_total, mem_total, disk_total, last_heartbeat,
+				docker_engine, docker_pull, docker_privileged, docker_images_hash
 			   FROM node WHERE slave_id = $1 FOR UPDATE) old
 		 WHERE n.id = old.id
 		 RETURNING n.id, (old.agent_id IS DISTINCT FROM $2
 			OR old.cpus_total IS DISTINCT FROM $3::float8 OR old.mem_total IS DISTINCT FROM $4::float8
 			OR old.disk_total IS DISTINCT FROM $5::float8 OR old.last_heartbeat IS NULL
-			OR old.last_heartbeat < now() - $6::int * interval '1 millisecond') AS changed`,
+			OR old.last_heartbeat < now() - $6::int * interval '1 millisecond'
+			OR old.docker_engine <> $7::boolean OR old.docker_pull <> $8::boolean
+			OR old.docker_privileged <> $9::boolean OR old.docker_images_hash <> $10::text) AS changed`,
 		[
 			hb.slaveId,
 			hb.agentId,
 			hb.resources.cpus,
 			hb.resources.mem,
 			hb.resources.disk,
-			Math.round(leaseMs)
+			Math.round(leaseMs),
+			docker.engine,
+			docker.pull,
+			docker.privileged,
+			docker.hash,
+			docker.images
 		]
 	);
 	return row ? { id: row.id, changed: row.changed } : null;
@@ -268,7 +338,12 @@ function notFound(id: number): NotFoundError {
 }
 
 export async function getNode(db: Sequelize, id: number, t?: Transaction): Promise<NodeRow> {
-	const [row] = await select<NodeRow>(db, "SELECT * FROM node WHERE id = $1", [id], t);
+	const [row] = await select<NodeRow>(
+		db,
+		`SELECT ${NODE_COLUMNS} FROM node WHERE id = $1`,
+		[id],
+		t
+	);
 	if (!row) throw notFound(id);
 	return row;
 }
@@ -295,7 +370,7 @@ export async function updateNode(db: Sequelize, id: number, edit: NodeEdit): Pro
 				WHEN $10::boolean THEN $11
 				ELSE pause_reason END,
 			last_modified = now()
-		 WHERE id = $1 RETURNING *`,
+		 WHERE id = $1 RETURNING ${NODE_COLUMNS}`,
 		[
 			id,
 			set("hostname"),

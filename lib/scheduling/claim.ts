@@ -2,12 +2,15 @@ import {
 	excludedTypes,
 	hasCapacity,
 	matchBatch,
+	whyUnrunnable,
+	type DockerNeed,
 	type NodeSlot,
 	type Placement,
 	type QueuedRow,
 	type TypeLimits
 } from "./matching";
 import type { EndingExe } from "./finish";
+import { ImageSets, normalizeImage } from "./images";
 import type { Sql } from "./sql";
 
 /**
@@ -40,6 +43,20 @@ export interface PassOptions {
 	 * batch is read with its context, before the context tells (read again when they differ).
 	 */
 	likelyExcluded?: readonly number[];
+	/**
+	 * The nodes' image lists read by earlier passes (kept by the leader): a node's images are
+	 * read again only when their hash is not among them. A pass without it reads them all.
+	 */
+	images?: ImageSets;
+}
+
+/** A container job type that waits because no node taking work can run it. */
+export interface Unrunnable {
+	jobTypeId: number;
+	/** its docker_image as written */
+	image: string | null;
+	privileged: boolean;
+	reason: string;
 }
 
 export interface PassContext {
@@ -48,6 +65,8 @@ export interface PassContext {
 	queued: boolean;
 	nodes: NodeSlot[];
 	limits: TypeLimits;
+	/** the queued container job types no node offered here can run (in limits.unrunnable too) */
+	unrunnable: Unrunnable[];
 }
 
 /** A placed execution, as the claim statement answers it: what the agent's ExecutionSpec needs. */
@@ -78,32 +97,34 @@ export interface PlacedExe {
 	in_recipe: boolean;
 }
 
-/**
- * Everything one pass needs to know before reading the queue, in one round trip: the scheduler's
- * pause, the nodes that may take work (active, not paused, their agent registered and heard from
- * within the lease) with their free resources, and the paused and max_scheduled job types.
- */
-export async function loadPassContext(
-	sql: Sql,
-	opts: Pick<PassOptions, "agents" | "leaseMs">
-): Promise<PassContext> {
-	// The nodes' free resources cost a sum over every RUNNING execution (20 ms with 1,000
-	// nodes and 20,000 executions): not computed when nothing is queued, as on most of the
-	// passes that reports and heartbeats wake (CASE evaluates the sub-select only when taken).
-	const [row] = await sql.query<{
-		paused: boolean | null;
-		queued: boolean;
-		nodes: any[];
-		types: any[];
-	}>(
-		`SELECT
+/** Whether a job type's work needs a node that can run containers, and it has work queued. */
+const QUEUED_CONTAINERS = `t.uses_docker AND NOT t.is_paused
+	AND (SELECT true FROM queue WHERE job_type_id = t.id LIMIT 1)`;
+
+// The nodes' free resources cost a sum over every RUNNING execution (20 ms with 1,000 nodes and
+// 20,000 executions): not computed when nothing is queued, as on most of the passes that reports
+// and heartbeats wake (CASE evaluates the sub-select only when taken).
+//
+// Container job types ride on the read of the limits (the same scan of job_type; a type that
+// uses_docker is probed for queued work, by the queue's job type index), and a node's engine on
+// its row's read: `docker` is null for a node without an engine, else [pull, privileged, hash of
+// its images, its images unless their hash is among $3 (those the caller has read before)]. Tried
+// first: a flag for "a container type has queued work" and the nodes read with or without their
+// engine by it. Its statement carried the nodes' sub-select twice, and PostgreSQL sets up every
+// sub-plan at each execution, run or not: ~110 µs of the server's time per pass against ~65
+// before; this one ~65–70 (docs/decisions.md, "Container jobs go where their image is").
+const PASS_CONTEXT_SQL = `SELECT
 			(SELECT is_paused FROM scheduler WHERE id = 1) AS paused,
 			q.queued,
 			CASE WHEN q.queued THEN coalesce((SELECT json_agg(json_build_object(
 					'id', n.id, 'agent_id', n.agent_id,
 					'cpus', coalesce(n.cpus_total, 0) - coalesce(s.cpus, 0),
 					'mem', coalesce(n.mem_total, 0) - coalesce(s.mem, 0),
-					'disk', coalesce(n.disk_total, 0) - coalesce(s.disk, 0)) ORDER BY n.id)
+					'disk', coalesce(n.disk_total, 0) - coalesce(s.disk, 0),
+					'docker', CASE WHEN n.docker_engine THEN json_build_array(n.docker_pull,
+						n.docker_privileged, n.docker_images_hash,
+						CASE WHEN n.docker_images_hash = ANY($3::text[]) THEN NULL
+							ELSE n.docker_images END) END) ORDER BY n.id)
 				FROM node n
 				LEFT JOIN LATERAL (
 					SELECT sum(cpus_scheduled) AS cpus, sum(mem_scheduled) AS mem,
@@ -115,27 +136,82 @@ export async function loadPassContext(
 			coalesce((SELECT json_agg(json_build_object(
 					'id', t.id, 'paused', t.is_paused, 'max', t.max_scheduled,
 					'running', CASE WHEN t.max_scheduled IS NULL THEN 0 ELSE
-						(SELECT count(*) FROM job j WHERE j.job_type_id = t.id AND j.status = 'RUNNING') END))
-				FROM job_type t WHERE t.is_paused OR t.max_scheduled IS NOT NULL), '[]') AS types
-		 FROM (SELECT EXISTS (SELECT 1 FROM queue) AS queued) q`,
-		[opts.agents, Math.round(opts.leaseMs)]
-	);
+						(SELECT count(*) FROM job j WHERE j.job_type_id = t.id AND j.status = 'RUNNING') END,
+					'docker', CASE WHEN ${QUEUED_CONTAINERS}
+						THEN json_build_array(t.docker_image, t.docker_privileged) END))
+				FROM job_type t WHERE t.is_paused OR t.max_scheduled IS NOT NULL
+					OR (${QUEUED_CONTAINERS})), '[]') AS types
+		 FROM (SELECT EXISTS (SELECT 1 FROM queue) AS queued) q`;
+
+/**
+ * Everything one pass needs to know before reading the queue, in one round trip: the scheduler's
+ * pause, the nodes that may take work (active, not paused, their agent registered and heard from
+ * within the lease) with their free resources and their Docker engines, the paused and
+ * max_scheduled job types, and the container job types with work queued, with what they need of
+ * a node. A container job type no node here can run is in `unrunnable`, and excluded from the
+ * pass.
+ */
+export async function loadPassContext(
+	sql: Sql,
+	opts: Pick<PassOptions, "agents" | "leaseMs" | "images">
+): Promise<PassContext> {
+	const images = opts.images ?? new ImageSets();
+	const [row] = await sql.query<{
+		paused: boolean | null;
+		queued: boolean;
+		nodes: any[];
+		types: any[];
+	}>(PASS_CONTEXT_SQL, [opts.agents, Math.round(opts.leaseMs), images.known()]);
 	const paused = new Set<number>();
 	const remaining = new Map<number, number>();
+	let docker: Map<number, DockerNeed> | null = null;
 	for (const t of row.types) {
 		if (t.paused) paused.add(t.id);
 		else if (t.max !== null) remaining.set(t.id, t.max - Number(t.running));
+		if (t.docker !== null) {
+			const [image, privileged] = t.docker as [string | null, boolean];
+			(docker ??= new Map()).set(t.id, {
+				image: image === null || image.trim() === "" ? null : normalizeImage(image),
+				privileged
+			});
+		}
 	}
-	return {
-		paused: !!row.paused,
-		queued: row.queued,
-		nodes: row.nodes.map(n => ({
+	const hashes: string[] = [];
+	const nodes: NodeSlot[] = row.nodes.map(n => {
+		const slot: NodeSlot = {
 			id: n.id,
 			agentId: n.agent_id,
 			free: { cpus: Number(n.cpus), mem: Number(n.mem), disk: Number(n.disk) }
-		})),
-		limits: { paused, remaining }
-	};
+		};
+		if (n.docker !== null) {
+			const [pull, privileged, hash, list] = n.docker;
+			hashes.push(hash);
+			slot.docker = { engine: true, pull, privileged, images: images.resolve(hash, list) };
+		}
+		return slot;
+	});
+	if (row.queued) images.retain(hashes);
+	const limits: TypeLimits = { paused, remaining };
+	const unrunnable: Unrunnable[] = [];
+	if (docker !== null) {
+		limits.docker = docker;
+		const blocked = new Set<number>();
+		for (const t of row.types) {
+			const need = docker.get(t.id);
+			if (need === undefined || nodes.length === 0) continue;
+			const reason = whyUnrunnable(need, t.docker[0], nodes);
+			if (reason === null) continue;
+			blocked.add(t.id);
+			unrunnable.push({
+				jobTypeId: t.id,
+				image: t.docker[0],
+				privileged: need.privileged,
+				reason
+			});
+		}
+		if (blocked.size > 0) limits.unrunnable = blocked;
+	}
+	return { paused: !!row.paused, queued: row.queued, nodes, limits, unrunnable };
 }
 
 const CLAIM_COLUMNS = `id, job_exe_id, job_id, job_type_id, priority, cpus_required, mem_required,
@@ -307,6 +383,8 @@ export interface PassResult {
 	scanned: number;
 	/** why the pass stopped */
 	stop: "paused" | "no-nodes" | "queue-end" | "full" | "scan-limit";
+	/** the queued container job types no node taking work can run (their rows were not read) */
+	unrunnable: Unrunnable[];
 }
 
 /**
@@ -334,7 +412,8 @@ export async function schedulePass(
 		placed,
 		excluded: excludedFirst,
 		scanned,
-		stop
+		stop,
+		unrunnable: ctx.paused ? [] : ctx.unrunnable
 	});
 	if (ctx.paused) return stop("paused");
 	if (!ctx.queued) return stop("queue-end");

@@ -17,6 +17,33 @@ export interface NodeSlot {
 	/** the agent's Moleculer nodeID, where its executions are sent */
 	agentId: string;
 	free: Resources;
+	/**
+	 * What its Docker engine offers, as its agent last said (absent: no engine, or not read
+	 * because no container job is queued)
+	 */
+	docker?: NodeDocker;
+}
+
+/** A node's Docker engine, as its agent reports it (NodeHeartbeat.docker). */
+export interface NodeDocker {
+	/** an engine answers on the node */
+	engine: boolean;
+	/** the agent pulls the images it lacks */
+	pull: boolean;
+	/** the agent runs docker_privileged job types */
+	privileged: boolean;
+	/** the engine's images, normalised (lib/scheduling/images.ts) */
+	images: ReadonlySet<string>;
+}
+
+/** What a container job type (uses_docker) needs of a node. */
+export interface DockerNeed {
+	/**
+	 * its docker_image, normalised; null when it has none (a node with an engine takes it, and
+	 * its agent fails it with docker-task-launch, rather than it waiting forever)
+	 */
+	image: string | null;
+	privileged: boolean;
 }
 
 /** One queue row: an execution waiting, with the resources its job needs. */
@@ -43,6 +70,13 @@ export interface QueuedRow {
 export interface TypeLimits {
 	paused: ReadonlySet<number>;
 	remaining: Map<number, number>;
+	/**
+	 * The container job types queued, with what they need of a node: their rows go only to nodes
+	 * that can run them (canRun). Absent or empty when none is queued: nothing is checked per row.
+	 */
+	docker?: ReadonlyMap<number, DockerNeed>;
+	/** Job types no node taking work can run (see whyUnrunnable): excluded like paused ones. */
+	unrunnable?: ReadonlySet<number>;
 }
 
 export interface Placement {
@@ -68,11 +102,46 @@ export function hasCapacity(nodes: readonly NodeSlot[]): boolean {
 }
 
 /**
+ * Whether a node can run a container job type: an engine, privileged containers allowed when the
+ * type wants them, and its image there or pulled.
+ */
+export function canRun(node: NodeSlot, need: DockerNeed): boolean {
+	const d = node.docker;
+	return (
+		d !== undefined &&
+		d.engine &&
+		(!need.privileged || d.privileged) &&
+		(need.image === null || d.pull || d.images.has(need.image))
+	);
+}
+
+/**
+ * Why no node among `nodes` can run a container job type, as a sentence for the log; null when
+ * one can. `image` is the type's docker_image as written (for the sentence).
+ */
+export function whyUnrunnable(
+	need: DockerNeed,
+	image: string | null,
+	nodes: readonly NodeSlot[]
+): string | null {
+	if (nodes.some(n => canRun(n, need))) return null;
+	const engines = nodes.filter(n => n.docker?.engine);
+	const of = `of ${nodes.length} node${nodes.length === 1 ? "" : "s"} taking work`;
+	if (engines.length === 0) return `no node has a Docker engine (${of})`;
+	const allowed = need.privileged ? engines.filter(n => n.docker!.privileged) : engines;
+	if (allowed.length === 0)
+		return `no node with a Docker engine allows privileged containers (${of})`;
+	const which = need.privileged ? "node allowing privileged containers" : "node";
+	return `no ${which} has the image ${image ?? need.image} and none pulls (${of})`;
+}
+
+/**
  * Places the rows of one batch, in the order given (priority, then queue time): each row goes to
  * the fitting node with the most free CPUs (then memory, then the lowest id), so work spreads
- * over the cluster. A row that fits nowhere, or whose job type is paused or at its max_scheduled,
- * is skipped and later rows are still considered: an unplaceable high-priority job never blocks
- * smaller ones behind it. Nodes' free resources and `limits.remaining` are updated in place.
+ * over the cluster; a container job's row only to a node that can run it (canRun). A row that
+ * fits nowhere, or whose job type is paused or at its max_scheduled, is skipped and later rows
+ * are still considered: an unplaceable high-priority job never blocks smaller ones behind it.
+ * Nodes' free resources and `limits.remaining` are updated in place.
  */
 export function matchBatch(
 	rows: readonly QueuedRow[],
@@ -81,6 +150,10 @@ export function matchBatch(
 ): { placed: Placement[]; skipped: QueuedRow[] } {
 	const placed: Placement[] = [];
 	const skipped: QueuedRow[] = [];
+	// container job types' nodes, found once per type and batch (the same slots, so what a
+	// placement takes is seen through either list); nothing of it when none is queued
+	const docker = limits.docker !== undefined && limits.docker.size > 0 ? limits.docker : null;
+	const runners = docker === null ? null : new Map<number, NodeSlot[]>();
 	for (const row of rows) {
 		if (limits.paused.has(row.jobTypeId)) {
 			skipped.push(row);
@@ -91,7 +164,17 @@ export function matchBatch(
 			skipped.push(row);
 			continue;
 		}
-		const node = bestNode(nodes, row);
+		let candidates: readonly NodeSlot[] = nodes;
+		if (docker !== null) {
+			const need = docker.get(row.jobTypeId);
+			if (need !== undefined) {
+				let list = runners!.get(row.jobTypeId);
+				if (list === undefined)
+					runners!.set(row.jobTypeId, (list = nodes.filter(n => canRun(n, need))));
+				candidates = list;
+			}
+		}
+		const node = bestNode(candidates, row);
 		if (!node) {
 			skipped.push(row);
 			continue;
@@ -121,9 +204,40 @@ function bestNode(nodes: readonly NodeSlot[], row: QueuedRow): NodeSlot | null {
 	return best;
 }
 
-/** Job types no row of which can be placed this pass: paused, or at their max_scheduled. */
+/**
+ * Job types no row of which can be placed this pass: paused, at their max_scheduled, or that no
+ * node taking work can run (containers).
+ */
 export function excludedTypes(limits: TypeLimits): number[] {
 	const out = new Set<number>(limits.paused);
 	for (const [type, left] of limits.remaining) if (left <= 0) out.add(type);
+	if (limits.unrunnable) for (const type of limits.unrunnable) out.add(type);
 	return [...out].sort((a, b) => a - b);
+}
+
+/**
+ * Says why a job type waits at most once per `everyMs` for the same reason (a pass runs many
+ * times a second under load; the reason is news once, then now and then).
+ */
+export class WaitingReasons {
+	private said = new Map<number, { at: number; reason: string }>();
+
+	constructor(
+		private readonly everyMs = 60_000,
+		private readonly now: () => number = Date.now
+	) {}
+
+	/** Those of `waiting` to log now (new, changed, or last said `everyMs` ago). */
+	due<T extends { jobTypeId: number; reason: string }>(waiting: readonly T[]): T[] {
+		if (waiting.length === 0) return [];
+		const now = this.now();
+		const out: T[] = [];
+		for (const w of waiting) {
+			const last = this.said.get(w.jobTypeId);
+			if (last && last.reason === w.reason && now - last.at < this.everyMs) continue;
+			this.said.set(w.jobTypeId, { at: now, reason: w.reason });
+			out.push(w);
+		}
+		return out;
+	}
 }

@@ -190,6 +190,121 @@ describe("agents register and send heartbeats", () => {
 		expect(changes).toEqual([{ nodeIds: [id] }]);
 	});
 
+	it("stores the Docker engine an agent reports, its images normalised, written when they change", async () => {
+		const slaveId = `slave-${++seq}`;
+		const docker = {
+			engine: true,
+			pull: false,
+			privileged: true,
+			images: ["busybox:latest", "<none>:<none>", "registry:5000/x/y:1.2", "x/y@sha256:abc"]
+		};
+		const { nodeId: id } = await broker.call<{ nodeId: number }, any>("nodes.register", {
+			agentId: broker.nodeID,
+			slaveId,
+			hostname: `node${seq}.example.com`,
+			port: 5051,
+			resources: { cpus: 2, mem: 1000, disk: 5000 },
+			docker
+		});
+		const stored = async () =>
+			(
+				await q(
+					`SELECT docker_engine, docker_pull, docker_privileged, docker_images,
+						docker_images_hash, last_modified FROM node WHERE id = $1`,
+					[id]
+				)
+			)[0];
+		const first = await stored();
+		expect(first).toMatchObject({
+			docker_engine: true,
+			docker_pull: false,
+			docker_privileged: true,
+			docker_images: [
+				"docker.io/library/busybox:latest",
+				"docker.io/x/y@sha256:abc",
+				"registry:5000/x/y:1.2"
+			]
+		});
+		expect(first.docker_images_hash).not.toBe("");
+		changes = [];
+		const beat = (d?: object) =>
+			broker.call("nodes.heartbeat", {
+				agentId: broker.nodeID,
+				slaveId,
+				resources: { cpus: 2, mem: 1000, disk: 5000 },
+				running: [],
+				...(d ? { docker: d } : {})
+			});
+		// the same images, listed in another order and form: nothing changed
+		await beat({ ...docker, images: [...docker.images].reverse().concat("busybox") });
+		await new Promise(r => setTimeout(r, 20));
+		expect(changes).toEqual([]);
+		const same = await stored();
+		expect(same.docker_images_hash).toBe(first.docker_images_hash);
+		expect(same.last_modified).toEqual(first.last_modified);
+		// a new image: stored, and the scheduler hears of it
+		await beat({ ...docker, images: [...docker.images, "scale-x:1"] });
+		await new Promise(r => setTimeout(r, 20));
+		expect(changes).toEqual([{ nodeIds: [id] }]);
+		const more = await stored();
+		expect(more.docker_images).toContain("docker.io/library/scale-x:1");
+		expect(more.docker_images_hash).not.toBe(first.docker_images_hash);
+		// pulling switched on: a change too
+		changes = [];
+		await beat({ ...docker, pull: true, images: [...docker.images, "scale-x:1"] });
+		await new Promise(r => setTimeout(r, 20));
+		expect(changes).toEqual([{ nodeIds: [id] }]);
+		expect((await stored()).docker_pull).toBe(true);
+		// an agent that says nothing of Docker has no engine
+		changes = [];
+		await beat();
+		await new Promise(r => setTimeout(r, 20));
+		expect(changes).toEqual([{ nodeIds: [id] }]);
+		expect(await stored()).toMatchObject({
+			docker_engine: false,
+			docker_pull: false,
+			docker_privileged: false,
+			docker_images: [],
+			docker_images_hash: ""
+		});
+		// the REST record shows none of it (Scale 3.0's shape)
+		const reply = await request("GET", `${api}/nodes/${id}/`);
+		expect(reply.status).toBe(200);
+		expect(Object.keys(reply.body).filter(k => k.startsWith("docker"))).toEqual([]);
+	});
+
+	it("refuses a Docker report out of shape or too large", async () => {
+		const { slaveId } = await register();
+		const beat = (docker: unknown) =>
+			broker.call("nodes.heartbeat", {
+				agentId: broker.nodeID,
+				slaveId,
+				resources: { cpus: 1, mem: 1, disk: 1 },
+				running: [],
+				docker
+			});
+		const ok = { engine: true, pull: false, privileged: false, images: ["busybox"] };
+		await expect(beat(ok)).resolves.toMatchObject({ ok: true });
+		for (const bad of [
+			{ ...ok, engine: "yes" },
+			{ engine: true, pull: false, images: [] },
+			{ ...ok, images: "busybox" },
+			{ ...ok, images: [""] },
+			{ ...ok, images: ["x".repeat(501)] },
+			{ ...ok, images: Array.from({ length: 10001 }, (_, i) => `img-${i}`) }
+		])
+			await expect(beat(bad)).rejects.toMatchObject({ type: "VALIDATION_ERROR" });
+		await expect(
+			broker.call("nodes.register", {
+				agentId: broker.nodeID,
+				slaveId,
+				hostname: "h",
+				resources: { cpus: 1, mem: 1, disk: 1 },
+				docker: { ...ok, images: [42] }
+			})
+		).rejects.toMatchObject({ type: "VALIDATION_ERROR" });
+	});
+
 	it("answers the executions the agent holds but must not run, for it to cancel them", async () => {
 		const { id, slaveId } = await register();
 		const running = await runningExe(id);

@@ -1,5 +1,6 @@
 import { Client } from "pg";
-import { schedulePass, type PassOptions } from "../../lib/scheduling/claim";
+import { loadPassContext, schedulePass, type PassOptions } from "../../lib/scheduling/claim";
+import { ImageSets, imagesHash, normalizeImages } from "../../lib/scheduling/images";
 import { clientSql, type Sql } from "../../lib/scheduling/sql";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 
@@ -18,12 +19,16 @@ let typeSeq = 0;
 const q = async <T = any>(text: string, bind: unknown[] = []) =>
 	(await tdb.db.query(text, { bind }))[0] as T[];
 
-async function jobType(paused = false): Promise<{ id: number; revId: number }> {
+async function jobType(
+	paused = false,
+	dockerImage: string | null = null
+): Promise<{ id: number; revId: number }> {
 	const iface = { version: "1.0", command: "/bin/true", input_data: [], output_data: [] };
 	const [t] = await q<{ id: number }>(
-		`INSERT INTO job_type (name, version, interface, is_paused) VALUES ($1, '1.0', $2, $3)
+		`INSERT INTO job_type (name, version, interface, is_paused, uses_docker, docker_image)
+		 VALUES ($1, '1.0', $2, $3, $4, $5)
 		 RETURNING id`,
-		[`pass-type-${++typeSeq}`, JSON.stringify(iface), paused]
+		[`pass-type-${++typeSeq}`, JSON.stringify(iface), paused, dockerImage !== null, dockerImage]
 	);
 	const [r] = await q<{ id: number }>(
 		`INSERT INTO job_type_rev (job_type_id, revision_num, interface) VALUES ($1, 1, $2)
@@ -118,5 +123,86 @@ describe("a scheduling pass", () => {
 		await q(`UPDATE scheduler SET is_paused = false WHERE id = 1`);
 		const resumed = await schedulePass(sql, options(paused.excluded));
 		expect(resumed.placed.map(p => p.job_id)).toContain(jobId);
+	});
+});
+
+describe("a scheduling pass with container job types", () => {
+	/** The pass's context statement's answer, as the database sent it. */
+	function recording(): { sql: Sql; contexts: any[] } {
+		const contexts: any[] = [];
+		return {
+			contexts,
+			sql: {
+				async query(text: string, values?: unknown[]) {
+					const rows = await sql.query(text, values);
+					if (text.includes("AS paused")) contexts.push(rows[0]);
+					return rows as any;
+				}
+			}
+		};
+	}
+
+	afterEach(async () => {
+		await q(`DELETE FROM queue`);
+		await q(
+			`UPDATE node SET docker_engine = false, docker_pull = false, docker_images = '{}',
+				docker_images_hash = ''`
+		);
+	});
+
+	it("reads no container need while only process jobs are queued, nor an engine where none is", async () => {
+		const type = await jobType();
+		// a container job type with nothing queued is not read either
+		await jobType(false, "scale-x:1");
+		await queueJob(type, 100);
+		const { sql: rec, contexts } = recording();
+		const ctx = await loadPassContext(rec, { agents: ["agent-1"], leaseMs: 60000 });
+		expect(contexts[0].types).toEqual([expect.objectContaining({ paused: true })]);
+		expect(contexts[0].nodes[0].docker).toBeNull();
+		expect(ctx.limits.docker).toBeUndefined();
+		expect(ctx.nodes[0].docker).toBeUndefined();
+		expect(ctx.unrunnable).toEqual([]);
+	});
+
+	it("excludes a container job type no node can run, reads around it, and says why", async () => {
+		const missing = await jobType(false, "scale-x:1");
+		const process = await jobType();
+		// a head of it longer than a batch
+		for (let i = 0; i < 6; i++) await queueJob(missing, 1);
+		const wanted = await queueJob(process, 100);
+		const pass = await schedulePass(sql, options([]));
+		expect(pass.placed.map(p => p.job_id)).toEqual([wanted]);
+		expect(pass.excluded).toContain(missing.id);
+		expect(pass.scanned).toBe(1);
+		expect(pass.unrunnable).toEqual([
+			{
+				jobTypeId: missing.id,
+				image: "scale-x:1",
+				privileged: false,
+				reason: "no node has a Docker engine (of 1 node taking work)"
+			}
+		]);
+	});
+
+	it("reads a node's images only when their hash is new to it", async () => {
+		const images = normalizeImages(["scale-x:1", "alpine:3"]);
+		await q(
+			`UPDATE node SET docker_engine = true, docker_images = $1, docker_images_hash = $2`,
+			[images, imagesHash(images)]
+		);
+		const type = await jobType(false, "scale-x:1");
+		const sets = new ImageSets();
+		const { sql: rec, contexts } = recording();
+		const opts = { ...options([]), images: sets };
+		const first = [await queueJob(type, 100)];
+		const one = await schedulePass(rec, opts);
+		expect(one.placed.map(p => p.job_id)).toEqual(first);
+		expect(contexts[0].nodes[0].docker).toEqual([false, false, imagesHash(images), images]);
+		const second = [await queueJob(type, 100)];
+		const two = await schedulePass(rec, opts);
+		expect(two.placed.map(p => p.job_id)).toEqual(second);
+		// known: not sent again
+		expect(contexts[1].nodes[0].docker).toEqual([false, false, imagesHash(images), null]);
+		expect(two.unrunnable).toEqual([]);
 	});
 });

@@ -2,7 +2,12 @@ import { promises as fs } from "fs";
 import os from "os";
 import path from "path";
 import { Errors, ServiceBroker, type ServiceSchema } from "moleculer";
-import type { ExecutionFinished, ExecutionSpec, ProducedFile } from "../../lib/agent/protocol";
+import type {
+	ExecutionFinished,
+	ExecutionSpec,
+	NodeDocker,
+	ProducedFile
+} from "../../lib/agent/protocol";
 import { loadConfig } from "../../lib/config";
 import { cancelJob } from "../../lib/queue/cancel";
 import { loadServiceSchemas } from "../../lib/services";
@@ -175,6 +180,9 @@ interface TypeOpts {
 	maxScheduled?: number | null;
 	longRunning?: boolean;
 	maxTries?: number;
+	/** a container job type (uses_docker) with this docker_image */
+	dockerImage?: string;
+	dockerPrivileged?: boolean;
 }
 
 async function jobType(opts: TypeOpts = {}): Promise<{ id: number; revId: number }> {
@@ -187,8 +195,8 @@ async function jobType(opts: TypeOpts = {}): Promise<{ id: number; revId: number
 	};
 	const [t] = await q<{ id: number }>(
 		`INSERT INTO job_type (name, version, interface, error_mapping, is_paused, max_scheduled,
-			is_long_running, max_tries)
-		 VALUES ($1, '1.0', $2, $3, $4, $5, $6, $7) RETURNING id`,
+			is_long_running, max_tries, uses_docker, docker_image, docker_privileged)
+		 VALUES ($1, '1.0', $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
 		[
 			`type-${++typeSeq}`,
 			JSON.stringify(iface),
@@ -196,7 +204,10 @@ async function jobType(opts: TypeOpts = {}): Promise<{ id: number; revId: number
 			opts.paused ?? false,
 			opts.maxScheduled ?? null,
 			opts.longRunning ?? false,
-			opts.maxTries ?? 3
+			opts.maxTries ?? 3,
+			opts.dockerImage !== undefined,
+			opts.dockerImage ?? null,
+			opts.dockerPrivileged ?? false
 		]
 	);
 	const [r] = await q<{ id: number }>(
@@ -274,14 +285,16 @@ let slaveSeq = 0;
 
 async function registerNode(
 	resources = { cpus: 4, mem: 4096, disk: 10000 },
-	broker: ServiceBroker = agent.broker
+	broker: ServiceBroker = agent.broker,
+	docker?: NodeDocker
 ): Promise<number> {
 	const { nodeId } = await broker.call<{ nodeId: number }, any>("nodes.register", {
 		agentId: broker.nodeID,
 		slaveId: `slave-${++slaveSeq}`,
 		hostname: `host-${slaveSeq}.example.com`,
 		port: 5051,
-		resources
+		resources,
+		...(docker ? { docker } : {})
 	});
 	return nodeId;
 }
@@ -646,6 +659,154 @@ describe("placement", () => {
 			scheduled: { cpus: 1.5, mem: 512, disk: 100 },
 			used: { cpus: 0, mem: 0, disk: 0 }
 		});
+	});
+});
+
+describe("container jobs", () => {
+	const engine = (extra: Partial<NodeDocker> = {}): NodeDocker => ({
+		engine: true,
+		pull: false,
+		images: [],
+		privileged: false,
+		...extra
+	});
+	const BIG = { cpus: 8, mem: 8192, disk: 10000 };
+	const SMALL = { cpus: 2, mem: 2048, disk: 10000 };
+
+	async function placedOn(exeId: number): Promise<number | null> {
+		const [row] = await q<{ node_id: number | null }>(
+			`SELECT node_id FROM job_exe WHERE id = $1`,
+			[exeId]
+		);
+		return row.node_id;
+	}
+
+	it("go to the node that has their image, not to a roomier one without it", async () => {
+		agent.behave = () => "hold";
+		const a = await registerNode(BIG, undefined, engine({ images: ["alpine:3"] }));
+		const b = await registerNode(
+			SMALL,
+			undefined,
+			engine({ images: ["busybox:latest", "registry:5000/scale/x:1.2", "<none>:<none>"] })
+		);
+		const container = await jobType({ dockerImage: "registry:5000/scale/x:1.2" });
+		const official = await jobType({ dockerImage: "docker.io/library/busybox" });
+		const process = await jobType();
+		const jobs = [
+			await queueJob(container),
+			await queueJob(official),
+			await queueJob(process),
+			await queueJob(process)
+		];
+		wake();
+		await waitFor(() => agent.runs.length === 4);
+		expect(await placedOn(jobs[0].exeId)).toBe(b);
+		expect(await placedOn(jobs[1].exeId)).toBe(b);
+		// process jobs go anywhere, by free cpus: A
+		expect(await placedOn(jobs[2].exeId)).toBe(a);
+		expect(await placedOn(jobs[3].exeId)).toBe(a);
+		const spec = agent.runs.find(r => r.jobExeId === jobs[0].exeId)!;
+		expect(spec.jobType).toMatchObject({
+			usesDocker: true,
+			dockerImage: "registry:5000/scale/x:1.2"
+		});
+	});
+
+	it("wait QUEUED while no node has their image nor pulls, say why once, and go to a node that pulls", async () => {
+		agent.behave = () => "hold";
+		const service = main.broker.getLocalService("scheduler") as any;
+		const warn = jest.spyOn(service.logger, "warn");
+		try {
+			// no engine at all: an agent that does not say (an older one), and one without
+			await registerNode(BIG);
+			await registerNode(SMALL, undefined, engine({ engine: false, pull: true }));
+			const container = await jobType({ dockerImage: "scale-x:1" });
+			const process = await jobType();
+			const waiting = await queueJob(container, { priority: 1 });
+			const p = await queueJob(process, { priority: 100 });
+			wake();
+			await waitFor(() => agent.runs.length === 1);
+			expect(agent.runs[0].jobExeId).toBe(p.exeId);
+			const said = () =>
+				warn.mock.calls.filter(call => (call[0] as any)?.jobTypeId === container.id);
+			await waitFor(() => said().length === 1);
+			expect(said()[0][0]).toMatchObject({
+				jobTypeId: container.id,
+				image: "scale-x:1",
+				reason: "no node has a Docker engine (of 2 nodes taking work)"
+			});
+
+			// an engine without the image, that does not pull: still waiting, a new reason
+			await registerNode(BIG, undefined, engine({ images: ["scale-x:2"] }));
+			await waitFor(() => said().length === 2);
+			expect(said()[1][0]).toMatchObject({
+				reason: "no node has the image scale-x:1 and none pulls (of 3 nodes taking work)"
+			});
+			// passes go on (the tick, every 100 ms), and say it no more
+			await sleep(400);
+			expect(said()).toHaveLength(2);
+			expect((await job(waiting.jobId)).status).toBe("QUEUED");
+			expect(agent.runs).toHaveLength(1);
+
+			// a node that pulls takes it
+			const puller = await registerNode(SMALL, undefined, engine({ pull: true }));
+			await waitFor(() => agent.runs.length === 2);
+			expect(agent.runs[1].jobExeId).toBe(waiting.exeId);
+			expect(await placedOn(waiting.exeId)).toBe(puller);
+		} finally {
+			warn.mockRestore();
+		}
+	});
+
+	it("that are privileged go only to a node that allows it", async () => {
+		agent.behave = () => "hold";
+		const plain = await registerNode(BIG, undefined, engine({ pull: true }));
+		const privileged = await jobType({ dockerImage: "busybox", dockerPrivileged: true });
+		const ordinary = await jobType({ dockerImage: "busybox" });
+		const first = await queueJob(privileged, { priority: 1 });
+		const second = await queueJob(ordinary, { priority: 2 });
+		wake();
+		await waitFor(() => agent.runs.length === 1);
+		await sleep(300);
+		expect(agent.runs.map(r => r.jobExeId)).toEqual([second.exeId]);
+		expect(await placedOn(second.exeId)).toBe(plain);
+		expect((await job(first.jobId)).status).toBe("QUEUED");
+		const allowing = await registerNode(
+			SMALL,
+			undefined,
+			engine({ images: ["busybox:latest"], privileged: true })
+		);
+		await waitFor(() => agent.runs.length === 2);
+		expect(await placedOn(first.exeId)).toBe(allowing);
+	});
+
+	it("go to a node once its heartbeat lists their image", async () => {
+		agent.behave = () => "hold";
+		const node = await registerNode(SMALL, undefined, engine({ images: ["alpine:3"] }));
+		const [{ slave_id: slaveId }] = await q<{ slave_id: string }>(
+			`SELECT slave_id FROM node WHERE id = $1`,
+			[node]
+		);
+		const container = await jobType({ dockerImage: "scale-x:1" });
+		const j = await queueJob(container);
+		wake();
+		await sleep(300);
+		expect(agent.runs).toEqual([]);
+		await main.broker.call("nodes.heartbeat", {
+			agentId: main.broker.nodeID,
+			slaveId,
+			resources: SMALL,
+			running: [],
+			docker: engine({ images: ["alpine:3", "scale-x:1"] })
+		});
+		await waitFor(() => agent.runs.length === 1);
+		expect(agent.runs[0].jobExeId).toBe(j.exeId);
+		expect(await placedOn(j.exeId)).toBe(node);
+		const [row] = await q(`SELECT docker_images FROM node WHERE id = $1`, [node]);
+		expect(row.docker_images).toEqual([
+			"docker.io/library/alpine:3",
+			"docker.io/library/scale-x:1"
+		]);
 	});
 });
 

@@ -1,12 +1,18 @@
 import {
+	canRun,
 	excludedTypes,
 	fits,
 	hasCapacity,
 	matchBatch,
+	WaitingReasons,
+	whyUnrunnable,
+	type DockerNeed,
+	type NodeDocker,
 	type NodeSlot,
 	type QueuedRow,
 	type TypeLimits
 } from "../../../lib/scheduling/matching";
+import { normalizeImage, normalizeImages } from "../../../lib/scheduling/images";
 
 let seq = 0;
 function row(extra: Partial<QueuedRow> = {}): QueuedRow {
@@ -130,5 +136,136 @@ describe("excludedTypes and hasCapacity", () => {
 		expect(hasCapacity([])).toBe(false);
 		expect(hasCapacity([node(1, 0, 0, 0)])).toBe(false);
 		expect(hasCapacity([node(1, 0, 0, 0), node(2, 0.5, 0, 0)])).toBe(true);
+	});
+});
+
+describe("container job types", () => {
+	function engine(extra: Partial<NodeDocker> & { list?: string[] } = {}): NodeDocker {
+		const { list, ...rest } = extra;
+		return {
+			engine: true,
+			pull: false,
+			privileged: false,
+			images: new Set(normalizeImages(list ?? [])),
+			...rest
+		};
+	}
+	function dockerNode(id: number, docker?: NodeDocker, cpus = 4): NodeSlot {
+		return { ...node(id, cpus), docker };
+	}
+	const need = (image: string | null, privileged = false): DockerNeed => ({
+		image: image === null ? null : normalizeImage(image),
+		privileged
+	});
+	const limitsFor = (docker: Map<number, DockerNeed>): TypeLimits => ({
+		...noLimits(),
+		docker
+	});
+
+	it("runs only where an engine answers, with the image or pulling, privileged if asked", () => {
+		const busybox = need("busybox");
+		expect(canRun(dockerNode(1), busybox)).toBe(false);
+		expect(canRun(dockerNode(1, engine({ engine: false, pull: true })), busybox)).toBe(false);
+		expect(canRun(dockerNode(1, engine()), busybox)).toBe(false);
+		expect(canRun(dockerNode(1, engine({ list: ["busybox:latest"] })), busybox)).toBe(true);
+		expect(canRun(dockerNode(1, engine({ pull: true })), busybox)).toBe(true);
+		expect(canRun(dockerNode(1, engine({ pull: true })), need("busybox", true))).toBe(false);
+		expect(
+			canRun(dockerNode(1, engine({ pull: true, privileged: true })), need("busybox", true))
+		).toBe(true);
+		// no image: any engine (its agent then fails the execution, rather than it waiting)
+		expect(canRun(dockerNode(1, engine()), need(null))).toBe(true);
+	});
+
+	it("places a container job's row only on nodes that can run it, and process rows anywhere", () => {
+		// A has more free cpus, so it would win; only B has the image
+		const a = dockerNode(1, engine({ list: ["alpine:3"] }), 8);
+		const b = dockerNode(2, engine({ list: ["scale-x:1"] }), 4);
+		const plain = dockerNode(3, undefined, 16);
+		const limits = limitsFor(new Map([[7, need("scale-x:1")]]));
+		const docker = row({ jobTypeId: 7 });
+		const process = row({ jobTypeId: 1 });
+		const { placed } = matchBatch([docker, process], [a, b, plain], limits);
+		expect(placed.map(p => [p.row.id, p.node.id])).toEqual([
+			[docker.id, b.id],
+			[process.id, plain.id]
+		]);
+	});
+
+	it("skips a container row no node can run, and still considers later rows", () => {
+		const a = dockerNode(1, engine({ list: ["alpine:3"] }));
+		const limits = limitsFor(
+			new Map([
+				[7, need("scale-x:1")],
+				[8, need("alpine:3")]
+			])
+		);
+		const missing = row({ jobTypeId: 7, priority: 1 });
+		const there = row({ jobTypeId: 8, priority: 2 });
+		const process = row({ jobTypeId: 1, priority: 3 });
+		const { placed, skipped } = matchBatch([missing, there, process], [a], limits);
+		expect(placed.map(p => p.row.id)).toEqual([there.id, process.id]);
+		expect(skipped).toEqual([missing]);
+	});
+
+	it("takes the resources of a placement from the node whichever list found it", () => {
+		const b = dockerNode(2, engine({ list: ["scale-x:1"] }), 2);
+		const limits = limitsFor(new Map([[7, need("scale-x:1")]]));
+		const rows = [row({ jobTypeId: 7 }), row({ jobTypeId: 1 }), row({ jobTypeId: 7 })];
+		const { placed, skipped } = matchBatch(rows, [b], limits);
+		expect(placed.map(p => p.row.id)).toEqual([rows[0].id, rows[1].id]);
+		expect(skipped).toEqual([rows[2]]);
+		expect(b.free.cpus).toBe(0);
+	});
+
+	it("says why no node can run a container job type", () => {
+		const image = "scale-x:1";
+		expect(whyUnrunnable(need(image), image, [dockerNode(1), dockerNode(2)])).toBe(
+			"no node has a Docker engine (of 2 nodes taking work)"
+		);
+		expect(whyUnrunnable(need(image), image, [dockerNode(1, engine())])).toBe(
+			"no node has the image scale-x:1 and none pulls (of 1 node taking work)"
+		);
+		expect(
+			whyUnrunnable(need(image, true), image, [dockerNode(1, engine({ pull: true }))])
+		).toBe("no node with a Docker engine allows privileged containers (of 1 node taking work)");
+		expect(
+			whyUnrunnable(need(image, true), image, [
+				dockerNode(1, engine({ privileged: true })),
+				dockerNode(2, engine({ list: [image] }))
+			])
+		).toBe(
+			"no node allowing privileged containers has the image scale-x:1 and none pulls (of 2 nodes taking work)"
+		);
+		expect(whyUnrunnable(need(image), image, [dockerNode(1, engine({ pull: true }))])).toBe(
+			null
+		);
+	});
+
+	it("excludes the types no node can run", () => {
+		expect(
+			excludedTypes({
+				paused: new Set([3]),
+				remaining: new Map(),
+				unrunnable: new Set([2, 3])
+			})
+		).toEqual([2, 3]);
+	});
+});
+
+describe("WaitingReasons", () => {
+	it("says a reason once per interval, again when it changes", () => {
+		let now = 0;
+		const reasons = new WaitingReasons(60_000, () => now);
+		const w = (jobTypeId: number, reason = "no engine") => ({ jobTypeId, reason });
+		expect(reasons.due([w(1), w(2)])).toEqual([w(1), w(2)]);
+		now = 1_000;
+		expect(reasons.due([w(1), w(2)])).toEqual([]);
+		expect(reasons.due([w(1, "no image")])).toEqual([w(1, "no image")]);
+		now = 60_000;
+		expect(reasons.due([w(1, "no image"), w(2)])).toEqual([w(2)]);
+		now = 61_000;
+		expect(reasons.due([w(1, "no image"), w(2)])).toEqual([w(1, "no image")]);
+		expect(reasons.due([])).toEqual([]);
 	});
 });
