@@ -5,6 +5,7 @@ import { parseJobInterface } from "../documents/job-interface";
 import { parseRecipeDefinition, referencedJobTypes } from "../documents/recipe-definition";
 import type { ErrorMapping, JobInterface, Warning } from "../documents/types";
 import { BadRequestError, FieldError, NotFoundError } from "../errors";
+import { normalizeImage } from "../scheduling/images";
 import { compileChecker, type Checker } from "../validation/schema";
 import {
 	findJobTypeId,
@@ -293,10 +294,50 @@ async function prepare(
 }
 
 /**
+ * Warns when no active node can run the job type's containers now (no engine, the image nowhere
+ * and no node pulling, privileged containers allowed nowhere): its jobs would wait QUEUED until
+ * one can (the scheduler places a container job only where it can run).
+ */
+async function checkContainerNodes(
+	db: Sequelize,
+	image: string,
+	privileged: boolean,
+	t?: Transaction
+): Promise<Warning[]> {
+	const [found] = await select<{ engine: boolean; image: boolean; privileged: boolean }>(
+		db,
+		`SELECT coalesce(bool_or(docker_engine), false) AS engine,
+		        coalesce(bool_or(docker_engine AND (docker_pull OR $1 = ANY(docker_images))), false) AS image,
+		        coalesce(bool_or(docker_engine AND (docker_pull OR $1 = ANY(docker_images)) AND docker_privileged), false) AS privileged
+		 FROM node WHERE is_active`,
+		[normalizeImage(image)],
+		t
+	);
+	const wait = "its jobs will wait in the queue until one can";
+	if (!found.engine)
+		return [{ id: "docker_image", details: `no active node has a Docker engine: ${wait}` }];
+	if (!found.image)
+		return [
+			{
+				id: "docker_image",
+				details: `no active node has the image ${image}, and none pulls images (AGENT_DOCKER_PULL): ${wait}`
+			}
+		];
+	if (privileged && !found.privileged)
+		return [
+			{
+				id: "docker_privileged",
+				details: `no active node with the image runs privileged containers (AGENT_DOCKER_PRIVILEGED): ${wait}`
+			}
+		];
+	return [];
+}
+
+/**
  * Checks a job type about to be created (a create body) and saves nothing. Answers Scale's
  * warnings: media types a trigger rule passes that the interface does not accept, and, when a
  * job type of that name and version exists, the warnings of the recipe types using it with the
- * new interface. Throws FieldError (400) naming the field at fault.
+ * new interface; and, for a container job type, that no active node can run it now. Throws FieldError (400) naming the field at fault.
  */
 export async function validateJobType(
 	db: Sequelize,
@@ -318,6 +359,15 @@ export async function validateJobType(
 				existing,
 				prepared.interface,
 				fieldPath(opts.field, "interface"),
+				opts.t
+			))
+		);
+	if (spec.docker_image)
+		prepared.warnings.push(
+			...(await checkContainerNodes(
+				db,
+				spec.docker_image,
+				spec.docker_privileged === true,
 				opts.t
 			))
 		);

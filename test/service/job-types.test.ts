@@ -759,6 +759,47 @@ describe("POST /job-types/validation/", () => {
 		}
 	});
 
+	it("warns of a container job type that no active node can run now", async () => {
+		const validate = async (extra: Record<string, unknown>) => {
+			const res = await request(
+				"POST",
+				`${api}/job-types/validation/`,
+				body("container", { docker_image: "geo/tiler:2", ...extra })
+			);
+			expect(res.status).toBe(200);
+			return res.body.warnings;
+		};
+		const wait = "its jobs will wait in the queue until one can";
+		await query(`DELETE FROM node`);
+		expect(await validate({})).toEqual([
+			{ id: "docker_image", details: `no active node has a Docker engine: ${wait}` }
+		]);
+		await query(
+			`INSERT INTO node (hostname, slave_id, docker_engine, docker_images)
+			 VALUES ('n1', 's1', true, '{docker.io/library/busybox:latest}')`
+		);
+		expect(await validate({})).toEqual([
+			{
+				id: "docker_image",
+				details: `no active node has the image geo/tiler:2, and none pulls images (AGENT_DOCKER_PULL): ${wait}`
+			}
+		]);
+		await query(
+			`INSERT INTO node (hostname, slave_id, docker_engine, docker_images)
+			 VALUES ('n2', 's2', true, '{docker.io/geo/tiler:2}')`
+		);
+		expect(await validate({})).toEqual([]);
+		expect(await validate({ docker_privileged: true })).toEqual([
+			{
+				id: "docker_privileged",
+				details: `no active node with the image runs privileged containers (AGENT_DOCKER_PRIVILEGED): ${wait}`
+			}
+		]);
+		await query(`UPDATE node SET docker_privileged = true WHERE slave_id = 's2'`);
+		expect(await validate({ docker_privileged: true })).toEqual([]);
+		await query(`DELETE FROM node`);
+	});
+
 	it("answers 400 with the problem for an invalid job type", async () => {
 		const before = await counts();
 		const res = await request(
