@@ -1,3 +1,4 @@
+import crypto from "crypto";
 import fs from "fs";
 import path from "path";
 import { Containers, DEFAULT_CONTAINER_SETTINGS, type ContainerSettings } from "./containers";
@@ -59,6 +60,17 @@ export interface AgentOptions {
  */
 const REMEMBERED = 10_000;
 
+/** Where task directories go when tasks cannot reach the work directory (openTaskRoot). */
+const MOVED_TASK_ROOT = "/var/lib/scale-agent";
+
+/** The nearest folder above `dir` that users other than its owner cannot pass through, if any. */
+function closedAncestor(dir: string): string | null {
+	for (let at = path.dirname(dir); ; at = path.dirname(at)) {
+		if ((fs.statSync(at).mode & 0o001) === 0) return at;
+		if (path.dirname(at) === at) return null;
+	}
+}
+
 /**
  * The executions of one node, without Moleculer: starts them (once per id), cancels them,
  * serves their logs, reports their steps and results through the given functions, and cleans
@@ -73,6 +85,8 @@ export class NodeAgent {
 	/** the launcher chosen, for the start log */
 	readonly launcherDescription: string;
 	private readonly taskDirs: TaskDirs;
+	/** the folder of `tasks/` and `spare/`: the work directory, unless tasks cannot reach it */
+	readonly taskRoot: string;
 	readonly containers: Containers;
 	/** who tasks run as (null: the agent's own user), and whether each is in a PID namespace */
 	private readonly identities: TaskIdentities | null;
@@ -100,7 +114,6 @@ export class NodeAgent {
 		this.launcher = chosen.launcher;
 		this.launcherDescription = chosen.description;
 		if (chosen.fallback) options.warn?.(`${chosen.fallback}; Node launchers are used instead`);
-		this.taskDirs = new TaskDirs(options.workDir);
 		this.containers = new Containers(
 			options.containers ?? DEFAULT_CONTAINER_SETTINGS,
 			options.node
@@ -112,7 +125,8 @@ export class NodeAgent {
 			isRoot
 		});
 		this.contained = isRoot && chosen.contains;
-		if (this.identities) this.openWorkDir();
+		this.taskRoot = this.identities ? this.openTaskRoot() : options.workDir;
+		this.taskDirs = new TaskDirs(this.taskRoot);
 		if (!isRoot)
 			options.warn?.(
 				"the agent does not run as root: its tasks run as its own user, can read what it can, and are not contained in PID namespaces"
@@ -124,28 +138,31 @@ export class NodeAgent {
 	}
 
 	/**
-	 * Tasks run as users of their own, who must pass through the work directory to their task
-	 * directories: it and `tasks/` may be passed through by anyone but listed by the agent only.
-	 * A folder above it that others cannot pass through (a home folder of mode 700) is warned of.
+	 * Where task directories live (`tasks/`, `spare/`). Tasks run as users of their own, who must
+	 * pass through the folders above their directories: these may be passed through by anyone and
+	 * listed by the agent only. When a folder above the work directory is closed to others (a
+	 * clone under root's home, mode 700), task directories are kept under MOVED_TASK_ROOT instead,
+	 * as the embedded PostgreSQL's data is, and the agent says so.
 	 */
-	private openWorkDir(): void {
-		const tasks = path.join(this.options.workDir, "tasks");
-		fs.mkdirSync(tasks, { recursive: true });
-		fs.chmodSync(this.options.workDir, 0o711);
-		fs.chmodSync(tasks, 0o711);
-		for (
-			let dir = path.dirname(path.resolve(this.options.workDir));
-			;
-			dir = path.dirname(dir)
-		) {
-			if ((fs.statSync(dir).mode & 0o001) === 0) {
-				this.options.warn?.(
-					`${dir} cannot be passed through by other users: tasks, which run as users of their own, cannot reach their directories under ${this.options.workDir} (set AGENT_WORK_DIR elsewhere, or chmod o+x ${dir})`
-				);
-				break;
-			}
-			if (path.dirname(dir) === dir) break;
+	private openTaskRoot(): string {
+		const workDir = path.resolve(this.options.workDir);
+		fs.mkdirSync(workDir, { recursive: true });
+		let root = workDir;
+		const closed = closedAncestor(workDir);
+		if (closed) {
+			const hash = crypto.createHash("sha1").update(workDir).digest("hex").slice(0, 12);
+			root = path.join(MOVED_TASK_ROOT, hash);
+			this.options.warn?.(
+				`${closed} cannot be passed through by other users, so tasks (which run as users of their own) could not reach directories under ${workDir}: task directories are kept under ${root} instead`
+			);
+			fs.mkdirSync(MOVED_TASK_ROOT, { recursive: true });
+			fs.chmodSync(MOVED_TASK_ROOT, 0o711);
 		}
+		const tasks = path.join(root, "tasks");
+		fs.mkdirSync(tasks, { recursive: true });
+		fs.chmodSync(root, 0o711);
+		fs.chmodSync(tasks, 0o711);
+		return root;
 	}
 
 	/** Who tasks run as and how they are contained, for the start log. */
@@ -176,7 +193,7 @@ export class NodeAgent {
 		}
 		const execution = new Execution(spec, {
 			agentId: this.options.agentId,
-			workDir: this.options.workDir,
+			workDir: this.taskRoot,
 			launcher: this.launcher,
 			contained: this.contained,
 			identities: this.identities,
@@ -363,7 +380,7 @@ export class NodeAgent {
 
 	/** Removes kept task directories (of failed and canceled executions) older than keepFailedMs. */
 	async prune(): Promise<void> {
-		const tasks = path.join(this.options.workDir, "tasks");
+		const tasks = path.join(this.taskRoot, "tasks");
 		const keepMs = this.options.keepFailedMs ?? 24 * 3600 * 1000;
 		let names: string[];
 		try {
@@ -374,7 +391,7 @@ export class NodeAgent {
 		const now = Date.now();
 		for (const name of names) {
 			if (this.executions.has(Number(name))) continue;
-			const dir = taskDirOf(this.options.workDir, Number(name));
+			const dir = taskDirOf(this.taskRoot, Number(name));
 			if (dir !== path.join(tasks, name)) continue;
 			try {
 				const stat = await fs.promises.stat(dir);

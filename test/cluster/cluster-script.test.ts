@@ -63,7 +63,8 @@ describe("npm run cluster", () => {
 		proc = spawn(process.execPath, [CLUSTER_SCRIPT], {
 			env: {
 				PATH: process.env.PATH ?? "",
-				DATA_DIR: dir,
+				// the exports' root beside the data, not in it: a workspace may not lie in the data
+				DATA_DIR: path.join(dir, "data"),
 				CLUSTER_PORT: String(apiPort),
 				NATS_PORT: String(natsPort),
 				EMBEDDED_PG_PORT: String(await freePort()),
@@ -115,7 +116,7 @@ describe("npm run cluster", () => {
 		expect(out).toContain(`[cluster] control-1: REST API ${apis[0]}/`);
 
 		// The credentials file is the owner's alone, and NATS refuses a connection without them.
-		const env = path.join(dir, "cluster.env");
+		const env = path.join(dir, "data", "cluster.env");
 		expect(fs.statSync(env).mode & 0o777).toBe(0o600);
 		expect(fs.readFileSync(env, "utf8")).toMatch(/^export NATS_PASSWORD=\S+$/m);
 		await expect(

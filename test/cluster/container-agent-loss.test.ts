@@ -209,4 +209,55 @@ describe("losing the agent of a running container", () => {
 			await docker.listContainers({ all: true, filters: { label: [`scale.node=${node}`] } })
 		).toEqual([]);
 	}, 180000);
+
+	it("maps a container's exit code through the job type's error mapping", async () => {
+		const error = await request("POST", `${api}/errors/`, {
+			name: "tiles-missing",
+			title: "Tiles Missing",
+			description: "The input had no tiles",
+			category: "DATA"
+		});
+		expect(error.status).toBe(201);
+		const type = await request("POST", `${api}/job-types/`, {
+			name: "container-exit",
+			version: "1.0",
+			docker_image: engine.image,
+			max_tries: 3,
+			cpus_required: 0.5,
+			mem_required: 32,
+			error_mapping: { version: "1.0", exit_codes: { "3": "tiles-missing" } },
+			interface: {
+				version: "1.0",
+				command: "/bin/sh",
+				command_arguments: "-c 'echo no tiles >&2; exit 3'",
+				input_data: [],
+				output_data: []
+			}
+		});
+		if (type.status !== 201) throw new Error(`job type: ${type.status} ${type.text}`);
+		const queued = await request("POST", `${api}/queue/new-job/`, {
+			job_type_id: type.body.id,
+			job_data: { input_data: [], output_data: [] }
+		});
+		expect(queued.status).toBe(201);
+		let job: any;
+		await withOutput(() =>
+			waitUntil(
+				async () => {
+					job = (await request("GET", `${api}/jobs/${queued.body.id}/`)).body;
+					return job?.status === "FAILED";
+				},
+				60000,
+				"the job to fail"
+			)
+		);
+		// a DATA error: not retried
+		expect(job).toMatchObject({
+			num_exes: 1,
+			error: { name: "tiles-missing", category: "DATA" }
+		});
+		const exes = await request("GET", `${api}/job-executions/?job_id=${queued.body.id}`);
+		const logs = await request("GET", `${api}/job-executions/${exes.body.results[0].id}/logs/`);
+		expect(logs.body.stderr).toContain("no tiles\n");
+	}, 120000);
 });

@@ -192,4 +192,38 @@ describe("a process job", () => {
 		expect(passwd).not.toContain("scale: the process exited");
 		expect(report.stderr).toContain("scale: the process exited with code 4");
 	});
+
+	it("runs where it can reach its directory when the work directory is under a closed folder", async () => {
+		const closed = tempDir("closed");
+		fs.chmodSync(closed, 0o700);
+		const warnings: string[] = [];
+		const other = new NodeAgent({
+			agentId: "agent-closed",
+			node: "node-closed",
+			workDir: path.join(closed, "data", "agent"),
+			launchers: 1,
+			launcher: "native",
+			async sendSteps() {},
+			async deliver(report) {
+				reports.set(report.jobExeId, report);
+				waiters.get(report.jobExeId)?.(report);
+			},
+			warn: message => warnings.push(message)
+		});
+		try {
+			expect(other.taskRoot).toMatch(/^\/var\/lib\/scale-agent\/[0-9a-f]{12}$/);
+			expect(warnings).toEqual([
+				expect.stringContaining(`${closed} cannot be passed through`)
+			]);
+			const s = shell("echo reached > $HOME/outputs/x; cat $HOME/outputs/x");
+			expect(other.run(s)).toBe("started");
+			expect(await delivered(s.jobExeId)).toMatchObject({
+				status: "COMPLETED",
+				stdout: "reached\n"
+			});
+		} finally {
+			await other.stop();
+			fs.rmSync(other.taskRoot, { recursive: true, force: true });
+		}
+	});
 });
