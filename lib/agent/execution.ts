@@ -341,8 +341,11 @@ export class Execution {
 			if (this.identity) {
 				const { uid, gid } = this.identity;
 				fs.chownSync(this.taskDir, uid, gid);
-				fs.chmodSync(this.taskDir, 0o700);
 				fs.chownSync(this.outputDir, uid, gid);
+				// a container of the image's own user, whoever that is, must write its outputs
+				const anyUser = this.writer() === undefined && spec.jobType.usesDocker;
+				fs.chmodSync(this.taskDir, anyUser ? 0o711 : 0o700);
+				if (anyUser) fs.chmodSync(this.outputDir, 0o777);
 			}
 		} catch (error) {
 			throw new ExecutionFailure(

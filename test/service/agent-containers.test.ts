@@ -125,6 +125,23 @@ describe("a container job", () => {
 		expect(await containersOf(a.node)).toEqual([]);
 	});
 
+	it("runs as its image's own user where the agent says so, and stores its product", async () => {
+		const a = startAgent({ imageUser: true });
+		const ws = tempDir("ws");
+		const report = await run(
+			a,
+			containerSpec({
+				args: "-c 'id -u; echo x > ${job_output_dir}/x.txt; echo ARTIFACT:result:${job_output_dir}/x.txt'",
+				outputData: [{ name: "result" }],
+				workspaceDir: ws
+			})
+		);
+		expect(report).toMatchObject({ status: "COMPLETED", errorDetail: null });
+		// the busybox image's user is root
+		expect(report.stdout.split("\n")[0]).toBe("0");
+		expect(fs.readFileSync(path.join(ws, "my-job/1.0.0/42/x.txt"), "utf8")).toBe("x\n");
+	});
+
 	it("fails with its exit code for the control plane to map, its stderr kept", async () => {
 		const a = startAgent();
 		const report = await run(a, containerSpec({ args: "-c 'echo broken >&2; exit 3'" }));
