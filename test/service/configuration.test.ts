@@ -1,4 +1,6 @@
+import fs from "fs";
 import os from "os";
+import path from "path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import {
 	request,
@@ -178,7 +180,10 @@ async function createWorkspace(base: string, name: string) {
 	return ok("POST", `${base}/workspaces/`, {
 		name,
 		title: name,
-		json_config: { broker: { type: "host", host_path: os.tmpdir() } }
+		// a directory of its own: the temp folder itself may hold the service's data directory
+		json_config: {
+			broker: { type: "host", host_path: fs.mkdtempSync(path.join(os.tmpdir(), "ws-")) }
+		}
 	});
 }
 

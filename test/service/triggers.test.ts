@@ -1,3 +1,6 @@
+import fs from "fs";
+import os from "os";
+import path from "path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
 import { COPY_EVENTS_SQL, MARK_PROCESSED_SQL, processFileEvents } from "../../lib/triggers/process";
@@ -98,7 +101,11 @@ beforeAll(async () => {
 	app = await startServices(tdb.url, ["api", "workspaces", "job-types", "recipe-types"]);
 	const ws = await request("POST", `${app.api}/workspaces/`, {
 		name: "w",
-		json_config: { version: "1.0", broker: { type: "host", host_path: "/tmp" } }
+		// a directory of its own: the temp folder itself may hold the service's data directory
+		json_config: {
+			version: "1.0",
+			broker: { type: "host", host_path: fs.mkdtempSync(path.join(os.tmpdir(), "ws-")) }
+		}
 	});
 	workspaceId = ws.body.id;
 }, 30000);
