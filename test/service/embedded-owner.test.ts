@@ -3,7 +3,7 @@ import fs from "fs";
 import os from "os";
 import path from "path";
 import { Client } from "pg";
-import { EmbeddedPostgres } from "../../lib/db/embedded";
+import { EmbeddedPostgres, passwordFileOf } from "../../lib/db/embedded";
 import { PROJECT_ROOT } from "../../lib/paths";
 import { freePort } from "../helpers/ports";
 
@@ -28,8 +28,15 @@ describe("an embedded PostgreSQL found running on the data directory", () => {
 		fs.rmSync(root, { recursive: true, force: true });
 	});
 
-	const answers = async (port: number) => {
-		const client = new Client({ host: "127.0.0.1", port, user: "postgres", database: "owned" });
+	const answers = async (dataDir: string, port: number) => {
+		const password = fs.readFileSync(passwordFileOf(dataDir), "utf8").trim();
+		const client = new Client({
+			host: "127.0.0.1",
+			port,
+			user: "postgres",
+			password,
+			database: "owned"
+		});
 		await client.connect();
 		const { rows } = await client.query("SELECT 1 AS one");
 		await client.end();
@@ -50,13 +57,13 @@ describe("an embedded PostgreSQL found running on the data directory", () => {
 			owner!.stdout!.on("data", (b: Buffer) => b.toString().includes("ready") && resolve());
 			owner!.once("exit", code => reject(new Error(`the owner exited (${code})`)));
 		});
-		expect(await answers(port)).toBe(1);
+		expect(await answers(dataDir, port)).toBe(1);
 
 		mine = new EmbeddedPostgres({ dataDir, port, database: "owned" });
 		await expect(mine.start()).rejects.toThrow(
 			new RegExp(`belongs to a service that is running \\(process ${owner.pid}\\)`)
 		);
-		expect(await answers(port)).toBe(1);
+		expect(await answers(dataDir, port)).toBe(1);
 
 		// killed, its server is an orphan: stopped, and a new one started in its place
 		const killed = new Promise(resolve => owner!.once("exit", resolve));
@@ -69,6 +76,6 @@ describe("an embedded PostgreSQL found running on the data directory", () => {
 		expect(
 			said.some(m => /stopping a PostgreSQL server \(pid \d+\) left running/.test(m))
 		).toBe(true);
-		expect(await answers(port)).toBe(1);
+		expect(await answers(dataDir, port)).toBe(1);
 	}, 90000);
 });

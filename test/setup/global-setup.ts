@@ -27,7 +27,7 @@ async function startPostgres(dataDir: string): Promise<{ serverUrl: string; temp
 		fs.chmodSync(dataDir, 0o755);
 		await pg.start();
 		(globalThis as any).__SCALE_PG__ = pg;
-		serverUrl = `postgres://postgres@127.0.0.1:${port}`;
+		serverUrl = pg.url.replace(/\/[^/]*$/, "");
 	}
 	const admin = createSequelize(`${serverUrl}/postgres`, { poolMax: 1 });
 	await admin.query(`DROP DATABASE IF EXISTS ${templateDb}`).catch(() => undefined);
