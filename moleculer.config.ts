@@ -62,7 +62,8 @@ export function brokerOptions(config: Config, databaseUrl: string | null): Broke
 		},
 		logLevel: config.logLevel as any,
 		// Moleculer's metrics and its Prometheus reporter, with the service's own gauges
-		// (mixins/prometheus-gauges.mixin.ts, the scheduler's passes), when METRICS_PORT is set
+		// (mixins/prometheus-gauges.mixin.ts, the scheduler's passes), when METRICS_PORT is set;
+		// on METRICS_HOST, loopback by default, not the API's HOST
 		metrics:
 			config.metricsPort === null
 				? { enabled: false }
@@ -72,7 +73,7 @@ export function brokerOptions(config: Config, databaseUrl: string | null): Broke
 							{
 								type: "Prometheus",
 								options: {
-									host: config.host,
+									host: config.metricsHost,
 									port: config.metricsPort,
 									path: "/metrics"
 								}

@@ -40,9 +40,15 @@ export interface Config {
 	logLevel: string;
 	apiTokens: string[];
 	allowAnonymous: boolean;
+	/** the URL clients reach the API at (scheme, host, port, path prefix), for the links it writes */
+	publicUrl: string | null;
+	/** whether X-Forwarded-Proto, X-Forwarded-Host and Host may name that URL (without publicUrl) */
+	trustProxy: boolean;
 	embeddedPgPort: number;
 	/** where Prometheus scrapes this process's metrics; null: no metrics */
 	metricsPort: number | null;
+	/** the address the metrics port binds to */
+	metricsHost: string;
 	/** the scheduler in a thread of its own beside the other services (lib/scheduler-thread.ts) */
 	schedulerThread: boolean;
 	/** where every node mounts NFS exports (strikes' mounts, nfs workspaces); null: nowhere */
@@ -141,6 +147,28 @@ function parseAbsolutePath(name: string, raw: string | undefined): string | null
 	return path.posix.normalize(raw).replace(/(.)\/$/, "$1");
 }
 
+/**
+ * The API's public URL: http or https, with a host, without credentials, query or fragment,
+ * normalised (default port dropped, no trailing slash); null when unset.
+ */
+function parsePublicUrl(raw: string | undefined): string | null {
+	if (raw === undefined || raw === "") return null;
+	const url = URL.canParse(raw) ? new URL(raw) : null;
+	if (
+		!url ||
+		!["http:", "https:"].includes(url.protocol) ||
+		!url.hostname ||
+		url.username ||
+		url.password ||
+		url.search ||
+		url.hash
+	)
+		throw new ConfigError(
+			`PUBLIC_URL must be an http or https URL such as https://scale.example.com, without credentials, query or fragment, got "${raw}"`
+		);
+	return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+}
+
 /** Reads the configuration from the environment; throws ConfigError naming the variable at fault. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 	const services = (env.SERVICES || "")
@@ -178,8 +206,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 			.map(t => t.trim())
 			.filter(Boolean),
 		allowAnonymous: /^(1|true|yes)$/i.test(env.ALLOW_ANONYMOUS || ""),
+		publicUrl: parsePublicUrl(env.PUBLIC_URL),
+		trustProxy: parseSwitch("TRUST_PROXY", env.TRUST_PROXY, false),
 		embeddedPgPort: parsePort("EMBEDDED_PG_PORT", env.EMBEDDED_PG_PORT, 54329),
 		metricsPort: env.METRICS_PORT ? parsePort("METRICS_PORT", env.METRICS_PORT, 0) : null,
+		// Moleculer's metrics tell request rates, errors and node names to whoever asks: loopback
+		// unless an operator opens them to a scraper elsewhere.
+		metricsHost: env.METRICS_HOST || "127.0.0.1",
 		schedulerThread: parseSwitch("SCHEDULER_THREAD", env.SCHEDULER_THREAD, false),
 		nfsMountRoot: parseAbsolutePath("NFS_MOUNT_ROOT", env.NFS_MOUNT_ROOT),
 		agent: {

@@ -11,7 +11,9 @@ export const ErrorTypes = {
 	UNAUTHORIZED: "UNAUTHORIZED",
 	FORBIDDEN: "FORBIDDEN",
 	UNSUPPORTED_MEDIA_TYPE: "UNSUPPORTED_MEDIA_TYPE",
-	CONFLICT: "CONFLICT"
+	PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+	CONFLICT: "CONFLICT",
+	DATABASE_UNAVAILABLE: "DATABASE_UNAVAILABLE"
 } as const;
 
 export interface ErrorData {
@@ -61,8 +63,25 @@ export class UnsupportedMediaTypeError extends Errors.MoleculerClientError {
 	}
 }
 
+/** A request body larger than its route takes. */
+export class PayloadTooLargeError extends Errors.MoleculerClientError {
+	constructor(message: string) {
+		super(message, 413, ErrorTypes.PAYLOAD_TOO_LARGE, {});
+	}
+}
+
 export class UnauthorizedError extends Errors.MoleculerClientError {
 	constructor(message: string) {
 		super(message, 401, ErrorTypes.UNAUTHORIZED, {});
+	}
+}
+
+/**
+ * PostgreSQL cannot be reached: refused, shutting down, or the connection lost. Retryable, as the
+ * pool reconnects by itself once it is back; `reason` (what pg said) is for the logs only.
+ */
+export class DatabaseUnavailableError extends Errors.MoleculerRetryableError {
+	constructor(reason: string) {
+		super("The database is not available", 503, ErrorTypes.DATABASE_UNAVAILABLE, { reason });
 	}
 }

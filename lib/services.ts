@@ -5,7 +5,13 @@ import type { Config } from "./config";
 function settingsFor(name: string, config: Config): Record<string, unknown> {
 	switch (name) {
 		case "api":
-			return { port: config.port, ip: config.host, apiTokens: config.apiTokens };
+			return {
+				port: config.port,
+				ip: config.host,
+				apiTokens: config.apiTokens,
+				publicUrl: config.publicUrl,
+				trustProxy: config.trustProxy
+			};
 		case "status":
 			return { apiPort: config.port };
 		case "ingest":

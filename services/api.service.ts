@@ -1,12 +1,15 @@
 import type { IncomingMessage, ServerResponse } from "http";
+import type { AddressInfo } from "net";
 import type { Context, Service, ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
 import { ALIASES, answersInPlainText, ID_PARAMS } from "../lib/http/aliases";
 import { toHttpError } from "../lib/http/errors";
+import { forwardedBaseUrl, listeningUrl } from "../lib/http/public-url";
 import {
 	BadRequestError,
 	FieldError,
 	NotFoundError,
+	PayloadTooLargeError,
 	UnauthorizedError,
 	UnsupportedMediaTypeError
 } from "../lib/errors";
@@ -18,6 +21,10 @@ export interface ApiSettings {
 	ip: string;
 	/** bearer tokens; empty = anonymous access (only allowed on loopback unless configured) */
 	apiTokens: string[];
+	/** the base of every absolute URL the API writes; null: the address it listens on */
+	publicUrl: string | null;
+	/** without publicUrl, whether a proxy's X-Forwarded-Proto/-Host and Host name that base */
+	trustProxy: boolean;
 	[key: string]: unknown;
 }
 
@@ -35,19 +42,31 @@ type Req = IncomingMessage & {
 
 const BODY_METHODS = ["POST", "PUT", "PATCH"];
 
-/** The gateway as its hooks see it: a service with the authentication method below. */
-type ApiThis = Service<ApiSettings> & { authenticate(req: Req): { token: string } | null };
+/** The gateway as its hooks see it: a service with the methods below. */
+type ApiThis = Service<ApiSettings> & {
+	authenticate(req: Req): { token: string } | null;
+	baseUrlOf(req: Req): string;
+	/** `http://host:port` the gateway listens on, known once it started */
+	boundUrl: string;
+};
+
+/** moleculer-web's own request handler, which the gateway's runs after its token check. */
+const gatewayHttpHandler = (ApiGateway as any).methods.httpHandler as (
+	this: ApiThis,
+	req: Req,
+	res: ServerResponse,
+	next?: unknown
+) => Promise<void>;
+
+/** Whether the request announced a body that has not been received whole. */
+function bodyUnread(req: Req): boolean {
+	const announced =
+		Number(req.headers["content-length"] ?? 0) > 0 ||
+		req.headers["transfer-encoding"] !== undefined;
+	return announced && !req.complete;
+}
 
 function sendError(this: ApiThis, req: Req, res: ServerResponse, err: any) {
-	// Body parsing (malformed JSON, too large) fails before onBeforeCall authenticates; a client
-	// without a valid token must still learn nothing but that.
-	if (req.$route) {
-		try {
-			this.authenticate(req);
-		} catch (authError) {
-			err = authError;
-		}
-	}
 	const mapped = toHttpError(err);
 	const { status } = mapped;
 	const plainText =
@@ -58,6 +77,11 @@ function sendError(this: ApiThis, req: Req, res: ServerResponse, err: any) {
 	if (res.headersSent) return;
 	if (req.$requestId) res.setHeader("X-Request-ID", req.$requestId);
 	if (status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="api"');
+	if (mapped.retryAfter !== undefined) res.setHeader("Retry-After", String(mapped.retryAfter));
+	// Kept open, the connection would have Node read (and discard) the rest of the body to reach
+	// the next request, however long the client said it was; closing, Node destroys the socket
+	// once the answer is flushed.
+	if (bodyUnread(req)) res.setHeader("Connection", "close");
 	if (plainText) {
 		res.setHeader("Content-Type", "text/plain; charset=utf-8");
 		res.writeHead(status);
@@ -71,11 +95,25 @@ function sendError(this: ApiThis, req: Req, res: ServerResponse, err: any) {
 
 const UPLOAD_PATH = /\/configuration\/upload\/?(\?|$)/;
 
+/** The largest JSON body a route reads (an upload reads its file itself: lib/http/upload.ts). */
+const JSON_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * A body announced larger than a route reads is refused on its headers: the JSON body parser,
+ * refusing it, would first read it whole to throw it away.
+ */
+function refuseOversizedBody(req: Req) {
+	if (
+		Number(req.headers["content-length"] ?? 0) > JSON_LIMIT_BYTES &&
+		!UPLOAD_PATH.test(req.url ?? "")
+	)
+		throw new PayloadTooLargeError("The request body is too large");
+}
+
 function route(path: string) {
 	return {
 		path,
-		// Authentication runs first thing in onBeforeCall, so a client without a token learns
-		// nothing about the request's validity.
+		// Tokens are checked by httpHandler below, before a route is chosen or a body read.
 		authentication: false,
 		autoAliases: false,
 		mappingPolicy: "restrict",
@@ -84,7 +122,7 @@ function route(path: string) {
 		bodyParsers: {
 			json: {
 				strict: true,
-				limit: "1mb",
+				limit: JSON_LIMIT_BYTES,
 				// an uploaded configuration file is read whole by its own handler (up to 5 MB,
 				// lib/http/upload.ts), whatever its content type
 				type: (req: Req) =>
@@ -95,7 +133,6 @@ function route(path: string) {
 		callOptions: { timeout: 30000, retries: 0 },
 
 		onBeforeCall(this: ApiThis, ctx: Context<unknown, RequestMeta>, _route: unknown, req: Req) {
-			this.authenticate(req);
 			const pathKeys = req.$alias?.keys?.map(k => k.name) || [];
 			for (const key of pathKeys) {
 				if (!ID_PARAMS.includes(key)) continue;
@@ -126,10 +163,9 @@ function route(path: string) {
 				const pathParams = Object.fromEntries(pathKeys.map(k => [k, req.$params[k]]));
 				req.$params = { ...(body as Record<string, unknown>), ...pathParams };
 			}
-			const host = req.headers.host || "127.0.0.1";
-			const proto = (req.headers["x-forwarded-proto"] as string) || "http";
-			ctx.meta.baseUrl = `${proto}://${host}`;
-			ctx.meta.apiRoot = `${proto}://${host}${path}`;
+			const baseUrl = this.baseUrlOf(req);
+			ctx.meta.baseUrl = baseUrl;
+			ctx.meta.apiRoot = `${baseUrl}${path}`;
 			ctx.meta.path = (req.originalUrl || req.url || "").split("?")[0];
 			ctx.meta.query = req.query || {};
 			ctx.meta.jsonTextFor = req.$action?.name;
@@ -168,6 +204,8 @@ const ApiService: ServiceSchema<ApiSettings> = {
 		port: 8000,
 		ip: "127.0.0.1",
 		apiTokens: [],
+		publicUrl: null,
+		trustProxy: false,
 		// never in the service info Moleculer sends to every peer
 		$secureSettings: ["apiTokens"],
 		routes: [route("/api/v3"), route("/api")],
@@ -180,6 +218,34 @@ const ApiService: ServiceSchema<ApiSettings> = {
 	},
 
 	methods: {
+		/**
+		 * Every request, before moleculer-web routes it: one without a valid token is answered
+		 * 401 here, and one announcing too large a body 413, before a byte of its body is read.
+		 * moleculer-web runs a route's body parsers before any of its hooks (onBeforeCall,
+		 * authenticate): four clients without a token sending 1 MB bodies nested 500,000 deep
+		 * once held `/version/` at 1.6 s.
+		 */
+		httpHandler(this: ApiThis, req: Req, res: ServerResponse, next?: unknown) {
+			try {
+				this.authenticate(req);
+				refuseOversizedBody(req);
+			} catch (err) {
+				return sendError.call(this, req, res, err);
+			}
+			return gatewayHttpHandler.call(this, req, res, next);
+		},
+
+		/**
+		 * The scheme, host and port of the absolute URLs an answer holds: PUBLIC_URL, or the
+		 * address the gateway listens on; a proxy's headers only when TRUST_PROXY says it is one.
+		 */
+		baseUrlOf(req: Req): string {
+			if (this.settings.publicUrl) return this.settings.publicUrl;
+			return this.settings.trustProxy
+				? forwardedBaseUrl(req.headers, this.boundUrl)
+				: this.boundUrl;
+		},
+
 		// A body handed to the socket as a Buffer: a JSON string of 60–300 KB written as it is cost
 		// several times more (measured in docs/decisions.md, "Responses as Buffers").
 		encodeResponse(_req: Req, _res: ServerResponse, data: unknown) {
@@ -219,7 +285,9 @@ const ApiService: ServiceSchema<ApiSettings> = {
 	},
 
 	started() {
-		(this as any).server.prependListener("request", (req: Req, res: ServerResponse) =>
+		// moleculer-web's started() (a mixin's, run first) has the server listening by now
+		this.boundUrl = listeningUrl(this.server.address() as AddressInfo);
+		this.server.prependListener("request", (req: Req, res: ServerResponse) =>
 			this.logRequests(req, res)
 		);
 	}

@@ -14,6 +14,9 @@ export function createSequelize(url: string, opts: { poolMax?: number } = {}): S
 		dialect: "postgres",
 		logging: false,
 		pool: { max: opts.poolMax ?? 20, min: 0, idle: 10000, acquire: 30000 },
+		// A server that does not answer at all (its host down) fails a connection after 10 s,
+		// as a refused one does at once, rather than holding requests for the acquire timeout.
+		dialectOptions: { connectionTimeoutMillis: 10000 },
 		define: { freezeTableName: true, underscored: true, timestamps: false }
 	});
 }

@@ -5,7 +5,12 @@ export interface HttpError {
 	status: number;
 	detail: string;
 	plainText: boolean;
+	/** seconds the client should wait before trying again (`Retry-After`) */
+	retryAfter?: number;
 }
+
+/** How long a client is asked to wait while PostgreSQL is unreachable: every request tries to connect anew. */
+const DATABASE_RETRY_AFTER_S = 5;
 
 interface ErrorLike {
 	name?: string;
@@ -46,6 +51,13 @@ export function toHttpError(err: ErrorLike): HttpError {
 				detail: "The service that answers this request is not available; try again shortly",
 				plainText
 			};
+		case "DATABASE_UNAVAILABLE":
+			return {
+				status: 503,
+				detail: "The database is not available; try again shortly",
+				plainText,
+				retryAfter: DATABASE_RETRY_AFTER_S
+			};
 		case "NOT_FOUND_ROUTE":
 			return { status: 404, detail: "Not found.", plainText };
 		case "entity.parse.failed":
@@ -54,6 +66,7 @@ export function toHttpError(err: ErrorLike): HttpError {
 				detail: `Malformed JSON in the request body: ${err.message}`,
 				plainText
 			};
+		case "PAYLOAD_TOO_LARGE":
 		case "entity.too.large":
 			return { status: 413, detail: "The request body is too large", plainText };
 	}

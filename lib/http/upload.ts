@@ -5,6 +5,13 @@ import { BadRequestError } from "../errors";
 /** The largest configuration file an upload may carry. */
 export const MAX_UPLOAD_BYTES = 5 * 1024 * 1024;
 
+/** The most an upload's request may send: the file, and room for the form's other parts. */
+const MAX_UPLOAD_REQUEST_BYTES = MAX_UPLOAD_BYTES + 64 * 1024;
+
+function tooLarge(): BadRequestError {
+	return new BadRequestError(`import: the file is larger than ${MAX_UPLOAD_BYTES} bytes`);
+}
+
 export interface UploadedFile {
 	fileName: string;
 	content: Buffer;
@@ -18,8 +25,9 @@ function readAll(stream: NodeJS.ReadableStream, limit: number): Promise<Buffer> 
 			size += chunk.length;
 			if (size > limit) {
 				reject(new BadRequestError(`import: the file is larger than ${limit} bytes`));
+				// the rest is not read: the 400 closes the connection (services/api.service.ts)
 				stream.removeAllListeners("data");
-				stream.resume();
+				stream.pause();
 				return;
 			}
 			chunks.push(chunk);
@@ -48,12 +56,18 @@ function readMultipart(req: IncomingMessage): Promise<UploadedFile> {
 			}
 			// Busboy stops the file at fileSize and says so with "limit": what was read is only a
 			// truncated part of the file, which must not be taken for the whole.
-			stream.once("limit", () =>
-				reject(
-					new BadRequestError(`import: the file is larger than ${MAX_UPLOAD_BYTES} bytes`)
-				)
-			);
+			stream.once("limit", () => reject(tooLarge()));
 			found = readAll(stream, MAX_UPLOAD_BYTES).then(content => ({ fileName, content }));
+		});
+		// Busboy reads a form to its end whatever its parts' limits (it skips what they cut off):
+		// a form sent without a length is cut off here once it outgrows any upload.
+		let received = 0;
+		req.on("data", (chunk: Buffer) => {
+			received += chunk.length;
+			if (received <= MAX_UPLOAD_REQUEST_BYTES) return;
+			req.unpipe(busboy);
+			req.pause();
+			reject(tooLarge());
 		});
 		busboy.on("error", (err: Error) => reject(new BadRequestError(`import: ${err.message}`)));
 		busboy.on("finish", () => {
@@ -71,6 +85,8 @@ function readMultipart(req: IncomingMessage): Promise<UploadedFile> {
  * Only `.json` files are accepted.
  */
 export async function readUpload(req: IncomingMessage & { body?: unknown }): Promise<UploadedFile> {
+	// refused before a byte is read (the 400 closes the connection: services/api.service.ts)
+	if (Number(req.headers["content-length"] ?? 0) > MAX_UPLOAD_REQUEST_BYTES) throw tooLarge();
 	const type = String(req.headers["content-type"] || "");
 	let file: UploadedFile;
 	if (type.startsWith("multipart/form-data")) {

@@ -134,3 +134,32 @@ describe("without METRICS_PORT", () => {
 		}
 	});
 });
+
+describe("where the metrics port binds", () => {
+	/** The address the Prometheus reporter of `svc`'s broker listens on, once it does. */
+	async function metricsAddress(svc: TestApi): Promise<{ address: string; port: number }> {
+		const server = (svc.broker as any).metrics.reporter[0].server;
+		while (!server.listening) await new Promise(r => setTimeout(r, 20));
+		return server.address();
+	}
+
+	it.each([
+		["loopback by default, not the API's HOST", {}, "127.0.0.1"],
+		["METRICS_HOST when set", { METRICS_HOST: "127.0.0.2" }, "127.0.0.2"]
+	])("is %s", async (_, env: Record<string, string>, address) => {
+		const tdb = await createTestDatabase();
+		const svc = await startServices(tdb.url, ["api", "status"], {
+			HOST: "127.0.0.3",
+			METRICS_PORT: String(await freePort()),
+			...env
+		});
+		try {
+			const bound = await metricsAddress(svc);
+			expect(bound.address).toBe(address);
+			expect((await fetch(`http://${address}:${bound.port}/metrics`)).status).toBe(200);
+		} finally {
+			await svc.stop();
+			await tdb.drop();
+		}
+	});
+});

@@ -15,8 +15,11 @@ describe("loadConfig", () => {
 			logLevel: "info",
 			apiTokens: [],
 			allowAnonymous: false,
+			publicUrl: null,
+			trustProxy: false,
 			embeddedPgPort: 54329,
 			metricsPort: null,
+			metricsHost: "127.0.0.1",
 			schedulerThread: false,
 			nfsMountRoot: null,
 			agent: {
@@ -64,8 +67,11 @@ describe("loadConfig", () => {
 			LOG_LEVEL: "DEBUG",
 			API_TOKENS: " a , b,,c ",
 			ALLOW_ANONYMOUS: "true",
+			PUBLIC_URL: "https://scale.example.com:8443/scale/",
+			TRUST_PROXY: "yes",
 			EMBEDDED_PG_PORT: "5433",
 			METRICS_PORT: "9100",
+			METRICS_HOST: "0.0.0.0",
 			SCHEDULER_THREAD: "on",
 			NFS_MOUNT_ROOT: "/net/",
 			AGENT_WORK_DIR: "/srv/agent",
@@ -93,8 +99,11 @@ describe("loadConfig", () => {
 			logLevel: "debug",
 			apiTokens: ["a", "b", "c"],
 			allowAnonymous: true,
+			publicUrl: "https://scale.example.com:8443/scale",
+			trustProxy: true,
 			embeddedPgPort: 5433,
 			metricsPort: 9100,
+			metricsHost: "0.0.0.0",
 			schedulerThread: true,
 			nfsMountRoot: "/net",
 			agent: {
@@ -247,6 +256,39 @@ describe("loadConfig", () => {
 		it.each(["http", "-1", "65536", "9100.5"])("refuses %j", port => {
 			expect(() => loadConfig({ METRICS_PORT: port })).toThrow(/METRICS_PORT/);
 		});
+	});
+
+	describe("PUBLIC_URL", () => {
+		it.each([
+			["https://scale.example.com", "https://scale.example.com"],
+			["HTTPS://Scale.Example.COM:443/", "https://scale.example.com"],
+			["http://10.0.0.5:8000", "http://10.0.0.5:8000"],
+			["http://[::1]:8000/", "http://[::1]:8000"],
+			["https://example.com/scale//", "https://example.com/scale"]
+		])("takes %j as %j", (raw, url) => {
+			expect(loadConfig({ PUBLIC_URL: raw }).publicUrl).toBe(url);
+		});
+
+		it.each([
+			"javascript://evil.example/",
+			"ftp://scale.example.com",
+			"scale.example.com",
+			"/api",
+			"https://user:pass@scale.example.com",
+			"https://scale.example.com/?x=1",
+			"https://scale.example.com/#top",
+			"https://exa mple.com"
+		])("refuses %j", raw => {
+			expect(() => loadConfig({ PUBLIC_URL: raw })).toThrow(
+				/^PUBLIC_URL must be an http or https URL/
+			);
+		});
+	});
+
+	it("refuses a TRUST_PROXY that is not a switch", () => {
+		expect(() => loadConfig({ TRUST_PROXY: "proxy" })).toThrow(
+			"TRUST_PROXY must be true or false"
+		);
 	});
 
 	describe("TRANSPORTER", () => {

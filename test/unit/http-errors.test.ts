@@ -2,9 +2,11 @@ import { Errors } from "moleculer";
 import { toHttpError } from "../../lib/http/errors";
 import {
 	BadRequestError,
+	DatabaseUnavailableError,
 	ErrorTypes,
 	FieldError,
 	NotFoundError,
+	PayloadTooLargeError,
 	UnauthorizedError
 } from "../../lib/errors";
 
@@ -124,6 +126,21 @@ describe("toHttpError", () => {
 			expect(http.detail).toMatch(UNAVAILABLE);
 			expect(http.plainText).toBe(false);
 		});
+
+		it.each([
+			["here", new DatabaseUnavailableError("connect ECONNREFUSED 127.0.0.1:5432")],
+			[
+				"from another node",
+				new Errors.MoleculerError("x", 503, ErrorTypes.DATABASE_UNAVAILABLE, {})
+			]
+		])("maps the database's unavailability %s to 503 with a Retry-After", (_, err) => {
+			expect(toHttpError(err)).toEqual({
+				status: 503,
+				detail: "The database is not available; try again shortly",
+				plainText: false,
+				retryAfter: 5
+			});
+		});
 	});
 
 	describe("gateway and body-parser errors", () => {
@@ -146,6 +163,14 @@ describe("toHttpError", () => {
 			expect(toHttpError(err)).toEqual({
 				status: 400,
 				detail: "Malformed JSON in the request body: Unexpected end of JSON input",
+				plainText: false
+			});
+		});
+
+		it("maps a body announced over the limit to 413", () => {
+			expect(toHttpError(new PayloadTooLargeError("The request body is too large"))).toEqual({
+				status: 413,
+				detail: "The request body is too large",
 				plainText: false
 			});
 		});
