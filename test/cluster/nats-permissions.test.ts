@@ -3,7 +3,13 @@ import os from "os";
 import path from "path";
 import { connect, type NatsConnection, type Subscription } from "nats";
 import { startNatsServer, type RunningNatsServer } from "../../lib/cluster/nats-server";
-import { identity, natsUsers, type Identity } from "../../lib/cluster/nats-identities";
+import {
+	authorizationBlock,
+	identity,
+	loadIdentities,
+	natsUsers,
+	type Identity
+} from "../../lib/cluster/nats-identities";
 import { ensureNatsServer } from "../helpers/nats";
 import { freePort } from "../helpers/ports";
 import { startProcess, waitUntil, type ServiceProcess } from "../helpers/process";
@@ -144,6 +150,23 @@ describe("NATS identities of a cluster", () => {
 		expect(identity(root, "agent-1", "agent", "nats://x:1").password).toBe(agent.password);
 	});
 
+	it("finds the identities kept in a data directory, each agent allowed to reach the control planes", () => {
+		const dir = path.join(root, "another");
+		identity(dir, "control-1", "control", "nats://x:1");
+		identity(dir, "agent-7", "agent", "nats://x:1");
+		const found = loadIdentities(dir);
+		expect(found.map(i => `${i.name} ${i.role}`)).toEqual([
+			"agent-7 agent",
+			"control-1 control"
+		]);
+		const block = authorizationBlock(found);
+		expect(block).toContain('"MOL-scale.*.control-1"');
+		expect(block).toContain('"MOL-scale.*.agent-7"');
+		expect(() => identity(dir, "a.b", "agent", "nats://x:1")).toThrow(
+			/cannot name NATS subjects/
+		);
+	});
+
 	it("refuses an agent's request to another agent: the target never runs it", async () => {
 		const agent2 = agentProcess("agent-2", "agent-2");
 		await waitUntil(async () => agent2.output().includes("stop with Ctrl-C"), 30000, "agent-2");
@@ -178,6 +201,17 @@ describe("NATS identities of a cluster", () => {
 		expect(delivered[0]).toContain('"fair-1"');
 		expect(answers.join("\n")).not.toContain("evil-1");
 		expect(control.errors).toEqual([]);
+		// nor a response or an event to another agent
+		for (const subject of [`${P}.RES.agent-2`, `${P}.EVENT.agent-2`, `${P}.PING.agent-2`]) {
+			attacker.nc.publish(subject, requestPacket("control-1", "evil-2", "$node.list"));
+			await attacker.nc.flush();
+			await waitUntil(
+				async () =>
+					natsLog().includes(`Publish Violation - User "agent-1", Subject "${subject}"`),
+				5000,
+				`the violation for ${subject}`
+			);
+		}
 		// an agent may publish to a control plane
 		attacker.nc.publish(`${P}.REQ.control-1`, requestPacket("agent-1", "up-1", "x.y"));
 		await attacker.nc.flush();
