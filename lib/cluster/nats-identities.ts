@@ -27,6 +27,7 @@ import path from "path";
  * still broadcast an INFO or HEARTBEAT naming another node); signatures are a later step.
  */
 
+/** `MOL-<namespace>`: the namespace of brokerOptions (moleculer.config.ts). */
 export const MOLECULER_PREFIX = "MOL-scale";
 
 /** What nats-server is told of one user. */
