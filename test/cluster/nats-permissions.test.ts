@@ -1,7 +1,10 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
+import { ServiceBroker } from "moleculer";
 import { connect, type NatsConnection, type Subscription } from "nats";
+import { brokerOptions } from "../../moleculer.config";
+import { loadConfig } from "../../lib/config";
 import { startNatsServer, type RunningNatsServer } from "../../lib/cluster/nats-server";
 import {
 	authorizationBlock,
@@ -216,6 +219,36 @@ describe("NATS identities of a cluster", () => {
 		attacker.nc.publish(`${P}.REQ.control-1`, requestPacket("agent-1", "up-1", "x.y"));
 		await attacker.nc.flush();
 		expect(natsLog()).not.toContain(`Subject "${P}.REQ.control-1"`);
+		await agent2.stop();
+	}, 60000);
+
+	it("lets the operator's node (the REPL) and a control plane call an agent, with Moleculer", async () => {
+		const agent2 = agentProcess("agent-2", "agent-2");
+		await waitUntil(async () => agent2.output().includes("stop with Ctrl-C"), 30000, "agent-2");
+		for (const name of ["operator", "control-1"]) {
+			const config = loadConfig({
+				LOG_LEVEL: "fatal",
+				SERVICES: "api",
+				NODE_ID: name,
+				TRANSPORTER: `nats://127.0.0.1:${port}`,
+				NATS_USER: name,
+				NATS_PASSWORD: ids.get(name)!.password
+			});
+			const broker = new ServiceBroker(brokerOptions(config, null));
+			await broker.start();
+			try {
+				await waitUntil(
+					async () => broker.registry.nodes.get("agent-2")?.available === true,
+					20000,
+					`${name} to see agent-2`
+				);
+				const health = await broker.call("$node.health", {}, { nodeID: "agent-2" });
+				expect(health).toHaveProperty("cpu");
+			} finally {
+				await broker.stop();
+			}
+		}
+		expect(natsLog()).not.toMatch(/Violation - User "(operator|control-1|agent-2)"/);
 		await agent2.stop();
 	}, 60000);
 
