@@ -67,7 +67,7 @@ async function main() {
 		`[cluster] agents: ${cluster.agents.map(a => a.name).join(", ") || "none"} (work directories under ${cluster.opts.dataDir})`
 	);
 	say(
-		`[cluster] to join it (another agent, the REPL): source ${cluster.credentials!.file}, then npm run agent or npm run repl`
+		`[cluster] each process has its own NATS identity (${path.dirname(cluster.identity("operator").file)}/<node>.env, 0600); the REPL: source ${cluster.identity("operator").file}, then npm run repl`
 	);
 	say("[cluster] stop everything with Ctrl-C");
 }

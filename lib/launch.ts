@@ -11,6 +11,7 @@ import {
 } from "./scheduler-thread";
 import { loadServiceSchemas } from "./services";
 import { checkTransporter, describeTransporter, TransporterError } from "./transport/nats";
+import { MOLECULER_PREFIX } from "./cluster/nats-identities";
 import { JsonTextSerializer, ThreadTransporter } from "./transport/threads";
 
 /** What a process started (as far as start-up got), for a signal to stop in order. */
@@ -39,7 +40,13 @@ export async function configOrExit(): Promise<Config> {
 	}
 	if (config.transporter) {
 		try {
-			await checkTransporter(config.transporter);
+			await checkTransporter(
+				config.transporter,
+				5000,
+				config.nodeId
+					? { id: config.nodeId, subject: `${MOLECULER_PREFIX}.REQ.${config.nodeId}` }
+					: undefined
+			);
 		} catch (err) {
 			if (!(err instanceof TransporterError)) throw err;
 			process.stderr.write(`transporter error: ${err.message}\n`);

@@ -1,4 +1,3 @@
-import { randomBytes } from "crypto";
 import fs from "fs";
 import path from "path";
 import { ALL_SERVICES } from "../config";
@@ -6,6 +5,14 @@ import { EmbeddedPostgres } from "../db/embedded";
 import { createSequelize } from "../db/connection";
 import { migrate } from "../db/migrate";
 import { startNatsServer, type RunningNatsServer } from "./nats-server";
+import {
+	identity,
+	loadIdentities,
+	natsUsers,
+	OPERATOR_NODE_ID,
+	type Identity,
+	type NatsRole
+} from "./nats-identities";
 import { AGENT_NODE_OPTIONS, CONTROL_ENV, CONTROL_NODE_OPTIONS, NodeProcess } from "./node-process";
 
 export interface LocalClusterOptions {
@@ -28,60 +35,18 @@ export interface LocalClusterOptions {
 	onUnexpectedExit?: (name: string, code: number | null, signal: string | null) => void;
 }
 
-export interface ClusterCredentials {
-	user: string;
-	password: string;
-}
-
-const CREDENTIALS_FILE = "cluster.env";
-
 /**
- * The NATS user and password of the cluster in `dataDir`: made once, at random, and kept in
- * `cluster.env` (mode 0600), which also says how to join (`source` it, then `npm run agent` or
- * `npm run repl`). NATS_USER and NATS_PASSWORD in the environment win.
- */
-export function clusterCredentials(
-	dataDir: string,
-	natsPort: number,
-	env: NodeJS.ProcessEnv = process.env
-): ClusterCredentials & { file: string } {
-	const file = path.join(dataDir, CREDENTIALS_FILE);
-	let user = env.NATS_USER || "";
-	let password = env.NATS_PASSWORD || "";
-	if ((!user || !password) && fs.existsSync(file)) {
-		const text = fs.readFileSync(file, "utf8");
-		user ||= /^export NATS_USER=(\S+)$/m.exec(text)?.[1] ?? "";
-		password ||= /^export NATS_PASSWORD=(\S+)$/m.exec(text)?.[1] ?? "";
-	}
-	user ||= "scale";
-	password ||= randomBytes(18).toString("base64url");
-	fs.mkdirSync(dataDir, { recursive: true });
-	fs.writeFileSync(
-		file,
-		[
-			"# NATS credentials of the cluster `npm run cluster` runs here: source this file, then",
-			"# `npm run agent` (another agent) or `npm run repl` joins it.",
-			`export TRANSPORTER=nats://127.0.0.1:${natsPort}`,
-			`export NATS_USER=${user}`,
-			`export NATS_PASSWORD=${password}`,
-			""
-		].join("\n"),
-		{ mode: 0o600 }
-	);
-	fs.chmodSync(file, 0o600);
-	return { user, password, file };
-}
-
-/**
- * A whole cluster on one machine: a nats-server that requires a password, an embedded
- * PostgreSQL, control-plane processes (replicas: one scheduler leads) and node agents, each its
- * own OS process with its own node identity and, for agents, work directory and no database URL.
+ * A whole cluster on one machine: a nats-server with a user per process, each tied to its node
+ * ID's subjects (nats-identities.ts), an embedded PostgreSQL, control-plane processes (replicas:
+ * one scheduler leads) and node agents, each its own OS process with its own node identity and
+ * NATS credentials and, for agents, work directory and no database URL.
  */
 export class LocalCluster {
 	nats: RunningNatsServer | null = null;
 	pg: EmbeddedPostgres | null = null;
 	databaseUrl = "";
-	credentials: (ClusterCredentials & { file: string }) | null = null;
+	/** one NATS identity per process, and the operator's (the REPL's) */
+	identities: Identity[] = [];
 	readonly controls: NodeProcess[] = [];
 	readonly agents: NodeProcess[] = [];
 	readonly extras: NodeProcess[] = [];
@@ -103,14 +68,27 @@ export class LocalCluster {
 	async start(): Promise<void> {
 		const o = this.opts;
 		fs.mkdirSync(o.dataDir, { recursive: true, mode: 0o755 });
-		this.credentials = clusterCredentials(o.dataDir, o.natsPort);
-		o.write(`[cluster] nats-server on 127.0.0.1:${o.natsPort} (user ${this.credentials.user})`);
-		this.nats = await startNatsServer({
-			dir: o.dataDir,
-			port: o.natsPort,
-			user: this.credentials.user,
-			password: this.credentials.password
-		});
+		const transporter = `nats://127.0.0.1:${o.natsPort}`;
+		const names: [string, NatsRole][] = [
+			...Array.from({ length: o.controlPlanes }, (_, i): [string, NatsRole] => [
+				`control-${i + 1}`,
+				"control"
+			]),
+			...(o.extra ?? []).map((e): [string, NatsRole] => [e.name, "control"]),
+			...Array.from({ length: o.agents }, (_, i): [string, NatsRole] => [
+				`agent-${i + 1}`,
+				"agent"
+			]),
+			[OPERATOR_NODE_ID, "operator"]
+		];
+		this.identities = names.map(([name, role]) => identity(o.dataDir, name, role, transporter));
+		// and those made for processes run elsewhere (`npm run nats-identity`)
+		for (const other of loadIdentities(o.dataDir))
+			if (!this.identities.some(i => i.name === other.name)) this.identities.push(other);
+		o.write(
+			`[cluster] nats-server on 127.0.0.1:${o.natsPort} (a user per process, with subject permissions)`
+		);
+		this.nats = await this.startNatsServer();
 		this.pg = new EmbeddedPostgres({
 			dataDir: path.join(o.dataDir, "postgres"),
 			port: o.pgPort,
@@ -129,9 +107,7 @@ export class LocalCluster {
 		const common: Record<string, string> = {
 			PATH: process.env.PATH ?? "",
 			LOG_LEVEL: o.logLevel,
-			TRANSPORTER: this.nats.address,
-			NATS_USER: this.credentials.user,
-			NATS_PASSWORD: this.credentials.password
+			TRANSPORTER: this.nats.address
 		};
 		const control = o.controlServices ?? ALL_SERVICES.filter(s => s !== "node-agent");
 		const controlEnv: Record<string, string> = {
@@ -187,9 +163,11 @@ export class LocalCluster {
 		env: Record<string, string>,
 		nodeOptions: string[] = []
 	): NodeProcess {
+		const id = this.identity(name);
 		return new NodeProcess({
 			name,
-			env: { ...env, NODE_ID: name },
+			// its own NATS identity, no other's
+			env: { ...env, NODE_ID: name, NATS_USER: id.name, NATS_PASSWORD: id.password },
 			nodeOptions,
 			write: this.opts.write,
 			onUnexpectedExit: this.opts.onUnexpectedExit
@@ -203,11 +181,27 @@ export class LocalCluster {
 
 	/** nats-server again, on the same port with the same credentials. */
 	async startNats(): Promise<void> {
-		this.nats = await startNatsServer({
+		this.nats = await this.startNatsServer();
+	}
+
+	/** The NATS identity of node `name` (its file: `identity(name).file`). */
+	identity(name: string): Identity {
+		const found = this.identities.find(i => i.name === name);
+		if (!found) throw new Error(`no NATS identity for ${name}`);
+		return found;
+	}
+
+	/** nats-server's log, where permission violations are written. */
+	get natsLogFile(): string {
+		return path.join(this.opts.dataDir, "nats-server.log");
+	}
+
+	private startNatsServer(): Promise<RunningNatsServer> {
+		return startNatsServer({
 			dir: this.opts.dataDir,
 			port: this.opts.natsPort,
-			user: this.credentials!.user,
-			password: this.credentials!.password
+			users: natsUsers(this.identities),
+			logFile: this.natsLogFile
 		});
 	}
 

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from "child_process";
 import fs from "fs";
 import net from "net";
 import path from "path";
+import type { NatsUser } from "./nats-identities";
 
 /** Where Debian's `nats-server` package puts the server, or whatever PATH finds. */
 export function findNatsServer(): string | null {
@@ -38,6 +39,10 @@ export interface NatsServerOptions {
 	user?: string;
 	password?: string;
 	token?: string;
+	/** users each with a password and, optionally, subject permissions (instead of the above) */
+	users?: NatsUser[];
+	/** where the server writes its log (permission violations among it) */
+	logFile?: string;
 	/** TLS required of every client, with this certificate and key (PEM files) */
 	tls?: { certFile: string; keyFile: string };
 }
@@ -54,6 +59,19 @@ const quoted = (s: string) => JSON.stringify(s);
 
 /** The authorization block of a server's configuration: a user and password, or a token. */
 function authorization(opts: NatsServerOptions): string[] {
+	if (opts.users !== undefined) {
+		if (opts.user !== undefined || opts.password !== undefined || opts.token !== undefined)
+			throw new Error(
+				"a nats-server here requires users, or a user and password, or a token"
+			);
+		return [
+			"authorization {",
+			"  users: [",
+			...opts.users.map(u => `    ${JSON.stringify(u)}`),
+			"  ]",
+			"}"
+		];
+	}
 	if (opts.token !== undefined && opts.user === undefined && opts.password === undefined)
 		return ["authorization {", `  token: ${quoted(opts.token)}`, "}"];
 	if (opts.user !== undefined && opts.password !== undefined && opts.token === undefined)
@@ -84,6 +102,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<RunningN
 		[
 			`listen: 127.0.0.1:${opts.port}`,
 			...authorization(opts),
+			...(opts.logFile ? [`log_file: ${quoted(opts.logFile)}`] : []),
 			...(opts.tls
 				? [
 						"tls {",

@@ -104,9 +104,17 @@ export function describeTransporter(config: NatsConfig): string {
 
 /**
  * One connection attempt before the broker starts, so that a wrong password or an unreachable
- * server ends the process with a clear message (Moleculer would retry in silence for ever).
+ * server ends the process with a clear message (Moleculer would retry in silence for ever). With
+ * `nodeId`, also one subscription to that node's requests (`subject`): a server that ties each
+ * user to its node's subjects (lib/cluster/nats-identities.ts) refuses it when NODE_ID is not
+ * the identity's own, and the process would run deaf (Moleculer's NATS transporter ignores a
+ * refused subscription).
  */
-export async function checkTransporter(config: NatsConfig, timeoutMs = 5000): Promise<void> {
+export async function checkTransporter(
+	config: NatsConfig,
+	timeoutMs = 5000,
+	nodeId?: { id: string; subject: string }
+): Promise<void> {
 	const { connect } = await import("nats");
 	let nc;
 	try {
@@ -123,5 +131,23 @@ export async function checkTransporter(config: NatsConfig, timeoutMs = 5000): Pr
 			throw new TransporterError(`${what} refused these credentials: ${e.message ?? e.code}`);
 		throw new TransporterError(`${what} is unreachable: ${e.message ?? e.code}`);
 	}
-	await nc.close();
+	try {
+		if (nodeId) {
+			let refused: string | null = null;
+			const sub = nc.subscribe(nodeId.subject, {
+				callback: err => {
+					if (err) refused = err.message;
+				}
+			});
+			await nc.flush();
+			await new Promise(resolve => setImmediate(resolve));
+			if (refused)
+				throw new TransporterError(
+					`${describeTransporter(config)} refused node ID ${nodeId.id} its subjects (${refused}): NODE_ID must be this NATS identity's own`
+				);
+			sub.unsubscribe();
+		}
+	} finally {
+		await nc.close().catch(() => undefined);
+	}
 }

@@ -115,21 +115,43 @@ describe("npm run cluster", () => {
 		);
 		expect(out).toContain(`[cluster] control-1: REST API ${apis[0]}/`);
 
-		// The credentials file is the owner's alone, and NATS refuses a connection without them.
-		const env = path.join(dir, "data", "cluster.env");
-		expect(fs.statSync(env).mode & 0o777).toBe(0o600);
-		expect(fs.readFileSync(env, "utf8")).toMatch(/^export NATS_PASSWORD=\S+$/m);
+		// Each process has a NATS identity of its own, in a file that is the owner's alone, and
+		// NATS refuses a connection without one.
+		const idDir = path.join(dir, "data", "nats");
+		expect(fs.statSync(idDir).mode & 0o777).toBe(0o700);
+		const passwords = new Map<string, string>();
+		for (const name of [
+			"control-1",
+			"control-2",
+			"agent-1",
+			"agent-2",
+			"agent-3",
+			"operator"
+		]) {
+			const file = path.join(idDir, `${name}.env`);
+			expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+			const text = fs.readFileSync(file, "utf8");
+			expect(text).toContain(`export NATS_USER=${name}\n`);
+			passwords.set(name, /^export NATS_PASSWORD=(\S+)$/m.exec(text)![1]);
+		}
+		expect(new Set(passwords.values()).size).toBe(passwords.size);
+		expect(fs.existsSync(path.join(dir, "data", "cluster.env"))).toBe(false);
 		await expect(
 			connect({ servers: `127.0.0.1:${natsPort}`, reconnect: false, timeout: 5000 })
 		).rejects.toThrow(/Authorization/i);
-		// The agents were given no database URL.
+		// The agents were given no database URL, and only their own NATS credentials.
 		const agentPids = nodePids(dir).filter(pid => {
 			const e = fs.readFileSync(`/proc/${pid}/environ`, "utf8");
 			return e.includes("SERVICES=node-agent");
 		});
 		expect(agentPids).toHaveLength(3);
-		for (const pid of agentPids)
-			expect(fs.readFileSync(`/proc/${pid}/environ`, "utf8")).not.toContain("DATABASE_URL");
+		for (const pid of agentPids) {
+			const environ = fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+			expect(environ.join("\n")).not.toContain("DATABASE_URL");
+			const user = environ.find(e => e.startsWith("NATS_USER="))!.slice("NATS_USER=".length);
+			expect(environ).toContain(`NODE_ID=${user}`);
+			expect(environ).toContain(`NATS_PASSWORD=${passwords.get(user)}`);
+		}
 
 		// the control planes have the cluster's NFS_MOUNT_ROOT: Scale's nfs workspaces live there
 		fs.mkdirSync(path.join(dir, "net", "filer", "exports", "raw"), { recursive: true });
@@ -185,5 +207,9 @@ describe("npm run cluster", () => {
 		expect(await exited).toBe(0);
 		expect(out).toContain("[cluster] stopped");
 		expect(started.filter(alive)).toEqual([]);
+		// Moleculer did all that within the permissions: nats-server refused nothing it sent
+		const natsLog = fs.readFileSync(path.join(dir, "data", "nats-server.log"), "utf8");
+		expect(natsLog).toContain("Server is ready");
+		expect(natsLog).not.toMatch(/Violation/);
 	}, 180000);
 });

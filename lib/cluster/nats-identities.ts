@@ -1,0 +1,184 @@
+import { randomBytes } from "crypto";
+import fs from "fs";
+import path from "path";
+
+/**
+ * One NATS identity per process of a cluster, and what each may publish and subscribe to.
+ *
+ * Moleculer's NATS transporter names its subjects `<prefix>.<TYPE>` (broadcast: DISCOVER, INFO,
+ * HEARTBEAT, DISCONNECT, PING) and `<prefix>.<TYPE>.<nodeID>` (targeted: REQ, RES, EVENT,
+ * DISCOVER, INFO, PING, PONG), the prefix being `MOL-<namespace>` (`MOL-scale` here,
+ * moleculer.config.ts). Every node subscribes to the broadcast subjects and to its own targeted
+ * ones, nothing else (the balanced REQB/EVENTB subjects exist only with `disableBalancer`, which
+ * this project does not set). So a user's permissions tie it to its node ID:
+ *
+ * - every identity subscribes only to `<prefix>.*.<its node ID>` and the broadcast subjects:
+ *   another node's requests, responses and events are not delivered to it, and a process with
+ *   another node's NODE_ID but its own credentials is refused that node's subjects;
+ * - an agent publishes the broadcast subjects, discovery (DISCOVER, INFO) to any node, and its
+ *   other packets (REQ, RES, EVENT, PING, PONG) to the control planes and the operator only: not
+ *   a request, response or event to another agent. Targeted DISCOVER and INFO give it nothing the
+ *   broadcast ones do not; refused, every agent that joins after another would ask that one for
+ *   its INFO at each of its heartbeats (Moleculer's discoverer does, for a node it does not
+ *   know), each a violation in nats-server's log: 2 × agents² every 5 s;
+ * - a control plane, and the operator (the REPL), publish anything under the prefix.
+ *
+ * Not covered: the `sender` inside a packet on an allowed subject is not verified (an agent may
+ * still broadcast an INFO or HEARTBEAT naming another node); signatures are a later step.
+ */
+
+/** `MOL-<namespace>`: the namespace of brokerOptions (moleculer.config.ts). */
+export const MOLECULER_PREFIX = "MOL-scale";
+
+/** What nats-server is told of one user. */
+export interface NatsUser {
+	user: string;
+	password: string;
+	permissions?: NatsPermissions;
+}
+
+export interface NatsPermissions {
+	publish: { allow: string[] };
+	subscribe: { allow: string[] };
+}
+
+export type NatsRole = "control" | "agent" | "operator";
+
+/** The node ID the operator's identity (the REPL) joins with. */
+export const OPERATOR_NODE_ID = "operator";
+
+const BROADCAST = ["DISCOVER", "INFO", "HEARTBEAT", "DISCONNECT", "PING"];
+
+/** Node IDs become subject tokens: no dots, wildcards or spaces. */
+export function checkNodeId(nodeId: string): string {
+	if (!/^[A-Za-z0-9_-]+$/.test(nodeId))
+		throw new Error(
+			`node ID "${nodeId}" cannot name NATS subjects: letters, digits, "-" and "_" only`
+		);
+	return nodeId;
+}
+
+/**
+ * The permissions of the user of node `nodeId` in role `role`; `trusted`: the node IDs of the
+ * control planes and the operator, the only targets an agent may publish to.
+ */
+export function natsPermissions(
+	role: NatsRole,
+	nodeId: string,
+	trusted: string[],
+	prefix = MOLECULER_PREFIX
+): NatsPermissions {
+	checkNodeId(nodeId);
+	const broadcast = BROADCAST.map(t => `${prefix}.${t}`);
+	const subscribe = [...broadcast, `${prefix}.*.${nodeId}`];
+	if (role !== "agent")
+		return { publish: { allow: [`${prefix}.>`] }, subscribe: { allow: subscribe } };
+	const targets = trusted.filter(id => id !== nodeId).map(checkNodeId);
+	return {
+		publish: {
+			allow: [
+				...broadcast,
+				`${prefix}.DISCOVER.*`,
+				`${prefix}.INFO.*`,
+				...targets.map(id => `${prefix}.*.${id}`)
+			]
+		},
+		subscribe: { allow: subscribe }
+	};
+}
+
+export interface Identity {
+	/** its node ID, also its NATS user */
+	name: string;
+	role: NatsRole;
+	password: string;
+	/** its file of NATS_USER, NATS_PASSWORD, NODE_ID (mode 0600) */
+	file: string;
+}
+
+/** The directory of a cluster's identity files. */
+export function identitiesDir(dataDir: string): string {
+	return path.join(dataDir, "nats");
+}
+
+function readPassword(file: string): string | null {
+	if (!fs.existsSync(file)) return null;
+	return /^export NATS_PASSWORD=(\S+)$/m.exec(fs.readFileSync(file, "utf8"))?.[1] ?? null;
+}
+
+/**
+ * The identity of node `name` in `dataDir`: its password made once, at random, and kept with
+ * its user and node ID in `<dataDir>/nats/<name>.env` (mode 0600), which is all the process is
+ * given (sourced, it joins as that node: `npm run agent`, `npm run repl`).
+ */
+export function identity(
+	dataDir: string,
+	name: string,
+	role: NatsRole,
+	transporter: string
+): Identity {
+	checkNodeId(name);
+	const dir = identitiesDir(dataDir);
+	fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+	fs.chmodSync(dir, 0o700);
+	const file = path.join(dir, `${name}.env`);
+	const password = readPassword(file) ?? randomBytes(18).toString("base64url");
+	fs.writeFileSync(
+		file,
+		[
+			`# NATS identity of ${name} (${role}): source this file, then ${
+				role === "operator"
+					? "`npm run repl`"
+					: role === "agent"
+						? "`npm run agent`"
+						: "`npm start`"
+			}`,
+			`export TRANSPORTER=${transporter}`,
+			`export NATS_USER=${name}`,
+			`export NATS_PASSWORD=${password}`,
+			`export NODE_ID=${name}`,
+			""
+		].join("\n"),
+		{ mode: 0o600 }
+	);
+	fs.chmodSync(file, 0o600);
+	return { name, role, password, file };
+}
+
+/** nats-server's users for `identities`: each with its password and permissions. */
+export function natsUsers(identities: Identity[], prefix = MOLECULER_PREFIX): NatsUser[] {
+	const trusted = identities.filter(i => i.role !== "agent").map(i => i.name);
+	return identities.map(i => ({
+		user: i.name,
+		password: i.password,
+		permissions: natsPermissions(i.role, i.name, trusted, prefix)
+	}));
+}
+
+/** The identities kept in `dataDir` (made by `npm run cluster` or `npm run nats-identity`). */
+export function loadIdentities(dataDir: string): Identity[] {
+	const dir = identitiesDir(dataDir);
+	if (!fs.existsSync(dir)) return [];
+	const found: Identity[] = [];
+	for (const entry of fs.readdirSync(dir).sort()) {
+		if (!entry.endsWith(".env")) continue;
+		const file = path.join(dir, entry);
+		const text = fs.readFileSync(file, "utf8");
+		const head = /^# NATS identity of (\S+) \((control|agent|operator)\)/m.exec(text);
+		const password = readPassword(file);
+		if (!head || !password || `${head[1]}.env` !== entry) continue;
+		found.push({ name: head[1], role: head[2] as NatsRole, password, file });
+	}
+	return found;
+}
+
+/** nats-server's `authorization` block for `identities` (for a nats-server of one's own). */
+export function authorizationBlock(identities: Identity[], prefix = MOLECULER_PREFIX): string {
+	return [
+		"authorization {",
+		"  users: [",
+		...natsUsers(identities, prefix).map(u => `    ${JSON.stringify(u)}`),
+		"  ]",
+		"}"
+	].join("\n");
+}
