@@ -66,6 +66,34 @@ function bodyUnread(req: Req): boolean {
 	return announced && !req.complete;
 }
 
+/** How long, and for how many more bytes, a refused request's connection is read before it goes. */
+const LINGER_MS = 1000;
+const LINGER_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Closes a refused request's connection the way HTTP servers linger on a close: the answer is
+ * sent and the connection half-closed, then what the client still sends is read and dropped for
+ * a moment before the socket is destroyed. Destroyed at once with the client's data in flight,
+ * the socket answers it with a reset, which may discard the answer in the client's buffer before
+ * the client has read it (seen as a reply-less close under load).
+ */
+function lingerThenClose(req: Req): void {
+	const socket = req.socket;
+	// Node destroys the socket of a `Connection: close` answer through destroySoon once it is sent
+	socket.destroySoon = function (this: typeof socket) {
+		this.end();
+		let read = 0;
+		const timer = setTimeout(() => this.destroy(), LINGER_MS);
+		timer.unref();
+		this.on("data", chunk => {
+			read += chunk.length;
+			if (read > LINGER_BYTES) this.destroy();
+		});
+		this.once("close", () => clearTimeout(timer));
+		this.resume();
+	};
+}
+
 function sendError(this: ApiThis, req: Req, res: ServerResponse, err: any) {
 	const mapped = toHttpError(err);
 	const { status } = mapped;
@@ -79,9 +107,12 @@ function sendError(this: ApiThis, req: Req, res: ServerResponse, err: any) {
 	if (status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="api"');
 	if (mapped.retryAfter !== undefined) res.setHeader("Retry-After", String(mapped.retryAfter));
 	// Kept open, the connection would have Node read (and discard) the rest of the body to reach
-	// the next request, however long the client said it was; closing, Node destroys the socket
-	// once the answer is flushed.
-	if (bodyUnread(req)) res.setHeader("Connection", "close");
+	// the next request, however long the client said it was; it is closed once the answer is
+	// flushed, after a short linger (lingerThenClose).
+	if (bodyUnread(req)) {
+		res.setHeader("Connection", "close");
+		lingerThenClose(req);
+	}
 	if (plainText) {
 		res.setHeader("Content-Type", "text/plain; charset=utf-8");
 		res.writeHead(status);
