@@ -7,7 +7,10 @@
  * CPU per job (its process, not the jobs') and its largest RSS are printed with it: the agent's
  * node options (AGENT_NODE_OPTIONS, or P7_AGENT_NODE_ARGS to compare) trade the one for the other.
  *
+ * BENCH_NATS_TLS=true puts NATS under TLS (a CA and certificate made as `npm run cluster` does).
+ *
  *   npm run bench:agent-jobs        AGENT_JOBS=5000 P7_AGENT_NODE_ARGS="--max-semi-space-size=1" npm run bench:agent-jobs
+ *   BENCH_NATS_TLS=true npm run bench:agent-jobs
  */
 import fs from "fs";
 import os from "os";
@@ -31,7 +34,7 @@ async function main() {
 	const { db, service, transporter } = cluster;
 	const agentDir = path.join(work, "agent");
 	fs.mkdirSync(agentDir);
-	const agent = startAgent(transporter, agentDir, "bench-agent");
+	const agent = startAgent(transporter, agentDir, "bench-agent", cluster.natsEnv);
 	let largestKiB = 0;
 	const sampler = setInterval(
 		() => (largestKiB = Math.max(largestKiB, treeRssKiB(agent.pid!))),
@@ -79,7 +82,7 @@ async function main() {
 		)) as any;
 		const rate = JOBS / measured.seconds;
 		say(
-			`agent of its own (${process.env.P7_AGENT_NODE_ARGS ?? "npm run agent's node options"}): ${JOBS} /bin/true jobs (after ${WARMUP} unmeasured) at ${rate.toFixed(0)} jobs/s, bare spawn ${bare.toFixed(0)}/s (ratio ${(rate / bare).toFixed(2)}); the agent's own CPU ${((1000 * measured.cpu) / JOBS).toFixed(3)} ms per job; its largest RSS ${(largestKiB / 1024).toFixed(0)} MiB; jobs not COMPLETED ${check.not_completed}`
+			`agent of its own (${process.env.P7_AGENT_NODE_ARGS ?? "npm run agent's node options"}; NATS ${cluster.tls ? "over TLS" : "in the clear"}): ${JOBS} /bin/true jobs (after ${WARMUP} unmeasured) at ${rate.toFixed(0)} jobs/s, bare spawn ${bare.toFixed(0)}/s (ratio ${(rate / bare).toFixed(2)}); the agent's own CPU ${((1000 * measured.cpu) / JOBS).toFixed(3)} ms per job; its largest RSS ${(largestKiB / 1024).toFixed(0)} MiB; jobs not COMPLETED ${check.not_completed}`
 		);
 		if (Number(check.not_completed) > 0) process.exitCode = 1;
 	} finally {

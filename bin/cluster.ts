@@ -3,8 +3,8 @@ import { LocalCluster } from "../lib/cluster/cluster";
 
 /**
  * `npm run cluster`: a whole cluster on this machine, for trying it as it runs across machines:
- * a nats-server with a password, PostgreSQL, two control-plane processes and three node agents.
- * Ctrl-C stops it all. See README, "Running a cluster".
+ * a nats-server that requires TLS (CLUSTER_TLS=false: plain NATS) and a password per process,
+ * PostgreSQL, two control-plane processes and three node agents. Ctrl-C stops it all. See README, "Running a cluster".
  */
 
 function say(msg: string) {
@@ -24,6 +24,15 @@ function intEnv(name: string, fallback: number, min = 0): number {
 	return n;
 }
 
+/** CLUSTER_TLS: on unless "false", "0", "no" or "off". */
+function tlsEnv(): boolean {
+	const raw = (process.env.CLUSTER_TLS ?? "").trim().toLowerCase();
+	if (raw === "" || ["true", "1", "yes", "on"].includes(raw)) return true;
+	if (["false", "0", "no", "off"].includes(raw)) return false;
+	process.stderr.write(`configuration error: CLUSTER_TLS must be true or false, got "${raw}"\n`);
+	process.exit(2);
+}
+
 async function main() {
 	const apiPort = intEnv("CLUSTER_PORT", 8000, 1);
 	const cluster = new LocalCluster({
@@ -33,6 +42,7 @@ async function main() {
 		pgPort: intEnv("EMBEDDED_PG_PORT", 54330, 1),
 		controlPlanes: intEnv("CLUSTER_CONTROL_PLANES", 2, 1),
 		agents: intEnv("CLUSTER_AGENTS", 3, 0),
+		tls: tlsEnv(),
 		logLevel: process.env.LOG_LEVEL || "warn",
 		nfsMountRoot: process.env.NFS_MOUNT_ROOT || undefined,
 		write: say,
@@ -69,6 +79,10 @@ async function main() {
 	say(
 		`[cluster] each process has its own NATS identity (${path.dirname(cluster.identity("operator").file)}/<node>.env, 0600); the REPL: source ${cluster.identity("operator").file}, then npm run repl`
 	);
+	if (cluster.tls)
+		say(
+			`[cluster] NATS over TLS: a process elsewhere needs the CA's certificate ${cluster.tls.caFile} (NATS_TLS_CA) and a tls:// TRANSPORTER`
+		);
 	say("[cluster] stop everything with Ctrl-C");
 }
 

@@ -5,7 +5,9 @@ import { EmbeddedPostgres } from "../db/embedded";
 import { createSequelize } from "../db/connection";
 import { migrate } from "../db/migrate";
 import { startNatsServer, type RunningNatsServer } from "./nats-server";
+import { ensureClusterTls, type ClusterTls } from "./tls";
 import {
+	identitiesDir,
 	identity,
 	loadIdentities,
 	natsUsers,
@@ -30,21 +32,29 @@ export interface LocalClusterOptions {
 	extra?: { name: string; services: string[] }[];
 	/** where every machine mounts NFS exports (NFS_MOUNT_ROOT of the control planes) */
 	nfsMountRoot?: string;
+	/**
+	 * TLS between nats-server and every process (default): a CA and a server certificate made at
+	 * the first start in `<dataDir>/nats/tls`, plaintext connections refused; false: plain NATS
+	 */
+	tls?: boolean;
 	logLevel: string;
 	write: (line: string) => void;
 	onUnexpectedExit?: (name: string, code: number | null, signal: string | null) => void;
 }
 
 /**
- * A whole cluster on one machine: a nats-server with a user per process, each tied to its node
- * ID's subjects (nats-identities.ts), an embedded PostgreSQL, control-plane processes (replicas:
- * one scheduler leads) and node agents, each its own OS process with its own node identity and
- * NATS credentials and, for agents, work directory and no database URL.
+ * A whole cluster on one machine: a nats-server that requires TLS (unless `tls: false`) and has
+ * a user per process, each tied to its node ID's subjects (nats-identities.ts), an embedded
+ * PostgreSQL, control-plane processes (replicas: one scheduler leads) and node agents, each its
+ * own OS process with its own node identity and NATS credentials (and the CA's certificate)
+ * and, for agents, work directory and no database URL.
  */
 export class LocalCluster {
 	nats: RunningNatsServer | null = null;
 	pg: EmbeddedPostgres | null = null;
 	databaseUrl = "";
+	/** the CA and nats-server's certificate, when TLS is on */
+	tls: ClusterTls | null = null;
 	/** one NATS identity per process, and the operator's (the REPL's) */
 	identities: Identity[] = [];
 	readonly controls: NodeProcess[] = [];
@@ -68,7 +78,9 @@ export class LocalCluster {
 	async start(): Promise<void> {
 		const o = this.opts;
 		fs.mkdirSync(o.dataDir, { recursive: true, mode: 0o755 });
-		const transporter = `nats://127.0.0.1:${o.natsPort}`;
+		if (o.tls !== false)
+			this.tls = await ensureClusterTls(path.join(identitiesDir(o.dataDir), "tls"));
+		const transporter = `${this.tls ? "tls" : "nats"}://127.0.0.1:${o.natsPort}`;
 		const names: [string, NatsRole][] = [
 			...Array.from({ length: o.controlPlanes }, (_, i): [string, NatsRole] => [
 				`control-${i + 1}`,
@@ -81,12 +93,14 @@ export class LocalCluster {
 			]),
 			[OPERATOR_NODE_ID, "operator"]
 		];
-		this.identities = names.map(([name, role]) => identity(o.dataDir, name, role, transporter));
+		this.identities = names.map(([name, role]) =>
+			identity(o.dataDir, name, role, transporter, this.tls?.caFile)
+		);
 		// and those made for processes run elsewhere (`npm run nats-identity`)
 		for (const other of loadIdentities(o.dataDir))
 			if (!this.identities.some(i => i.name === other.name)) this.identities.push(other);
 		o.write(
-			`[cluster] nats-server on 127.0.0.1:${o.natsPort} (a user per process, with subject permissions)`
+			`[cluster] nats-server on 127.0.0.1:${o.natsPort} (${this.tls ? `TLS required, CA ${this.tls.caFile}; ` : "no TLS; "}a user per process, with subject permissions)`
 		);
 		this.nats = await this.startNatsServer();
 		this.pg = new EmbeddedPostgres({
@@ -107,7 +121,8 @@ export class LocalCluster {
 		const common: Record<string, string> = {
 			PATH: process.env.PATH ?? "",
 			LOG_LEVEL: o.logLevel,
-			TRANSPORTER: this.nats.address
+			TRANSPORTER: transporter,
+			...(this.tls ? { NATS_TLS_CA: this.tls.caFile } : {})
 		};
 		const control = o.controlServices ?? ALL_SERVICES.filter(s => s !== "node-agent");
 		const controlEnv: Record<string, string> = {
@@ -201,7 +216,17 @@ export class LocalCluster {
 			dir: this.opts.dataDir,
 			port: this.opts.natsPort,
 			users: natsUsers(this.identities),
-			logFile: this.natsLogFile
+			logFile: this.natsLogFile,
+			...(this.tls
+				? {
+						tls: {
+							certFile: this.tls.certFile,
+							keyFile: this.tls.keyFile,
+							caFile: this.tls.caFile,
+							timeout: 5
+						}
+					}
+				: {})
 		});
 	}
 

@@ -92,13 +92,18 @@ export interface Identity {
 	name: string;
 	role: NatsRole;
 	password: string;
-	/** its file of NATS_USER, NATS_PASSWORD, NODE_ID (mode 0600) */
+	/** its file of TRANSPORTER, NATS_USER, NATS_PASSWORD, NODE_ID, NATS_TLS_CA (mode 0600) */
 	file: string;
 }
 
 /** The directory of a cluster's identity files. */
 export function identitiesDir(dataDir: string): string {
 	return path.join(dataDir, "nats");
+}
+
+/** `s` as one word of a POSIX shell (the files are sourced). */
+function shellWord(s: string): string {
+	return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
 }
 
 function readPassword(file: string): string | null {
@@ -109,13 +114,15 @@ function readPassword(file: string): string | null {
 /**
  * The identity of node `name` in `dataDir`: its password made once, at random, and kept with
  * its user and node ID in `<dataDir>/nats/<name>.env` (mode 0600), which is all the process is
- * given (sourced, it joins as that node: `npm run agent`, `npm run repl`).
+ * given (sourced, it joins as that node: `npm run agent`, `npm run repl`). `caFile`: where the
+ * process finds the CA certificate that signed nats-server's (NATS_TLS_CA), when it uses TLS.
  */
 export function identity(
 	dataDir: string,
 	name: string,
 	role: NatsRole,
-	transporter: string
+	transporter: string,
+	caFile?: string
 ): Identity {
 	checkNodeId(name);
 	const dir = identitiesDir(dataDir);
@@ -137,6 +144,7 @@ export function identity(
 			`export NATS_USER=${name}`,
 			`export NATS_PASSWORD=${password}`,
 			`export NODE_ID=${name}`,
+			...(caFile ? [`export NATS_TLS_CA=${shellWord(caFile)}`] : []),
 			""
 		].join("\n"),
 		{ mode: 0o600 }

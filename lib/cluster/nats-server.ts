@@ -43,12 +43,16 @@ export interface NatsServerOptions {
 	users?: NatsUser[];
 	/** where the server writes its log (permission violations among it) */
 	logFile?: string;
-	/** TLS required of every client, with this certificate and key (PEM files) */
-	tls?: { certFile: string; keyFile: string };
+	/**
+	 * TLS required of every client (a plaintext connection is refused), with this certificate and
+	 * key (PEM files), and the CA that signed it; `timeout`: seconds a client has for the
+	 * handshake (nats-server's 0.5 s is short for a loaded machine starting several processes)
+	 */
+	tls?: { certFile: string; keyFile: string; caFile?: string; timeout?: number };
 }
 
 export interface RunningNatsServer {
-	/** nats://127.0.0.1:port, without credentials */
+	/** nats://127.0.0.1:port, without credentials (tls://… to ask for TLS) */
 	address: string;
 	proc: ChildProcess;
 	stop(): Promise<void>;
@@ -108,6 +112,8 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<RunningN
 						"tls {",
 						`  cert_file: ${quoted(opts.tls.certFile)}`,
 						`  key_file: ${quoted(opts.tls.keyFile)}`,
+						...(opts.tls.caFile ? [`  ca_file: ${quoted(opts.tls.caFile)}`] : []),
+						...(opts.tls.timeout ? [`  timeout: ${opts.tls.timeout}`] : []),
 						"}"
 					]
 				: []),

@@ -1,7 +1,8 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { spawn, type ChildProcess } from "child_process";
+import net from "net";
+import { spawn, spawnSync, type ChildProcess } from "child_process";
 import { connect } from "nats";
 import { PROJECT_ROOT } from "../../lib/paths";
 import { request } from "../helpers/broker";
@@ -44,8 +45,52 @@ function nodePids(dataDir: string): number[] {
 }
 
 /**
+ * A plaintext NATS client with valid credentials: what the server says before the handshake
+ * (its INFO), and all it receives after CONNECT and PING in the clear until it closes the
+ * connection (or 5 s pass).
+ */
+function plaintextSession(
+	port: number,
+	user: string,
+	pass: string
+): Promise<{ info: any; after: string; closed: boolean }> {
+	return new Promise((resolve, reject) => {
+		const socket = net.connect(port, "127.0.0.1");
+		let received = "";
+		let info: any = null;
+		let after = "";
+		const timer = setTimeout(() => {
+			socket.destroy();
+			if (info) resolve({ info, after, closed: false });
+			else reject(new Error(`no INFO from nats-server: ${received}`));
+		}, 5000);
+		socket.on("data", (b: Buffer) => {
+			if (info) {
+				after += b.toString("latin1");
+				return;
+			}
+			received += b.toString("latin1");
+			const line = /^INFO (\{.*\}) *\r\n/.exec(received);
+			if (!line) return;
+			info = JSON.parse(line[1]);
+			after = received.slice(line[0].length);
+			socket.write(
+				`CONNECT ${JSON.stringify({ user, pass, verbose: false, pedantic: false, protocol: 1 })}\r\nPING\r\n`
+			);
+		});
+		socket.on("error", () => undefined);
+		socket.on("close", () => {
+			clearTimeout(timer);
+			if (info) resolve({ info, after, closed: true });
+			else reject(new Error(`no INFO from nats-server: ${received}`));
+		});
+	});
+}
+
+/**
  * `npm run cluster` as a new user runs it: two control planes and three agents over a
- * nats-server that requires a password; jobs run; SIGINT stops every process it started.
+ * nats-server that requires TLS and a password per process; jobs run; SIGINT stops every
+ * process it started.
  */
 describe("npm run cluster", () => {
 	let dir: string;
@@ -136,9 +181,39 @@ describe("npm run cluster", () => {
 		}
 		expect(new Set(passwords.values()).size).toBe(passwords.size);
 		expect(fs.existsSync(path.join(dir, "data", "cluster.env"))).toBe(false);
+
+		// TLS: a CA and nats-server's certificate made at the first start, keys the owner's alone;
+		// nats-server's configuration requires it, beside the users; every identity names the CA
+		const tlsDir = path.join(idDir, "tls");
+		const ca = path.join(tlsDir, "ca.pem");
+		expect(fs.statSync(tlsDir).mode & 0o777).toBe(0o700);
+		for (const key of ["ca.key", "server.key"])
+			expect(fs.statSync(path.join(tlsDir, key)).mode & 0o777).toBe(0o600);
+		const conf = fs.readFileSync(path.join(dir, "data", "nats-server.conf"), "utf8");
+		expect(conf).toMatch(/^tls \{$/m);
+		expect(conf).toContain(`ca_file: ${JSON.stringify(ca)}`);
+		expect(conf).toContain(`cert_file: ${JSON.stringify(path.join(tlsDir, "server.pem"))}`);
+		expect(conf).toMatch(/^authorization \{$/m);
+		for (const name of passwords.keys()) {
+			const text = fs.readFileSync(path.join(idDir, `${name}.env`), "utf8");
+			expect(text).toContain(`export TRANSPORTER=tls://127.0.0.1:${natsPort}\n`);
+			expect(text).toContain(`export NATS_TLS_CA=${ca}\n`);
+		}
+		// over TLS with the CA, no credentials: refused
 		await expect(
-			connect({ servers: `127.0.0.1:${natsPort}`, reconnect: false, timeout: 5000 })
+			connect({
+				servers: `127.0.0.1:${natsPort}`,
+				tls: { caFile: ca },
+				reconnect: false,
+				timeout: 5000
+			})
 		).rejects.toThrow(/Authorization/i);
+		// in the clear, even with the operator's credentials: nats-server says TLS is required,
+		// then closes the connection without a PONG
+		const plain = await plaintextSession(natsPort, "operator", passwords.get("operator")!);
+		expect(plain.info.tls_required).toBe(true);
+		expect(plain.closed).toBe(true);
+		expect(plain.after).not.toContain("PONG");
 		// The agents were given no database URL, and only their own NATS credentials.
 		const agentPids = nodePids(dir).filter(pid => {
 			const e = fs.readFileSync(`/proc/${pid}/environ`, "utf8");
@@ -151,6 +226,8 @@ describe("npm run cluster", () => {
 			const user = environ.find(e => e.startsWith("NATS_USER="))!.slice("NATS_USER=".length);
 			expect(environ).toContain(`NODE_ID=${user}`);
 			expect(environ).toContain(`NATS_PASSWORD=${passwords.get(user)}`);
+			expect(environ).toContain(`TRANSPORTER=tls://127.0.0.1:${natsPort}`);
+			expect(environ).toContain(`NATS_TLS_CA=${path.join(idDir, "tls", "ca.pem")}`);
 		}
 
 		// the control planes have the cluster's NFS_MOUNT_ROOT: Scale's nfs workspaces live there
@@ -211,5 +288,26 @@ describe("npm run cluster", () => {
 		const natsLog = fs.readFileSync(path.join(dir, "data", "nats-server.log"), "utf8");
 		expect(natsLog).toContain("Server is ready");
 		expect(natsLog).not.toMatch(/Violation/);
+
+		// an identity for another machine names the cluster's CA where that machine keeps it
+		const made = spawnSync(
+			process.execPath,
+			[path.join(PROJECT_ROOT, "dist", "bin", "nats-identity.js"), "agent", "remote-1"],
+			{
+				env: {
+					PATH: process.env.PATH ?? "",
+					DATA_DIR: path.join(dir, "data"),
+					NATS_URL: "tls://nats.example:4222",
+					NATS_TLS_CA_PATH: "/etc/scale/nats-ca.pem"
+				},
+				encoding: "utf8"
+			}
+		);
+		expect(made.status).toBe(0);
+		expect(made.stdout).toContain(path.join(idDir, "tls", "ca.pem"));
+		expect(made.stdout).toContain("/etc/scale/nats-ca.pem");
+		const remote = fs.readFileSync(path.join(idDir, "remote-1.env"), "utf8");
+		expect(remote).toContain("export TRANSPORTER=tls://nats.example:4222\n");
+		expect(remote).toContain("export NATS_TLS_CA=/etc/scale/nats-ca.pem\n");
 	}, 180000);
 });
