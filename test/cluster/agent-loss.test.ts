@@ -5,22 +5,14 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request } from "../helpers/broker";
 import { startNats, type NatsServer } from "../helpers/nats";
 import { freePort } from "../helpers/ports";
-import { startProcess, waitUntil, type ServiceProcess } from "../helpers/process";
+import {
+	startProcess,
+	waitUntil,
+	type ServiceProcess,
+	JOBS_CONTROL_PLANE
+} from "../helpers/process";
 
 const JOB = path.resolve(__dirname, "..", "fixtures", "jobs", "sleep-then-output.sh");
-const CONTROL_PLANE = [
-	"api",
-	"errors",
-	"workspaces",
-	"status",
-	"job-types",
-	"queue",
-	"jobs",
-	"job-executions",
-	"nodes",
-	"scheduler"
-];
-
 interface ExeRow {
 	id: number;
 	status: string;
@@ -83,7 +75,7 @@ describe("losing the agent of a running job", () => {
 		const port = await freePort();
 		api = `http://127.0.0.1:${port}/api`;
 		control = startProcess({
-			SERVICES: CONTROL_PLANE.join(","),
+			SERVICES: JOBS_CONTROL_PLANE.join(","),
 			TRANSPORTER: nats.url,
 			NODE_ID: "cluster-control",
 			DATABASE_URL: db.url,

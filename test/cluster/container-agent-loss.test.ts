@@ -7,20 +7,12 @@ import { request } from "../helpers/broker";
 import { requireTestDocker } from "../helpers/dockerd";
 import { startNats, type NatsServer } from "../helpers/nats";
 import { freePort } from "../helpers/ports";
-import { startProcess, waitUntil, type ServiceProcess } from "../helpers/process";
-
-const CONTROL_PLANE = [
-	"api",
-	"errors",
-	"workspaces",
-	"status",
-	"job-types",
-	"queue",
-	"jobs",
-	"job-executions",
-	"nodes",
-	"scheduler"
-];
+import {
+	startProcess,
+	waitUntil,
+	type ServiceProcess,
+	JOBS_CONTROL_PLANE
+} from "../helpers/process";
 
 interface ExeRow {
 	id: number;
@@ -74,7 +66,7 @@ describe("losing the agent of a running container", () => {
 		const port = await freePort();
 		api = `http://127.0.0.1:${port}/api`;
 		control = startProcess({
-			SERVICES: CONTROL_PLANE.join(","),
+			SERVICES: JOBS_CONTROL_PLANE.join(","),
 			TRANSPORTER: nats.url,
 			NODE_ID: "cluster-control",
 			DATABASE_URL: db.url,

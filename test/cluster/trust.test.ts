@@ -9,22 +9,16 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request } from "../helpers/broker";
 import { startNats, type NatsServer } from "../helpers/nats";
 import { freePort } from "../helpers/ports";
-import { START_SCRIPT, startProcess, waitUntil, type ServiceProcess } from "../helpers/process";
+import {
+	START_SCRIPT,
+	startProcess,
+	waitUntil,
+	type ServiceProcess,
+	JOBS_CONTROL_PLANE
+} from "../helpers/process";
 import { spec } from "../fixtures/agent";
 
 const JOB = path.resolve(__dirname, "..", "fixtures", "jobs", "sleep-then-output.sh");
-const CONTROL_PLANE = [
-	"api",
-	"errors",
-	"workspaces",
-	"status",
-	"job-types",
-	"queue",
-	"jobs",
-	"job-executions",
-	"nodes",
-	"scheduler"
-];
 const NATS_USER = "scale";
 const NATS_PASS = "pw-Zx81!q";
 const DB_PASSWORD_MARK = "postgres://";
@@ -94,7 +88,7 @@ describe("the cluster towards a peer on NATS", () => {
 		const port = await freePort();
 		api = `http://127.0.0.1:${port}/api`;
 		control = startProcess({
-			SERVICES: CONTROL_PLANE.join(","),
+			SERVICES: JOBS_CONTROL_PLANE.join(","),
 			TRANSPORTER: nats.address,
 			NATS_USER,
 			NATS_PASSWORD: NATS_PASS,

@@ -3,6 +3,20 @@ import fs from "fs";
 import path from "path";
 import { PROJECT_ROOT } from "../../lib/paths";
 
+/** The services a control plane needs to run jobs (cluster tests start it as its own process). */
+export const JOBS_CONTROL_PLANE = [
+	"api",
+	"errors",
+	"workspaces",
+	"status",
+	"job-types",
+	"queue",
+	"jobs",
+	"job-executions",
+	"nodes",
+	"scheduler"
+];
+
 export const START_SCRIPT = path.join(PROJECT_ROOT, "dist", "bin", "start.js");
 
 export interface ServiceProcess {
