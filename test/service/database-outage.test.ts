@@ -22,10 +22,19 @@ class Relay {
 	async open(): Promise<void> {
 		const server = net.createServer(client => {
 			const upstream = net.connect(this.target.port, this.target.host);
-			for (const socket of [client, upstream]) {
+			// As a TCP proxy does: a side reset resets the other, a side closed closes it. Piping alone
+			// would leave the client's side open when the server resets (a backend terminated with
+			// a query of ours unread), and its next query would wait forever.
+			for (const [socket, other] of [
+				[client, upstream],
+				[upstream, client]
+			]) {
 				this.sockets.add(socket);
-				socket.on("close", () => this.sockets.delete(socket));
-				socket.on("error", () => undefined);
+				socket.on("close", () => {
+					this.sockets.delete(socket);
+					other.end();
+				});
+				socket.on("error", () => other.destroy());
 			}
 			client.pipe(upstream).pipe(client);
 		});
