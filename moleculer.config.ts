@@ -1,9 +1,11 @@
 import os from "os";
 import type { BrokerOptions, ServiceBroker } from "moleculer";
-import type { Config } from "./lib/config";
+import { natsRoleOf, type Config } from "./lib/config";
 import { AjvValidator } from "./middlewares/ajv-validator";
 import { DatabaseMiddleware } from "./lib/db/broker-database";
 import { natsClientOptions } from "./lib/transport/nats";
+import { BoundNatsTransporter } from "./lib/transport/bound-nats";
+import type { NatsRole } from "./lib/transport/subjects";
 
 /**
  * `$node.options` (any peer may call it) answers the broker's plain settings only. Moleculer's
@@ -15,9 +17,8 @@ function publicOptions(options: BrokerOptions): Record<string, unknown> {
 	for (const [key, value] of Object.entries(options))
 		if (value === null || ["string", "number", "boolean"].includes(typeof value))
 			out[key] = value;
-	const transporter = options.transporter as { type?: string; options?: { servers?: unknown } };
-	if (transporter?.type)
-		out.transporter = { type: transporter.type, servers: transporter.options?.servers };
+	if (options.transporter instanceof BoundNatsTransporter)
+		out.transporter = { type: "NATS", servers: options.transporter.opts.servers };
 	return out;
 }
 
@@ -36,13 +37,17 @@ const nodeOptionsWithoutSecrets = () => ({
  * Broker options from the configuration: transporter, pino logger, ajv validator. The database
  * URL goes to the services through DatabaseMiddleware, never into metadata (sent to every peer).
  */
-export function brokerOptions(config: Config, databaseUrl: string | null): BrokerOptions {
+export function brokerOptions(
+	config: Config,
+	databaseUrl: string | null,
+	role: NatsRole = natsRoleOf(config)
+): BrokerOptions {
 	return {
 		namespace: "scale",
 		nodeID: config.nodeId || `${os.hostname()}-${process.pid}`,
 		middlewares: [DatabaseMiddleware(databaseUrl)],
 		transporter: config.transporter
-			? { type: "NATS", options: natsClientOptions(config.transporter) }
+			? new BoundNatsTransporter(natsClientOptions(config.transporter), role)
 			: undefined,
 		logger: {
 			type: "Pino",

@@ -26,7 +26,7 @@ async function main() {
 	let broker: ServiceBroker;
 	if (config.transporter) {
 		broker = new ServiceBroker({
-			...brokerOptions(config, null),
+			...brokerOptions(config, null, config.natsRole ?? "operator"),
 			nodeID: config.nodeId || `repl-${os.hostname()}-${process.pid}`,
 			replOptions
 		});

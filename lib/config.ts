@@ -3,6 +3,7 @@ import type { ContainerSettings } from "./agent/containers";
 import type { LauncherChoice } from "./agent/launcher";
 import { DEFAULT_TASK_UIDS } from "./agent/task-identities";
 import { parseTransporter, TransporterError, type NatsConfig } from "./transport/nats";
+import { NATS_ROLES, type NatsRole } from "./transport/subjects";
 
 /** Every service name a process may run; `SERVICES` picks from these. */
 export const ALL_SERVICES = [
@@ -34,6 +35,8 @@ export interface Config {
 	transporter: NatsConfig | null;
 	services: string[];
 	nodeId: string | null;
+	/** what this node is to the cluster's others (NATS_ROLE; by default, by its services) */
+	natsRole: NatsRole | null;
 	host: string;
 	port: number;
 	dataDir: string;
@@ -169,6 +172,19 @@ function parsePublicUrl(raw: string | undefined): string | null {
 	return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
 }
 
+function parseNatsRole(raw: string | undefined): NatsRole | null {
+	if (!raw) return null;
+	if (!(NATS_ROLES as readonly string[]).includes(raw))
+		throw new ConfigError(`NATS_ROLE must be one of ${NATS_ROLES.join(", ")}, got "${raw}"`);
+	return raw as NatsRole;
+}
+
+/** What this node is to the others on NATS: NATS_ROLE, or an agent when it runs node-agent alone. */
+export function natsRoleOf(config: Config): NatsRole {
+	if (config.natsRole) return config.natsRole;
+	return config.services.every(s => s === "node-agent") ? "agent" : "control";
+}
+
 /** Reads the configuration from the environment; throws ConfigError naming the variable at fault. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 	const services = (env.SERVICES || "")
@@ -197,6 +213,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 		transporter,
 		services: services.length === 0 || services.includes("all") ? [...ALL_SERVICES] : services,
 		nodeId: env.NODE_ID || null,
+		natsRole: parseNatsRole(env.NATS_ROLE),
 		host: env.HOST || "127.0.0.1",
 		port: parsePort("PORT", env.PORT, 8000),
 		dataDir: path.resolve(env.DATA_DIR || "./data"),
@@ -239,6 +256,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 			}
 		}
 	};
+	if (config.natsRole === "agent" && config.services.some(s => s !== "node-agent"))
+		throw new ConfigError(
+			`NATS_ROLE=agent: an agent's NATS identity offers node-agent only, but SERVICES names ${config.services.filter(s => s !== "node-agent").join(", ")}`
+		);
 	if (
 		config.services.includes("api") &&
 		!isLoopback(config.host) &&

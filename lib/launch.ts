@@ -11,7 +11,7 @@ import {
 } from "./scheduler-thread";
 import { loadServiceSchemas } from "./services";
 import { checkTransporter, describeTransporter, TransporterError } from "./transport/nats";
-import { MOLECULER_PREFIX } from "./cluster/nats-identities";
+import { subscriptionSubject } from "./transport/subjects";
 import { JsonTextSerializer, ThreadTransporter } from "./transport/threads";
 
 /** What a process started (as far as start-up got), for a signal to stop in order. */
@@ -44,7 +44,7 @@ export async function configOrExit(): Promise<Config> {
 				config.transporter,
 				5000,
 				config.nodeId
-					? { id: config.nodeId, subject: `${MOLECULER_PREFIX}.REQ.${config.nodeId}` }
+					? { id: config.nodeId, subject: subscriptionSubject("REQ", config.nodeId) }
 					: undefined
 			);
 		} catch (err) {

@@ -2,12 +2,13 @@ import { randomUUID } from "crypto";
 import { connect, type NatsConnection } from "nats";
 import { completedReport } from "./instant-agent";
 import type { ExecutionSpec, NodeHeartbeatAnswer, Resources } from "../../lib/agent/protocol";
+import { packetSubject, subscriptionSubject } from "../../lib/transport/subjects";
 
 /**
  * Many node agents in one process, for P6 (Nomad's C1M measured its scheduler against simulated
  * clients the same way). Each simulated agent is a Moleculer node as far as the cluster can tell:
- * it speaks Moleculer's transit protocol (version 5, the JSON serializer) on the NATS subjects
- * of the namespace, over one connection shared by all of them, so a thousand agents cost the
+ * it speaks Moleculer's transit protocol (version 5, the JSON serializer) on the cluster's NATS
+ * subjects (lib/transport/subjects.ts), over one connection shared by all of them, so a thousand agents cost the
  * machine a few megabytes instead of a thousand brokers. Each one
  *   - announces a `node-agent` service (INFO, again on DISCOVER) and sends HEARTBEATs;
  *   - registers its node and sends `nodes.heartbeat` with the executions it holds, as the real
@@ -37,7 +38,7 @@ export interface SimulatedAgentsOptions {
 	servers: string;
 	user?: string;
 	pass?: string;
-	/** the broker's namespace (subjects are MOL-<namespace>.<packet type>[.<nodeID>]) */
+	/** the broker's namespace (subjects are MOL-<namespace>.<packet type>.<role>.<sender>[.<target>]) */
 	namespace: string;
 	count: number;
 	/** nodeID of the control-plane node that runs the nodes and scheduler services */
@@ -90,25 +91,27 @@ export class SimulatedAgents {
 			maxPingOut: 10
 		});
 		for (const id of this.ids) {
-			this.subscribe(`${this.prefix}.REQ.${id}`, p => this.onRequest(id, p));
-			this.subscribe(`${this.prefix}.RES.${id}`, p => this.onResponse(p));
-			this.subscribe(`${this.prefix}.DISCOVER.${id}`, p => this.sendInfo(id, p.sender));
-			this.subscribe(`${this.prefix}.PING.${id}`, p =>
-				this.publish(`${this.prefix}.PONG.${p.sender}`, id, {
+			this.subscribe(subscriptionSubject("REQ", id, this.prefix), p => this.onRequest(id, p));
+			this.subscribe(subscriptionSubject("RES", id, this.prefix), p => this.onResponse(p));
+			this.subscribe(subscriptionSubject("DISCOVER", id, this.prefix), p =>
+				this.sendInfo(id, p.sender)
+			);
+			this.subscribe(subscriptionSubject("PING", id, this.prefix), p =>
+				this.publish("PONG", id, p.sender, {
 					time: p.time,
 					id: p.id,
 					arrived: Date.now()
 				})
 			);
 		}
-		this.subscribe(`${this.prefix}.DISCOVER`, p => {
+		this.subscribe(subscriptionSubject("DISCOVER", null, this.prefix), p => {
 			for (const id of this.ids) this.sendInfo(id, p.sender);
 		});
 		await this.nc.flush();
 		for (const id of this.ids) this.sendInfo(id, null);
 		// Moleculer heartbeats, spread over the period as independent nodes' would be
 		this.every(this.opts.brokerHeartbeatMs, id =>
-			this.publish(`${this.prefix}.HEARTBEAT`, id, { cpu: 1 })
+			this.publish("HEARTBEAT", id, null, { cpu: 1 })
 		);
 	}
 
@@ -165,7 +168,7 @@ export class SimulatedAgents {
 	async stop(): Promise<void> {
 		for (const t of this.timers) clearInterval(t);
 		if (!this.nc) return;
-		for (const id of this.ids) this.publish(`${this.prefix}.DISCONNECT`, id, {});
+		for (const id of this.ids) this.publish("DISCONNECT", id, null, {});
 		await this.nc.drain();
 		this.nc = null;
 	}
@@ -187,9 +190,15 @@ export class SimulatedAgents {
 		});
 	}
 
-	private publish(subject: string, sender: string, payload: Record<string, unknown>): void {
+	/** A packet of `type` from agent `sender` to `target` (or to every node). */
+	private publish(
+		type: string,
+		sender: string,
+		target: string | null,
+		payload: Record<string, unknown>
+	): void {
 		this.nc?.publish(
-			subject,
+			packetSubject(type, "agent", sender, target, this.prefix),
 			encoder.encode(JSON.stringify({ ...payload, ver: PROTOCOL_VERSION, sender }))
 		);
 	}
@@ -197,7 +206,7 @@ export class SimulatedAgents {
 	/** The INFO a real agent's broker sends: its services, as the registry reads them. */
 	private sendInfo(id: string, target: string | null): void {
 		const action = (name: string) => ({ name: `node-agent.${name}`, rawName: name });
-		this.publish(target ? `${this.prefix}.INFO.${target}` : `${this.prefix}.INFO`, id, {
+		this.publish("INFO", id, target, {
 			services: [
 				{
 					name: "node-agent",
@@ -243,7 +252,7 @@ export class SimulatedAgents {
 		} else if (p.action === "node-agent.logs") {
 			data = { stdout: "", stderr: "", is_finished: true };
 		} else {
-			this.publish(`${this.prefix}.RES.${p.sender}`, id, {
+			this.publish("RES", id, p.sender, {
 				id: p.id,
 				meta: {},
 				success: false,
@@ -252,7 +261,7 @@ export class SimulatedAgents {
 			});
 			return;
 		}
-		this.publish(`${this.prefix}.RES.${p.sender}`, id, {
+		this.publish("RES", id, p.sender, {
 			id: p.id,
 			meta: {},
 			success: true,
@@ -293,7 +302,7 @@ export class SimulatedAgents {
 				reject(new Error(`${action} from ${id}: no answer in ${timeout} ms`));
 			}, timeout);
 			this.pending.set(requestId, { resolve, reject, timer });
-			this.publish(`${this.prefix}.REQ.${this.opts.controlPlane}`, id, {
+			this.publish("REQ", id, this.opts.controlPlane, {
 				id: requestId,
 				action,
 				params,

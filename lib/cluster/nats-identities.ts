@@ -2,17 +2,27 @@ import { randomBytes } from "crypto";
 import fs from "fs";
 import path from "path";
 
+import {
+	BROADCAST_TYPES,
+	checkNodeId,
+	MOLECULER_PREFIX,
+	subscriptionSubject,
+	type NatsRole
+} from "../transport/subjects";
+
+export { checkNodeId, MOLECULER_PREFIX, type NatsRole };
+
 /**
  * One NATS identity per process of a cluster, and what each may publish and subscribe to.
  *
- * Moleculer's NATS transporter names its subjects `<prefix>.<TYPE>` (broadcast: DISCOVER, INFO,
- * HEARTBEAT, DISCONNECT, PING) and `<prefix>.<TYPE>.<nodeID>` (targeted: REQ, RES, EVENT,
- * DISCOVER, INFO, PING, PONG), the prefix being `MOL-<namespace>` (`MOL-scale` here,
- * moleculer.config.ts). Every node subscribes to the broadcast subjects and to its own targeted
- * ones, nothing else (the balanced REQB/EVENTB subjects exist only with `disableBalancer`, which
- * this project does not set). So a user's permissions tie it to its node ID:
+ * The cluster's packets go on subjects that name their sender and its role
+ * (lib/transport/subjects.ts): `<prefix>.<TYPE>.<role>.<sender>` broadcast,
+ * `<prefix>.<TYPE>.<role>.<sender>.<target>` to one node. A user's permissions tie it to its node
+ * ID and role:
  *
- * - every identity subscribes only to `<prefix>.*.<its node ID>` and the broadcast subjects:
+ * - it publishes only under its own role and node ID, so a packet's subject says who sent it
+ *   (the receiving transporter refuses a packet whose `sender` field says otherwise);
+ * - it subscribes only to the broadcast subjects and to those whose target is its node ID:
  *   another node's requests, responses and events are not delivered to it, and a process with
  *   another node's NODE_ID but its own credentials is refused that node's subjects;
  * - an agent publishes the broadcast subjects, discovery (DISCOVER, INFO) to any node, and its
@@ -21,14 +31,8 @@ import path from "path";
  *   broadcast ones do not; refused, every agent that joins after another would ask that one for
  *   its INFO at each of its heartbeats (Moleculer's discoverer does, for a node it does not
  *   know), each a violation in nats-server's log: 2 × agents² every 5 s;
- * - a control plane, and the operator (the REPL), publish anything under the prefix.
- *
- * Not covered: the `sender` inside a packet on an allowed subject is not verified (an agent may
- * still broadcast an INFO or HEARTBEAT naming another node); signatures are a later step.
+ * - a control plane, and the operator (the REPL), publish any packet to any node.
  */
-
-/** `MOL-<namespace>`: the namespace of brokerOptions (moleculer.config.ts). */
-export const MOLECULER_PREFIX = "MOL-scale";
 
 /** What nats-server is told of one user. */
 export interface NatsUser {
@@ -42,21 +46,8 @@ export interface NatsPermissions {
 	subscribe: { allow: string[] };
 }
 
-export type NatsRole = "control" | "agent" | "operator";
-
 /** The node ID the operator's identity (the REPL) joins with. */
 export const OPERATOR_NODE_ID = "operator";
-
-const BROADCAST = ["DISCOVER", "INFO", "HEARTBEAT", "DISCONNECT", "PING"];
-
-/** Node IDs become subject tokens: no dots, wildcards or spaces. */
-export function checkNodeId(nodeId: string): string {
-	if (!/^[A-Za-z0-9_-]+$/.test(nodeId))
-		throw new Error(
-			`node ID "${nodeId}" cannot name NATS subjects: letters, digits, "-" and "_" only`
-		);
-	return nodeId;
-}
 
 /**
  * The permissions of the user of node `nodeId` in role `role`; `trusted`: the node IDs of the
@@ -69,18 +60,22 @@ export function natsPermissions(
 	prefix = MOLECULER_PREFIX
 ): NatsPermissions {
 	checkNodeId(nodeId);
-	const broadcast = BROADCAST.map(t => `${prefix}.${t}`);
-	const subscribe = [...broadcast, `${prefix}.*.${nodeId}`];
+	const subscribe = [
+		...BROADCAST_TYPES.map(t => subscriptionSubject(t, null, prefix)),
+		subscriptionSubject("*", nodeId, prefix)
+	];
+	const own = `${prefix}.*.${role}.${nodeId}`;
 	if (role !== "agent")
-		return { publish: { allow: [`${prefix}.>`] }, subscribe: { allow: subscribe } };
+		return { publish: { allow: [own, `${own}.*`] }, subscribe: { allow: subscribe } };
 	const targets = trusted.filter(id => id !== nodeId).map(checkNodeId);
+	const as = (type: string) => `${prefix}.${type}.agent.${nodeId}`;
 	return {
 		publish: {
 			allow: [
-				...broadcast,
-				`${prefix}.DISCOVER.*`,
-				`${prefix}.INFO.*`,
-				...targets.map(id => `${prefix}.*.${id}`)
+				...BROADCAST_TYPES.map(as),
+				`${as("DISCOVER")}.*`,
+				`${as("INFO")}.*`,
+				...targets.map(id => `${own}.${id}`)
 			]
 		},
 		subscribe: { allow: subscribe }
@@ -144,6 +139,7 @@ export function identity(
 			`export NATS_USER=${name}`,
 			`export NATS_PASSWORD=${password}`,
 			`export NODE_ID=${name}`,
+			`export NATS_ROLE=${role}`,
 			...(caFile ? [`export NATS_TLS_CA=${shellWord(caFile)}`] : []),
 			""
 		].join("\n"),

@@ -163,8 +163,8 @@ describe("NATS identities of a cluster", () => {
 			"control-1 control"
 		]);
 		const block = authorizationBlock(found);
-		expect(block).toContain('"MOL-scale.*.control-1"');
-		expect(block).toContain('"MOL-scale.*.agent-7"');
+		expect(block).toContain('"MOL-scale.*.control.control-1"');
+		expect(block).toContain('"MOL-scale.*.agent.agent-7.control-1"');
 		expect(() => identity(dir, "a.b", "agent", "nats://x:1")).toThrow(
 			/cannot name NATS subjects/
 		);
@@ -174,26 +174,33 @@ describe("NATS identities of a cluster", () => {
 		const agent2 = agentProcess("agent-2", "agent-2");
 		await waitUntil(async () => agent2.output().includes("stop with Ctrl-C"), 30000, "agent-2");
 		const spy = await as("spy");
-		const answers = collect(spy.nc.subscribe(`${P}.RES.control-1`));
-		const delivered = collect(spy.nc.subscribe(`${P}.REQ.agent-2`));
+		const answers = collect(spy.nc.subscribe(`${P}.RES.*.*.control-1`));
+		const delivered = collect(spy.nc.subscribe(`${P}.REQ.*.*.agent-2`));
 		await spy.nc.flush();
 
-		// the attacker, as agent-1, asks agent-2 to run something, posing as control-1
+		// the attacker, as agent-1, asks agent-2 to run something, as itself and posing as control-1
 		const attacker = await as("agent-1");
-		attacker.nc.publish(`${P}.REQ.agent-2`, requestPacket("control-1", "evil-1", "$node.list"));
-		await attacker.nc.flush();
-		await waitUntil(
-			async () => attacker.errors.includes("PERMISSIONS_VIOLATION"),
-			5000,
-			"the attacker's permission violation"
-		);
-		expect(natsLog()).toContain(
-			`Publish Violation - User "agent-1", Subject "${P}.REQ.agent-2"`
-		);
+		for (const subject of [
+			`${P}.REQ.agent.agent-1.agent-2`,
+			`${P}.REQ.control.control-1.agent-2`
+		]) {
+			attacker.nc.publish(subject, requestPacket("control-1", "evil-1", "$node.list"));
+			await attacker.nc.flush();
+			await waitUntil(
+				async () =>
+					natsLog().includes(`Publish Violation - User "agent-1", Subject "${subject}"`),
+				5000,
+				`the attacker's permission violation on ${subject}`
+			);
+		}
+		expect(attacker.errors).toContain("PERMISSIONS_VIOLATION");
 
 		// the same packet from control-1's identity reaches agent-2, which answers it
 		const control = await as("control-1");
-		control.nc.publish(`${P}.REQ.agent-2`, requestPacket("control-1", "fair-1", "$node.list"));
+		control.nc.publish(
+			`${P}.REQ.control.control-1.agent-2`,
+			requestPacket("control-1", "fair-1", "$node.list")
+		);
 		await control.nc.flush();
 		await waitUntil(
 			async () => answers.some(a => a.includes('"fair-1"')),
@@ -205,7 +212,11 @@ describe("NATS identities of a cluster", () => {
 		expect(answers.join("\n")).not.toContain("evil-1");
 		expect(control.errors).toEqual([]);
 		// nor a response or an event to another agent
-		for (const subject of [`${P}.RES.agent-2`, `${P}.EVENT.agent-2`, `${P}.PING.agent-2`]) {
+		for (const subject of [
+			`${P}.RES.agent.agent-1.agent-2`,
+			`${P}.EVENT.agent.agent-1.agent-2`,
+			`${P}.PING.agent.agent-1.agent-2`
+		]) {
 			attacker.nc.publish(subject, requestPacket("control-1", "evil-2", "$node.list"));
 			await attacker.nc.flush();
 			await waitUntil(
@@ -216,9 +227,12 @@ describe("NATS identities of a cluster", () => {
 			);
 		}
 		// an agent may publish to a control plane
-		attacker.nc.publish(`${P}.REQ.control-1`, requestPacket("agent-1", "up-1", "x.y"));
+		attacker.nc.publish(
+			`${P}.REQ.agent.agent-1.control-1`,
+			requestPacket("agent-1", "up-1", "x.y")
+		);
 		await attacker.nc.flush();
-		expect(natsLog()).not.toContain(`Subject "${P}.REQ.control-1"`);
+		expect(natsLog()).not.toContain(`Subject "${P}.REQ.agent.agent-1.control-1"`);
 		await agent2.stop();
 	}, 60000);
 
@@ -229,6 +243,7 @@ describe("NATS identities of a cluster", () => {
 			const config = loadConfig({
 				LOG_LEVEL: "fatal",
 				SERVICES: "api",
+				NATS_ROLE: ids.get(name)!.role,
 				NODE_ID: name,
 				TRANSPORTER: `nats://127.0.0.1:${port}`,
 				NATS_USER: name,
@@ -257,11 +272,11 @@ describe("NATS identities of a cluster", () => {
 		for (const subject of [
 			">",
 			`${P}.>`,
-			`${P}.REQ.agent-2`,
-			`${P}.*.agent-2`,
-			`${P}.RES.control-1`,
-			`${P}.REQ.*`,
-			`${P}.EVENT.control-1`
+			`${P}.REQ.*.*.agent-2`,
+			`${P}.*.*.*.agent-2`,
+			`${P}.RES.*.*.control-1`,
+			`${P}.REQ.>`,
+			`${P}.EVENT.control.control-1.control-1`
 		]) {
 			expect(await subscriptionRefused(attacker.nc, subject)).toMatch(
 				/Permissions Violation for Subscription/
@@ -271,7 +286,12 @@ describe("NATS identities of a cluster", () => {
 			);
 		}
 		// its own subjects and the broadcast ones it may have
-		for (const subject of [`${P}.REQ.agent-1`, `${P}.*.agent-1`, `${P}.HEARTBEAT`, `${P}.INFO`])
+		for (const subject of [
+			`${P}.REQ.*.*.agent-1`,
+			`${P}.*.*.*.agent-1`,
+			`${P}.HEARTBEAT.*.*`,
+			`${P}.INFO.*.*`
+		])
 			expect(await subscriptionRefused(attacker.nc, subject)).toBeNull();
 	}, 60000);
 
@@ -295,15 +315,18 @@ describe("NATS identities of a cluster", () => {
 		// what a Moleculer node named agent-2 subscribes to, asked with agent-1's credentials
 		const impostor = await as("agent-1");
 		for (const type of ["REQ", "RES", "EVENT", "INFO", "DISCOVER", "PING", "PONG"])
-			expect(await subscriptionRefused(impostor.nc, `${P}.${type}.agent-2`)).toMatch(
+			expect(await subscriptionRefused(impostor.nc, `${P}.${type}.*.*.agent-2`)).toMatch(
 				/Permissions Violation for Subscription/
 			);
 		const spy = await as("spy");
-		const answers = collect(spy.nc.subscribe(`${P}.RES.control-1`));
-		const sent = collect(spy.nc.subscribe(`${P}.REQ.agent-2`));
+		const answers = collect(spy.nc.subscribe(`${P}.RES.*.*.control-1`));
+		const sent = collect(spy.nc.subscribe(`${P}.REQ.*.*.agent-2`));
 		await spy.nc.flush();
 		const control = await as("control-1");
-		control.nc.publish(`${P}.REQ.agent-2`, requestPacket("control-1", "to-2", "$node.list"));
+		control.nc.publish(
+			`${P}.REQ.control.control-1.agent-2`,
+			requestPacket("control-1", "to-2", "$node.list")
+		);
 		await control.nc.flush();
 		await waitUntil(async () => sent.length === 1, 5000, "the request on the wire");
 		await new Promise(r => setTimeout(r, 1000));

@@ -1,5 +1,5 @@
 import path from "path";
-import { ALL_SERVICES, ConfigError, loadConfig, needsDatabase } from "../../lib/config";
+import { ALL_SERVICES, ConfigError, loadConfig, natsRoleOf, needsDatabase } from "../../lib/config";
 
 describe("loadConfig", () => {
 	it("has defaults for an empty environment", () => {
@@ -9,6 +9,7 @@ describe("loadConfig", () => {
 			transporter: null,
 			services: [...ALL_SERVICES],
 			nodeId: null,
+			natsRole: null,
 			host: "127.0.0.1",
 			port: 8000,
 			dataDir: path.resolve("./data"),
@@ -61,6 +62,7 @@ describe("loadConfig", () => {
 			TRANSPORTER: "nats://nats:4222",
 			SERVICES: "errors",
 			NODE_ID: "node-7",
+			NATS_ROLE: "control",
 			HOST: "127.0.0.2",
 			PORT: "8080",
 			DATA_DIR: "/var/lib/scale",
@@ -93,6 +95,7 @@ describe("loadConfig", () => {
 			transporter: { servers: ["nats:4222"] },
 			services: ["errors"],
 			nodeId: "node-7",
+			natsRole: "control",
 			host: "127.0.0.2",
 			port: 8080,
 			dataDir: "/var/lib/scale",
@@ -289,6 +292,26 @@ describe("loadConfig", () => {
 		expect(() => loadConfig({ TRUST_PROXY: "proxy" })).toThrow(
 			"TRUST_PROXY must be true or false"
 		);
+	});
+
+	describe("NATS_ROLE", () => {
+		it("is the role of the node's NATS identity, or follows from its services", () => {
+			expect(natsRoleOf(loadConfig({ NATS_ROLE: "operator" }))).toBe("operator");
+			expect(natsRoleOf(loadConfig({ SERVICES: "node-agent" }))).toBe("agent");
+			expect(natsRoleOf(loadConfig({ SERVICES: "api,errors" }))).toBe("control");
+			expect(natsRoleOf(loadConfig({}))).toBe("control");
+		});
+
+		it("refuses an unknown role, and an agent's identity on a control plane's services", () => {
+			expect(() => loadConfig({ NATS_ROLE: "admin" })).toThrow(
+				'NATS_ROLE must be one of control, agent, operator, got "admin"'
+			);
+			expect(() =>
+				loadConfig({ NATS_ROLE: "agent", SERVICES: "node-agent,scheduler" })
+			).toThrow(
+				"NATS_ROLE=agent: an agent's NATS identity offers node-agent only, but SERVICES names scheduler"
+			);
+		});
 	});
 
 	describe("TRANSPORTER", () => {

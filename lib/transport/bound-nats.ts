@@ -1,0 +1,127 @@
+import { Transporters, type Packet as Packets } from "moleculer";
+
+type Packet = Packets.Packet<any>;
+import { packetSubject, subjectSender, subscriptionSubject, type NatsRole } from "./subjects";
+
+/**
+ * The services a node of each role may offer. A control plane offers the cluster's; an agent
+ * its `node-agent`; the operator (the REPL) nothing. Anything else a node announces is dropped
+ * from its INFO before the registry sees it, so no call is ever routed to it: an agent's
+ * identity cannot pose as the scheduler (and swallow reports) or as `nodes` (and name itself
+ * the leader).
+ */
+const OFFERS: Record<NatsRole, ((service: string) => boolean) | null> = {
+	control: null,
+	agent: service => service === "$node" || service === "node-agent",
+	operator: service => service === "$node"
+};
+
+/** How often a refusal of one sender is logged: a flood of forged packets is not a flood of logs. */
+const REFUSAL_LOG_INTERVAL_MS = 10_000;
+
+interface Sent {
+	role: NatsRole;
+	sender: string;
+}
+
+/**
+ * Moleculer's NATS transporter on this cluster's subjects (lib/transport/subjects.ts): every
+ * packet is published under its sender's node ID and role, and a packet received is handled only
+ * when the `sender` it names is the one of its subject, which nats-server lets an identity
+ * publish under its own name only. So `ctx.nodeID`, a heartbeat's or an INFO's node, is who
+ * NATS says sent it, not what the packet says of itself; and what a node may offer rests on the
+ * role it could publish in.
+ */
+export class BoundNatsTransporter extends Transporters.NATS {
+	private readonly refusals = new Map<string, { at: number; count: number }>();
+
+	constructor(
+		opts: Record<string, unknown>,
+		private readonly role: NatsRole
+	) {
+		super(opts);
+		// Moleculer balances requests and events itself: no queue-group subjects, which would
+		// carry no sender.
+		this.hasBuiltInBalancer = false;
+	}
+
+	override publish(packet: Packet): Promise<void> {
+		const subject = packetSubject(
+			packet.type,
+			this.role,
+			this.nodeID,
+			packet.target,
+			this.prefix
+		);
+		return this.send(subject, this.serialize(packet));
+	}
+
+	override subscribe(cmd: string, nodeID?: string): Promise<void> {
+		const subject = subscriptionSubject(cmd, nodeID, this.prefix);
+		this.client.subscribe(subject, {
+			callback: (err: Error | null, msg: { subject: string; data: Uint8Array }) => {
+				if (err) {
+					this.logger.error(
+						`NATS refused the subscription to ${subject}: ${err.message}`
+					);
+					return;
+				}
+				const from = subjectSender(msg.subject, this.prefix);
+				if (from) void this.receive(cmd, Buffer.from(msg.data), from as never);
+			}
+		});
+		return Promise.resolve();
+	}
+
+	/** `from`: who published the packet, by its subject (passed through transporterReceive). */
+	override receive(cmd: string, data: Buffer, from?: unknown): Promise<void> | void {
+		return this.verifiedMessage(cmd, data, from as Sent | undefined);
+	}
+
+	private verifiedMessage(cmd: string, data: Buffer, from: Sent | undefined): any {
+		if (!from) return;
+		let packet: Packet;
+		try {
+			packet = this.deserialize(cmd, data);
+		} catch (err) {
+			this.logger.warn(`an unreadable ${cmd} packet from ${from.sender} dropped`, err);
+			return;
+		}
+		const payload = packet.payload as { sender?: unknown; services?: unknown };
+		if (payload.sender !== from.sender) {
+			this.refused(from, `names "${String(payload.sender)}" as its sender`, cmd);
+			return;
+		}
+		const offers = OFFERS[from.role];
+		if (offers && Array.isArray(payload.services)) {
+			const kept = payload.services.filter((s: { name?: unknown }) =>
+				offers(String(s?.name))
+			);
+			if (kept.length !== payload.services.length) {
+				const dropped = payload.services
+					.filter((s: { name?: unknown }) => !offers(String(s?.name)))
+					.map((s: { name?: unknown }) => String(s?.name));
+				this.refused(from, `offers ${dropped.join(", ")}, not its role's`, cmd);
+				payload.services = kept;
+			}
+		}
+		return (
+			this as unknown as { messageHandler(cmd: string, p: Packet): unknown }
+		).messageHandler(cmd, packet);
+	}
+
+	private refused(from: Sent, what: string, cmd: string): void {
+		const now = Date.now();
+		const seen = this.refusals.get(from.sender);
+		if (seen && now - seen.at < REFUSAL_LOG_INTERVAL_MS) {
+			seen.count++;
+			return;
+		}
+		if (this.refusals.size > 1000) this.refusals.clear();
+		this.refusals.set(from.sender, { at: now, count: 0 });
+		this.logger.warn(
+			{ node: from.sender, role: from.role, packet: cmd, earlier: seen?.count ?? 0 },
+			`a ${cmd} packet from ${from.role} ${from.sender} ${what}: refused`
+		);
+	}
+}
