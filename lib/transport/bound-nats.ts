@@ -16,7 +16,14 @@ const OFFERS: Record<NatsRole, ((service: string) => boolean) | null> = {
 	operator: service => service === "$node"
 };
 
-/** How often a refusal of one sender is logged: a flood of forged packets is not a flood of logs. */
+/**
+ * How long after joining a node yields to another process of its node ID (Moleculer stops the
+ * newcomer that learns of an older one); after that it keeps running, ignores the other's INFO
+ * and tells it of itself, so that the newcomer is the one that stops.
+ */
+const JOINING_MS = 5000;
+
+/** How often one refusal of one sender is logged: a flood of forged packets is not a flood of logs. */
 const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
 interface Sent {
@@ -34,6 +41,7 @@ interface Sent {
  */
 export class BoundNatsTransporter extends Transporters.NATS {
 	private readonly refusals = new Map<string, { at: number; count: number }>();
+	private joinedAt: number | null = null;
 
 	constructor(
 		opts: Record<string, unknown>,
@@ -43,6 +51,11 @@ export class BoundNatsTransporter extends Transporters.NATS {
 		// Moleculer balances requests and events itself: no queue-group subjects, which would
 		// carry no sender.
 		this.hasBuiltInBalancer = false;
+	}
+
+	override onConnected(wasReconnect?: boolean): Promise<any> {
+		this.joinedAt ??= Date.now();
+		return super.onConnected(wasReconnect);
 	}
 
 	override publish(packet: Packet): Promise<void> {
@@ -92,6 +105,16 @@ export class BoundNatsTransporter extends Transporters.NATS {
 			this.refused(from, `names "${String(payload.sender)}" as its sender`, cmd);
 			return;
 		}
+		if (
+			cmd === "INFO" &&
+			from.sender === this.nodeID &&
+			(payload as { instanceID?: unknown }).instanceID !== this.broker.instanceID &&
+			this.joinedAt !== null &&
+			Date.now() - this.joinedAt > JOINING_MS
+		) {
+			this.intruder();
+			return;
+		}
 		const offers = OFFERS[from.role];
 		if (offers && Array.isArray(payload.services)) {
 			const kept = payload.services.filter((s: { name?: unknown }) =>
@@ -110,15 +133,29 @@ export class BoundNatsTransporter extends Transporters.NATS {
 		).messageHandler(cmd, packet);
 	}
 
+	/** Another process joined with this node's ID: it is told of this one, which Moleculer stops. */
+	private intruder(): void {
+		this.refused(
+			{ role: this.role, sender: this.nodeID },
+			"comes from another process with this node's ID",
+			"INFO"
+		);
+		const transit = this.transit as unknown as {
+			discoverer: { sendLocalNodeInfo(nodeID: string): Promise<unknown> };
+		};
+		void transit.discoverer.sendLocalNodeInfo(this.nodeID).catch(() => undefined);
+	}
+
 	private refused(from: Sent, what: string, cmd: string): void {
 		const now = Date.now();
-		const seen = this.refusals.get(from.sender);
+		const key = `${from.sender} ${cmd} ${what}`;
+		const seen = this.refusals.get(key);
 		if (seen && now - seen.at < REFUSAL_LOG_INTERVAL_MS) {
 			seen.count++;
 			return;
 		}
 		if (this.refusals.size > 1000) this.refusals.clear();
-		this.refusals.set(from.sender, { at: now, count: 0 });
+		this.refusals.set(key, { at: now, count: 0 });
 		this.logger.warn(
 			{ node: from.sender, role: from.role, packet: cmd, earlier: seen?.count ?? 0 },
 			`a ${cmd} packet from ${from.role} ${from.sender} ${what}: refused`
