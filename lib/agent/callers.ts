@@ -1,10 +1,11 @@
 import { ForbiddenError } from "../errors";
 
 /**
- * Who may call whom among the cluster's nodes. NATS credentials are the trust boundary (a peer
- * without them cannot join); these checks keep a peer that has joined from acting for another:
- * reports name the agent that sends them, and an agent runs only what the scheduler leading
- * now (by PostgreSQL's advisory lock) sends. `sender` is the calling node's Moleculer nodeID.
+ * Who may call whom among the cluster's nodes: reports name the agent that sends them, and an
+ * agent runs only what the scheduler leading now (by PostgreSQL's advisory lock) sends. `sender`
+ * (`ctx.nodeID`) is the calling node's ID as NATS enforced it: the transporter drops a packet
+ * whose sender is not the one of the subject its identity may publish on
+ * (lib/transport/bound-nats.ts).
  */
 
 /** The calling node of an action's context, and the node that runs it. */
