@@ -49,10 +49,11 @@ export interface SchedulerSettings {
 	 */
 	flushConcurrency: number;
 	/**
-	 * after start-up, how long before an agent missing from this process's registry counts as
-	 * gone (the registry fills as the other nodes announce themselves)
+	 * after taking the lead, how long nothing is failed for want of an agent: its heartbeat
+	 * (agents kept running while no scheduler led; their reports are on their way) or its entry
+	 * in this process's registry (which fills as the other nodes announce themselves)
 	 */
-	registryGraceMs: number;
+	leadGraceMs: number;
 	/** how long a node-agent.run call may take to be accepted */
 	runTimeoutMs: number;
 	/** how long nothing is placed on an agent after a run could not reach it */
@@ -98,7 +99,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		flushMs: 2,
 		flushMaxItems: 500,
 		flushConcurrency: 2,
-		registryGraceMs: 15000,
+		leadGraceMs: 15000,
 		runTimeoutMs: 10000,
 		unreachableBackoffMs: 5000
 	},
@@ -351,13 +352,13 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		/** Fails (node-lost) the executions whose agent is gone or out of its lease. */
 		async checkLost() {
 			if (!this.isLeader() || this.cutOffLately()) return;
-			const graceOver = Date.now() - this.startedAt >= this.settings.registryGraceMs;
+			// A new leader gives every node a lease from the moment it took the lead: agents
+			// kept running (and finishing) while no scheduler led, and their reports and
+			// heartbeats are on their way; a lease before lost the ends of finished work.
+			if (Date.now() - this.ledSince < this.settings.leadGraceMs) return;
 			const agents: string[] = this.agentIds();
 			const lost = await this.exclusive(() =>
-				findLostExecutions(this.leaderSql, {
-					leaseMs: this.settings.leaseMs,
-					agents: graceOver ? agents : null
-				})
+				findLostExecutions(this.leaderSql, { leaseMs: this.settings.leaseMs, agents })
 			);
 			const live = new Set(agents);
 			for (const exe of lost) {
@@ -425,9 +426,26 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				gate.leaveControl();
 			}
 			const { result, failed } = written;
+			this.logLateReports(items, result, failed);
 			return items.map((item, i) => {
 				if (failed.has(i)) throw failed.get(i);
 				return this.answer(item, result);
+			});
+		},
+
+		/**
+		 * Reports of executions that had ended already (failed as node-lost while nobody
+		 * listened, say, and retried): recorded in the log, as nothing else changes.
+		 */
+		logLateReports(items: ReportItem[], result: FinishResult, failed: Map<number, unknown>) {
+			items.forEach((item, i) => {
+				if (item.kind !== "finished" || failed.has(i)) return;
+				const { jobExeId, agentId, status, exitCode } = item.finished;
+				if (!result.ended.has(jobExeId))
+					this.logger.warn(
+						{ jobExeId, agentId, status, exitCode },
+						"a report of an execution that had ended already: nothing changed"
+					);
 			});
 		},
 
@@ -486,6 +504,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		this.setAsideUntil = new Map<string, number>();
 		this.reconnectedAt = 0;
 		this.disconnectedAt = 0;
+		this.ledSince = 0;
 		this.reportTx = poolTransaction(this.db);
 		this.dispatchLink = {
 			buildSpecs: placed => buildSpecs(poolSql(this.db), placed),
@@ -513,7 +532,6 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 	},
 
 	async started() {
-		this.startedAt = Date.now();
 		// the NATS client reconnects by itself: its own statuses say when this process was cut off
 		watchNatsConnection(
 			this.broker.transit,
@@ -527,6 +545,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			onAcquired: (client: Client) => {
 				this.leaderClient = client;
 				this.leaderSql = clientSql(client);
+				this.ledSince = Date.now();
 				this.chain = Promise.resolve();
 				this.logger.info("scheduler: leading");
 				void this.tick();

@@ -2,12 +2,12 @@ import type { Sql } from "./sql";
 
 /**
  * Executions whose agent is gone: RUNNING on a node whose last heartbeat is older than the lease,
- * or whose node now has another agent (or none: cleared on disconnect), or, when `agents` is
- * given, whose agent is not registered in the cluster. Oldest first, at most `limit`.
+ * or whose node now has another agent (or none: cleared on disconnect), or whose agent is not
+ * among `agents` (those registered in the cluster). Oldest first, at most `limit`.
  */
 export async function findLostExecutions(
 	sql: Sql,
-	opts: { leaseMs: number; agents: string[] | null; limit?: number }
+	opts: { leaseMs: number; agents: string[]; limit?: number }
 ): Promise<{ id: number; agent_id: string | null }[]> {
 	return sql.query(
 		`SELECT e.id, e.agent_id FROM job_exe e JOIN node n ON n.id = e.node_id
@@ -15,9 +15,9 @@ export async function findLostExecutions(
 		   AND (n.last_heartbeat IS NULL
 			OR n.last_heartbeat < now() - $1::int * interval '1 millisecond'
 			OR n.agent_id IS DISTINCT FROM e.agent_id
-			OR ($2::boolean AND e.agent_id <> ALL($3::text[])))
-		 ORDER BY e.id LIMIT $4`,
-		[Math.round(opts.leaseMs), opts.agents !== null, opts.agents ?? [], opts.limit ?? 1000]
+			OR e.agent_id <> ALL($2::text[]))
+		 ORDER BY e.id LIMIT $3`,
+		[Math.round(opts.leaseMs), opts.agents, opts.limit ?? 1000]
 	);
 }
 

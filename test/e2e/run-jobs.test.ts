@@ -32,7 +32,7 @@ const SERVICES = [
 
 /** Fast settings, so that the suite runs in seconds (the defaults are made for production). */
 const SETTINGS: Record<string, Record<string, unknown>> = {
-	scheduler: { tickMs: 100, leaderRetryMs: 200, registryGraceMs: 0, flushMs: 1 },
+	scheduler: { tickMs: 100, leaderRetryMs: 200, leadGraceMs: 0, flushMs: 1 },
 	"node-agent": { heartbeatMs: 250, registerRetryMs: 200, finishRetryMs: 200, killGraceMs: 500 }
 };
 

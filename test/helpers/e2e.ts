@@ -14,7 +14,7 @@ export const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
 
 /** Fast settings, so that the suites run in seconds (the defaults are made for production). */
 export const FAST_SETTINGS: Record<string, Record<string, unknown>> = {
-	scheduler: { tickMs: 100, leaderRetryMs: 200, registryGraceMs: 0, flushMs: 1 },
+	scheduler: { tickMs: 100, leaderRetryMs: 200, leadGraceMs: 0, flushMs: 1 },
 	"node-agent": {
 		heartbeatMs: 250,
 		registerRetryMs: 200,

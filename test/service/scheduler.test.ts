@@ -33,7 +33,7 @@ const FAST = {
 	scheduler: {
 		tickMs: 100,
 		leaderRetryMs: 200,
-		registryGraceMs: 0,
+		leadGraceMs: 0,
 		flushMs: 1,
 		unreachableBackoffMs: 300
 	},
