@@ -16,8 +16,17 @@ module.exports = tseslint.config(
 		}
 	},
 	{
-		files: ["*.js"],
-		languageOptions: { globals: { require: "readonly", module: "writable", __dirname: "readonly", process: "readonly" } },
+		files: ["*.js", "scripts/*.js"],
+		languageOptions: {
+			globals: {
+				require: "readonly",
+				module: "writable",
+				__dirname: "readonly",
+				__filename: "readonly",
+				process: "readonly",
+				console: "readonly"
+			}
+		},
 		rules: { "@typescript-eslint/no-require-imports": "off" }
 	}
 );
