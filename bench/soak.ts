@@ -5,7 +5,13 @@
  * by a trigger rule — while a random process is SIGKILLed every few seconds and started again
  * with the same identity. At the end, with the load stopped and everything running again:
  * every job terminal, no job with two COMPLETED executions, no product or source file twice,
- * every dropped file ingested once, every stored file on disk.
+ * every dropped file ingested once, every stored file on disk, and no work run twice (an
+ * execution after one of the same job whose process had in fact finished: each job's script
+ * leaves a marker named by its execution as its last act).
+ *
+ * Besides the SIGKILLs, one fault in SOAK_OUTAGE_EVERY (3) is an outage: the control planes all
+ * killed and kept down past the agents' lease (SOAK_CONTROL_OUTAGE_S, 20), nats-server stopped
+ * for 3–8 s, or PostgreSQL stopped for SOAK_PG_OUTAGE_S (10), in turn.
  *
  *   npm run bench:soak                 SOAK_MINUTES (10), SOAK_JOBS_PER_S (2),
  *                                      SOAK_FILES_PER_S (1), SOAK_KILL_EVERY_S (20)
@@ -25,16 +31,23 @@ const JOBS_PER_S = Number(process.env.SOAK_JOBS_PER_S || 2);
 const FILES_PER_S = Number(process.env.SOAK_FILES_PER_S || 1);
 const KILL_EVERY_S = Number(process.env.SOAK_KILL_EVERY_S || 20);
 const SETTLE_TIMEOUT_S = Number(process.env.SOAK_SETTLE_TIMEOUT_S || 600);
+const OUTAGE_EVERY = Number(process.env.SOAK_OUTAGE_EVERY || 3);
+const CONTROL_OUTAGE_S = Number(process.env.SOAK_CONTROL_OUTAGE_S || 20);
+const PG_OUTAGE_S = Number(process.env.SOAK_PG_OUTAGE_S || 10);
 
 const say = (msg: string) => process.stdout.write(`${new Date().toISOString()} ${msg}\n`);
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
 
-/** The job's work: a short wait, then out.txt (its input's text, if any, plus a line). */
-const STEP_SCRIPT = `#!/bin/sh
+/**
+ * The job's work: a wait, then out.txt (its input's text, if any, plus a line), then a marker
+ * named by its execution in `ran` (the work is done: a later execution of its job runs it twice).
+ */
+const stepScript = (ran: string) => `#!/bin/sh
 # usage: soak-step.sh <output dir> <text> [input file]
 set -e
-sleep "0.$(( $$ % 9 + 1 ))"
+sleep "$(( $$ % 3 )).$(( $$ % 9 + 1 ))"
 { if [ -n "$3" ]; then cat "$3"; fi; echo "$2"; } > "$1/out.txt"
+: > "${ran}/$SCALE_JOB_EXE_ID"
 echo "ARTIFACT:out:$1/out.txt"
 `;
 
@@ -74,11 +87,15 @@ async function main() {
 	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "scale-soak-"));
 	fs.chmodSync(dir, 0o755);
 	const script = path.join(dir, "soak-step.sh");
-	fs.writeFileSync(script, STEP_SCRIPT, { mode: 0o755 });
 	const products = path.join(dir, "products");
 	const raw = path.join(dir, "raw");
 	const drop = path.join(dir, "drop");
-	for (const d of [products, raw, drop]) fs.mkdirSync(d, { recursive: true, mode: 0o777 });
+	const ran = path.join(dir, "ran");
+	for (const d of [products, raw, drop, ran]) {
+		fs.mkdirSync(d, { recursive: true });
+		fs.chmodSync(d, 0o777); // the jobs run under uids of their own
+	}
+	fs.writeFileSync(script, stepScript(ran), { mode: 0o755 });
 
 	const apiPort = await freePortRun(2); // the second control plane takes apiPort + 1
 	const log = fs.createWriteStream(path.join(dir, "cluster.log"));
@@ -121,7 +138,8 @@ async function main() {
 				script,
 				products,
 				raw,
-				drop
+				drop,
+				ran
 			}));
 		} finally {
 			await db.close();
@@ -145,7 +163,7 @@ async function soak(
 	api: Api,
 	q: Query,
 	leaderOf: () => Promise<string | null>,
-	dirs: { script: string; products: string; raw: string; drop: string }
+	dirs: { script: string; products: string; raw: string; drop: string; ran: string }
 ): Promise<boolean> {
 	const ws = async (name: string, dir: string) =>
 		(
@@ -266,9 +284,16 @@ async function soak(
 		}
 	})();
 	const killLoop = (async () => {
+		let faults = 0;
+		let outages = 0;
 		while (loading) {
 			await sleep(KILL_EVERY_S * 1000);
 			if (!loading) break;
+			if (OUTAGE_EVERY > 0 && ++faults % OUTAGE_EVERY === 0) {
+				const kind = await outage(cluster, outages++);
+				kills.set(kind, (kills.get(kind) ?? 0) + 1);
+				continue;
+			}
 			const victim = await pickVictim(cluster, leaderOf);
 			const kind = victim.kind;
 			say(`kill ${victim.node.name} (${kind})`);
@@ -322,6 +347,30 @@ async function soak(
 	return report(q, dropped, stats, kills, dirs);
 }
 
+/** The `n`th outage, in turn: the control planes, nats-server, PostgreSQL. Answers its kind. */
+async function outage(cluster: LocalCluster, n: number): Promise<string> {
+	const kind = ["control-plane outage", "NATS restart", "PostgreSQL stop"][n % 3];
+	if (kind === "control-plane outage") {
+		say(`kill every control plane for ${CONTROL_OUTAGE_S} s (past the agents' lease)`);
+		const down = cluster.controls.filter(c => c.running);
+		await Promise.all(down.map(c => c.kill()));
+		await sleep(CONTROL_OUTAGE_S * 1000);
+		for (const c of down) c.start();
+	} else if (kind === "NATS restart") {
+		const s = 3 + Math.random() * 5;
+		say(`stop nats-server for ${s.toFixed(1)} s`);
+		await cluster.stopNats();
+		await sleep(s * 1000);
+		await cluster.startNats();
+	} else {
+		say(`stop PostgreSQL for ${PG_OUTAGE_S} s`);
+		await cluster.pg!.stop();
+		await sleep(PG_OUTAGE_S * 1000);
+		await cluster.pg!.start();
+	}
+	return kind;
+}
+
 async function pickVictim(
 	cluster: LocalCluster,
 	leaderOf: () => Promise<string | null>
@@ -342,8 +391,16 @@ async function report(
 	dropped: string[],
 	stats: { queued: number; queueErrors: number; dropped: number },
 	kills: Map<string, number>,
-	dirs: { products: string; raw: string }
+	dirs: { products: string; raw: string; ran: string }
 ): Promise<boolean> {
+	// executions whose work was done (their marker), and those of their jobs that came after
+	const finishedWork = fs.readdirSync(dirs.ran).map(Number);
+	const [ranTwice] = await q(
+		`SELECT count(*) AS n FROM job_exe later WHERE EXISTS (SELECT 1 FROM job_exe earlier
+			WHERE earlier.job_id = later.job_id AND earlier.id < later.id
+				AND earlier.id = ANY($1::int[]))`,
+		[finishedWork]
+	);
 	const [jobs] = await q(
 		`SELECT count(*) AS jobs,
 			count(*) FILTER (WHERE j.status = 'COMPLETED') AS completed,
@@ -416,14 +473,17 @@ async function report(
 		`  files dropped: ${dropped.length}; ingests: ${ingests.map(i => `${i.status} ${i.n}`).join(", ")}; recipes: ${recipes.recipes}, ${recipes.completed} completed`
 	);
 	say(`  stored files checked on disk: ${files.length}, missing ${missingFiles}`);
-	say(`  kills: ${[...kills.values()].reduce((a, b) => a + b, 0)} (${killed || "none"})`);
+	say(`  faults: ${[...kills.values()].reduce((a, b) => a + b, 0)} (${killed || "none"})`);
 	say(
 		`  lost = ${lost} (jobs not terminal or never created ${lostJobs}, dropped files without a source file ${notIngested.n}, stored files missing ${missingFiles})`
 	);
 	say(
 		`  duplicates = ${duplicates} (jobs completed twice ${twice.n}, products twice ${dupProducts.n}, source files twice ${dupSources.n}, files ingested twice ${ingestDups.n})`
 	);
-	return lost === 0 && duplicates === 0;
+	say(
+		`  work run twice = ${ranTwice.n} (executions after one of the same job whose work had finished; ${finishedWork.length} executions finished their work)`
+	);
+	return lost === 0 && duplicates === 0 && Number(ranTwice.n) === 0;
 }
 
 void main();
