@@ -77,7 +77,15 @@ export interface AgentConfig {
 	taskUids: { first: number; count: number };
 	/** the Docker engine and what containers may do */
 	docker: ContainerSettings;
+	/**
+	 * AGENT_DRAIN_S: on SIGTERM (or a user's drain), how long running executions get to end
+	 * before they are stopped as `node-shutdown`; 0 stops them at once
+	 */
+	drainS: number;
 }
+
+/** AGENT_DRAIN_S's default: inside systemd's 90 s stop timeout with the kill grace and reports. */
+export const DEFAULT_DRAIN_S = 60;
 
 export class ConfigError extends Error {}
 
@@ -96,6 +104,15 @@ function parseLauncherChoice(raw: string | undefined): LauncherChoice {
 			`AGENT_LAUNCHER must be one of ${LAUNCHER_CHOICES.join(", ")}, got "${raw}"`
 		);
 	return raw as LauncherChoice;
+}
+
+/** Seconds from 0 to a day. */
+function parseSeconds(name: string, raw: string | undefined, fallback: number): number {
+	if (raw === undefined || raw.trim() === "") return fallback;
+	const value = Number(raw);
+	if (!Number.isFinite(value) || value < 0 || value > 86400)
+		throw new ConfigError(`${name} must be a number of seconds from 0 to 86400, got "${raw}"`);
+	return value;
 }
 
 function parseCap(name: string, raw: string | undefined, integer = false): number | null {
@@ -253,7 +270,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 				),
 				network: env.AGENT_DOCKER_NETWORK || null,
 				imageUser: parseContainerUser(env.AGENT_DOCKER_USER)
-			}
+			},
+			drainS: parseSeconds("AGENT_DRAIN_S", env.AGENT_DRAIN_S, DEFAULT_DRAIN_S)
 		}
 	};
 	if (config.natsRole === "agent" && config.services.some(s => s !== "node-agent"))

@@ -117,12 +117,62 @@ export async function startServices(
 	return broker;
 }
 
-/** Stops the broker, then PostgreSQL, on SIGINT or SIGTERM, and exits. */
+/**
+ * A local service with work to finish before the broker stops (the node agent's drain):
+ * `drainBeforeStop` resolves once it is done, `hurryDrain` cuts it short.
+ */
+interface Drainer {
+	name: string;
+	drainBeforeStop(why: string): Promise<void>;
+	hurryDrain(why: string): void;
+}
+
+function drainersOf(broker: ServiceBroker | null): Drainer[] {
+	const services = (broker?.services ?? []) as unknown as Partial<Drainer>[];
+	return services.filter(
+		(s): s is Drainer =>
+			typeof s.drainBeforeStop === "function" && typeof s.hurryDrain === "function"
+	);
+}
+
+/**
+ * On the first SIGINT or SIGTERM: the services that drain do (the node agent lets its running
+ * executions end, up to AGENT_DRAIN_S), then the broker stops, then PostgreSQL, and the process
+ * exits 0. A second signal during the drain cuts it short (what still runs is killed at once);
+ * the drain runs before `broker.stop()`, so Moleculer's own shutdownTimeout does not bound it.
+ */
 export function stopOnSignals(running: Running) {
-	let stopping = false;
+	let phase: "running" | "draining" | "stopping" = "running";
+	let drainers: Drainer[] = [];
 	const stop = async (signal: string) => {
-		if (stopping) return;
-		stopping = true;
+		if (phase === "stopping") return;
+		if (phase === "draining") {
+			say(`${signal} received again: stopping at once`);
+			for (const d of drainers) d.hurryDrain(`the agent received ${signal} again`);
+			return;
+		}
+		phase = "draining";
+		drainers = drainersOf(running.broker);
+		try {
+			if (drainers.length > 0) {
+				say(
+					`${signal} received: draining (${drainers.map(d => d.name).join(", ")}); ${signal} again stops at once`
+				);
+				await Promise.all(
+					drainers.map(d =>
+						d
+							.drainBeforeStop(`the agent received ${signal}`)
+							.catch(err =>
+								process.stderr.write(
+									`${d.name}: the drain failed: ${(err as Error)?.stack ?? err}\n`
+								)
+							)
+					)
+				);
+			}
+		} finally {
+			phase = "stopping";
+		}
 		say(`${signal} received: stopping services${running.pg ? " and PostgreSQL" : ""}`);
 		try {
 			// the agent's last reports go to the scheduler, which stops after it

@@ -1,10 +1,10 @@
 import os from "os";
 import path from "path";
 import type { Context, Service, ServiceBroker, ServiceSchema } from "moleculer";
-import type { AgentConfig } from "../lib/config";
+import { DEFAULT_DRAIN_S, type AgentConfig } from "../lib/config";
 import { ForbiddenError, NotFoundError } from "../lib/errors";
 import { isLocalCall, LeaderView } from "../lib/agent/callers";
-import { NodeAgent } from "../lib/agent/agent";
+import { NodeAgent, type DrainOutcome } from "../lib/agent/agent";
 import { DEFAULT_CONTAINER_SETTINGS } from "../lib/agent/containers";
 import { DEFAULT_TASK_UIDS } from "../lib/agent/task-identities";
 import { ExecutionReporter } from "../lib/agent/reporter";
@@ -15,9 +15,11 @@ import type {
 	ExecutionFinished,
 	ExecutionSpec,
 	ExecutionStep,
+	NodeDrain,
 	NodeHeartbeat,
 	NodeHeartbeatAnswer,
-	NodeRegistration
+	NodeRegistration,
+	NodeRegistrationAnswer
 } from "../lib/agent/protocol";
 
 /**
@@ -40,6 +42,15 @@ import type {
  *   An answer of any kind ends the retries (a 4xx refusal of several reports sends each again
  *   alone; of one, it is logged as an error: retrying would not change it). Both through
  *   lib/agent/reporter.ts.
+ *
+ * Draining (docs/decisions.md, "Drain"): on the process's first SIGTERM or SIGINT, lib/launch.ts
+ * calls `drainBeforeStop` before it stops the broker. The agent calls `nodes.drain` (retried
+ * until answered; registrations and heartbeats say `draining` too), hands back any run that
+ * still arrives, gives its executions AGENT_DRAIN_S to end, stops the rest as `node-shutdown`
+ * and waits (bounded) for their reports; then the broker stops. A second signal calls
+ * `hurryDrain`: what still runs is killed at once. A heartbeat (or registration) answer with
+ * `drain` drains the node the same way for a user (PATCH /nodes/{id}/ is_draining), but the
+ * agent keeps running, handing runs back, until an answer without it.
  */
 
 interface Settings {
@@ -56,6 +67,13 @@ interface Settings {
 	keepFailedMs: number;
 	cancelMemoryMs: number;
 	callTimeoutMs: number;
+	/** how long the reports of executions stopped by a drain may take, past the kill grace */
+	drainReportMs: number;
+	/**
+	 * how long a drain that is over waits more for the control plane to know of it, and then
+	 * for the reports of the runs handed back meanwhile
+	 */
+	drainAnnounceMs: number;
 }
 
 /** The service's methods, as its handlers and lifecycle call them. */
@@ -68,6 +86,11 @@ interface AgentMethods {
 	heartbeat(): Promise<void>;
 	stopEnded(ids: unknown): void;
 	runOne(spec: ExecutionSpec): void;
+	drainBeforeStop(why: string): Promise<void>;
+	hurryDrain(why: string): void;
+	followDrain(drain: boolean): void;
+	announceDrain(): Promise<boolean>;
+	logDrain(outcome: DrainOutcome, what: string): void;
 }
 
 /** The service's state: set in `created` (and the agent, slave id and timers in `started`). */
@@ -81,6 +104,10 @@ interface AgentVars {
 	monitors: Map<number, StrikeMonitor>;
 	reporter: ExecutionReporter;
 	stopping: boolean;
+	/** the process is shutting down: the node drains, and no answer ends it */
+	leaving: boolean;
+	/** the process's drain is over (the announcement is not retried any more) */
+	drained: boolean;
 	registered: boolean;
 	registering: boolean;
 	beating: boolean;
@@ -99,7 +126,8 @@ const DEFAULT_AGENT: AgentConfig = {
 	launcher: "auto",
 	taskUser: null,
 	taskUids: DEFAULT_TASK_UIDS,
-	docker: DEFAULT_CONTAINER_SETTINGS
+	docker: DEFAULT_CONTAINER_SETTINGS,
+	drainS: DEFAULT_DRAIN_S
 };
 
 /** how long the question "who leads the scheduler?" may take before a run is refused */
@@ -135,7 +163,11 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 		cancelMemoryMs: 60 * 1000,
 		// a call to a control plane that died is retried after this (the registry keeps a dead
 		// node until its heartbeats have been missed for 15 s)
-		callTimeoutMs: 10 * 1000
+		callTimeoutMs: 10 * 1000,
+		// AGENT_DRAIN_S (60) + the kill grace (5) + this + drainAnnounceMs twice (the drain told,
+		// the runs handed back meanwhile reported): at most 79 s, inside systemd's 90 s
+		drainReportMs: 10 * 1000,
+		drainAnnounceMs: 2000
 	},
 
 	actions: {
@@ -320,8 +352,9 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 							resources: await this.resources(),
 							docker: await this.agent.containers.inventory()
 						};
+						if (this.leaving) registration.draining = true;
 						const answer = await this.broker.call<
-							{ nodeId: number | null } | undefined,
+							NodeRegistrationAnswer | undefined,
 							NodeRegistration
 						>("nodes.register", registration, {
 							timeout: this.settings.callTimeoutMs
@@ -332,6 +365,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 						this.logger.info(
 							`registered as node ${this.nodeId} (slave id ${this.slaveId})`
 						);
+						this.followDrain(answer?.drain === true);
 						return;
 					} catch (error: any) {
 						this.warnOnce(
@@ -361,6 +395,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 					running: this.agent.running(),
 					docker: await this.agent.containers.inventory()
 				};
+				if (this.leaving) beat.draining = true;
 				const answer = await this.broker.call<
 					NodeHeartbeatAnswer | { ok: false } | undefined,
 					NodeHeartbeat
@@ -377,6 +412,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 					return;
 				}
 				this.stopEnded((answer as NodeHeartbeatAnswer).cancel);
+				this.followDrain((answer as NodeHeartbeatAnswer).drain === true);
 			} catch (error: any) {
 				if (error?.type === "NOT_FOUND" || (error?.code === 404 && !error?.retryable)) {
 					this.registered = false;
@@ -416,10 +452,146 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 				this.logger.info(
 					`execution ${spec.jobExeId} was canceled before it arrived: not run, reported CANCELED`
 				);
+			else if (outcome === "handed back")
+				this.logger.warn(
+					`execution ${spec.jobExeId} arrived while the node drains: handed back (FAILED node-shutdown, queued again without counting a try)`
+				);
 			else if (outcome === "stopping")
 				this.logger.warn(
 					`execution ${spec.jobExeId} arrived while the agent stops: not run (the control plane will find it lost)`
 				);
+		},
+
+		/**
+		 * The process is shutting down (lib/launch.ts, on its first SIGTERM or SIGINT): the node
+		 * drains (see the service's comment) and this resolves once it is over, the control plane
+		 * told (or drainAnnounceMs more spent trying).
+		 */
+		async drainBeforeStop(this: AgentThis, why: string) {
+			if (!this.agent || this.stopping) return;
+			this.leaving = true;
+			const waitS = this.settings.agent.drainS;
+			this.logger.warn(
+				`${why}: the node drains: runs arriving now are handed back, running executions get ${waitS} s (AGENT_DRAIN_S) to end, then are stopped (node-shutdown); a second SIGTERM or SIGINT stops them at once`
+			);
+			const told = this.announceDrain();
+			const outcome = await this.agent.drain({
+				why,
+				waitMs: waitS * 1000,
+				reportMs: this.settings.drainReportMs
+			});
+			// the node must not take work once the process is gone: the control plane is given a
+			// moment more to hear it, if one runs
+			let timer: NodeJS.Timeout | undefined;
+			const known = await Promise.race([
+				told,
+				new Promise<boolean>(resolve =>
+					serviceRuns(this.broker, "nodes")
+						? (timer = setTimeout(resolve, this.settings.drainAnnounceMs, false))
+						: resolve(false)
+				)
+			]);
+			clearTimeout(timer);
+			this.drained = true;
+			if (!known)
+				this.logger.warn(
+					"the control plane could not be told that this node drains: it will find the node gone"
+				);
+			// runs it placed before it knew, handed back meanwhile, are reported before the stop
+			await this.agent.idle(this.settings.drainAnnounceMs);
+			this.logDrain(
+				this.agent.drainOutcome() ?? outcome,
+				"the drain is over: the agent stops"
+			);
+		},
+
+		/** A second signal during the drain: what still runs is killed now and reported. */
+		hurryDrain(this: AgentThis, why: string) {
+			if (!this.agent) return;
+			this.logger.warn(`${why}: the executions still running are stopped at once`);
+			this.agent.hurry(why);
+		},
+
+		/**
+		 * Follows the control plane's word on whether the node drains (a user's drain), unless the
+		 * process is shutting down (its own drain is not called off).
+		 */
+		followDrain(this: AgentThis, drain: boolean) {
+			if (this.leaving || drain === this.agent.draining) return;
+			if (!drain) {
+				this.agent.undrain();
+				this.logger.warn("the node's drain is over: runs are taken again");
+				return;
+			}
+			const waitS = this.settings.agent.drainS;
+			this.logger.warn(
+				`the control plane drains this node: runs arriving now are handed back, running executions get ${waitS} s (AGENT_DRAIN_S) to end, then are stopped (node-shutdown); the agent keeps running`
+			);
+			void this.agent
+				.drain({
+					why: "a user drains the node",
+					waitMs: waitS * 1000,
+					reportMs: this.settings.drainReportMs
+				})
+				.then(outcome =>
+					this.logDrain(
+						outcome,
+						outcome.undone
+							? "the drain was called off"
+							: "the drain is over: runs are handed back until it ends"
+					)
+				);
+		},
+
+		/**
+		 * Tells the control plane that the node drains (nodes.drain), again every registerRetryMs
+		 * until it answers, the drain is over or the service stops; a node it does not know is
+		 * registered again (saying it drains). Resolves true once it answered.
+		 */
+		async announceDrain(this: AgentThis): Promise<boolean> {
+			while (!this.stopping && !this.drained) {
+				if (serviceRuns(this.broker, "nodes"))
+					try {
+						await this.broker.call<unknown, NodeDrain>(
+							"nodes.drain",
+							{ agentId: this.broker.nodeID, slaveId: this.slaveId },
+							{ timeout: this.settings.callTimeoutMs }
+						);
+						this.logger.info("the control plane knows that this node drains");
+						return true;
+					} catch (error: any) {
+						if (
+							error?.type === "NOT_FOUND" ||
+							(error?.code === 404 && !error?.retryable)
+						) {
+							this.registered = false;
+							void this.register();
+						}
+						this.warnOnce(
+							"drain",
+							`the control plane could not be told that this node drains (retrying every ${this.settings.registerRetryMs / 1000} s): ${error?.message ?? error}`
+						);
+					}
+				else
+					this.warnOnce(
+						"drain",
+						"no nodes service answers: the control plane is told that this node drains when one does"
+					);
+				await this.pause(this.settings.registerRetryMs);
+			}
+			return false;
+		},
+
+		logDrain(this: AgentThis, outcome: DrainOutcome, what: string) {
+			this.logger.warn(
+				{
+					ended: outcome.ended,
+					stopped: outcome.stopped,
+					handedBack: outcome.handedBack,
+					undelivered: outcome.undelivered
+				},
+				`${what}: ${outcome.ended} executions ended by themselves, ${outcome.stopped} were stopped (node-shutdown), ${outcome.handedBack} runs handed back${outcome.undelivered > 0 ? `, ${outcome.undelivered} reports not acknowledged` : ""}`
+			);
 		}
 	},
 
@@ -442,6 +614,8 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 		});
 		this.pauses = new Set<() => void>();
 		this.stopping = false;
+		this.leaving = false;
+		this.drained = false;
 		this.registered = false;
 		this.registering = false;
 		this.beating = false;

@@ -1,9 +1,11 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import {
 	NODE_DOCKER_LIMITS,
+	type NodeDrain,
 	type NodeHeartbeat,
 	type NodeHeartbeatAnswer,
-	type NodeRegistration
+	type NodeRegistration,
+	type NodeRegistrationAnswer
 } from "../lib/agent/protocol";
 import { requireSender } from "../lib/agent/callers";
 import { NotFoundError } from "../lib/errors";
@@ -13,6 +15,7 @@ import { DbMixin } from "../mixins/db.mixin";
 import { jsonAnswer, listParamsSchema } from "../mixins/list.mixin";
 import {
 	clearAgent,
+	drainNode,
 	executionsToStop,
 	heartbeatNode,
 	NODE_LIST_ACTIVE,
@@ -69,9 +72,9 @@ const DOCKER = {
 };
 
 /**
- * Nodes: the REST resource (list, status, details, replace, update) and the agents' side of the
- * protocol (register, heartbeat). Changes the scheduler cares about are broadcast as
- * `nodes.changed` (a wake-up hint).
+ * Nodes: the REST resource (list, status, details, replace, update: `is_draining` drains a node)
+ * and the agents' side of the protocol (register, heartbeat, drain). Changes the scheduler cares
+ * about are broadcast as `nodes.changed` (a wake-up hint).
  */
 /** What the handlers call on the service besides its database (its methods). */
 interface NodesMethods {
@@ -156,22 +159,27 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 					hostname: { type: "string", minLength: 1, maxLength: 250 },
 					port: { type: "integer", minimum: 0, maximum: 65535 },
 					resources: RESOURCES,
-					docker: DOCKER
+					docker: DOCKER,
+					draining: { type: "boolean" }
 				}
 			} as any,
-			async handler(this: NodesThis, ctx: Context<NodeRegistration>) {
+			async handler(
+				this: NodesThis,
+				ctx: Context<NodeRegistration>
+			): Promise<NodeRegistrationAnswer> {
 				requireSender(ctx, ctx.params.agentId, "a registration");
-				const { id } = await registerNode(this.db, ctx.params);
+				const { id, drain } = await registerNode(this.db, ctx.params);
 				this.broker.broadcast("nodes.changed", { nodeIds: [id] });
-				return { nodeId: id };
+				return drain ? { nodeId: id, drain: true } : { nodeId: id };
 			}
 		},
 
 		/**
 		 * Agent → control plane: the lease renewed, the current offer, and the executions the agent
 		 * holds. Those it should hold but does not list are failed (node-lost, past a grace); those
-		 * it lists but must not run are answered in `cancel`, for it to stop them. A NOT_FOUND
-		 * answer means the node is unknown: the agent registers again.
+		 * it lists but must not run are answered in `cancel`, for it to stop them; `drain` tells
+		 * it that its node is draining. A NOT_FOUND answer means the node is unknown: the agent
+		 * registers again.
 		 */
 		heartbeat: {
 			params: {
@@ -182,7 +190,8 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 					slaveId: AGENT_ID,
 					resources: RESOURCES,
 					running: { type: "array", items: ID },
-					docker: DOCKER
+					docker: DOCKER,
+					draining: { type: "boolean" }
 				}
 			} as any,
 			async handler(
@@ -207,7 +216,37 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 						{ nodeId: change.id, agentId: hb.agentId, cancel },
 						"the agent holds executions that must not run: it is told to cancel them"
 					);
-				return { ok: true, nodeId: change.id, cancel };
+				return change.drain
+					? { ok: true, nodeId: change.id, cancel, drain: true }
+					: { ok: true, nodeId: change.id, cancel };
+			}
+		},
+
+		/**
+		 * Agent → control plane: the agent is shutting down and drains its node. Once this is
+		 * answered nothing new is placed there (lib/scheduling/claim.ts reads the drain under the
+		 * node's lock); its executions have the agent's drain time to end. NOT_FOUND for a node
+		 * not registered (the agent registers again, saying it drains).
+		 */
+		drain: {
+			params: {
+				type: "object",
+				required: ["agentId", "slaveId"],
+				properties: { agentId: AGENT_ID, slaveId: AGENT_ID }
+			} as any,
+			async handler(this: NodesThis, ctx: Context<NodeDrain>) {
+				requireSender(ctx, ctx.params.agentId, "a drain");
+				const node = await drainNode(this.db, ctx.params);
+				if (!node)
+					throw new NotFoundError(
+						`No node with slave id "${ctx.params.slaveId}": register first`
+					);
+				this.logger.info(
+					{ nodeId: node.id, agentId: ctx.params.agentId },
+					"the node drains: its agent is shutting down"
+				);
+				this.broker.broadcast("nodes.changed", { nodeIds: [node.id] });
+				return { ok: true, nodeId: node.id };
 			}
 		},
 

@@ -84,8 +84,9 @@ type Phase = "new" | Step | "finished";
  * - FAILED, errorName set: a SYSTEM problem the agent diagnosed — `task-launch` (bad spec,
  *   substitution, spawn error, launcher lost), `docker-task-launch` (no engine, no image, a
  *   privileged container this agent does not allow), `filesystem-io` (staging inputs or copying
- *   products failed), `timeout`, `unknown` (a bug); or `memory-limit` (ALGORITHM): the engine
- *   killed the container at the job type's mem_required.
+ *   products failed), `timeout`, `node-shutdown` (`shutdown()`: the node drained and the
+ *   execution had not ended in time), `unknown` (a bug); or `memory-limit` (ALGORITHM): the
+ *   engine killed the container at the job type's mem_required.
  * - FAILED, errorName null, exitCode ≠ 0: the algorithm failed; the control plane maps the code.
  * - FAILED, errorName null, exitCode null: killed by a signal nobody here sent (OOM killer...).
  * - FAILED, errorName null, exitCode 0: the algorithm exited 0 but its results are unusable
@@ -106,6 +107,8 @@ export class Execution {
 	private canceled = false;
 	private timedOut = false;
 	private stopped = false;
+	/** why the node's drain stopped it (shutdown()), for its failure's detail */
+	private shutdownDetail: string | null = null;
 	private launched: Launched | null = null;
 	private killTimer: NodeJS.Timeout | null = null;
 	private readonly steps: ExecutionFinished["steps"] = {};
@@ -160,6 +163,26 @@ export class Execution {
 		this.kill();
 	}
 
+	/**
+	 * The node drains and this execution is not to end by itself: it fails as `node-shutdown`
+	 * with `detail` (and the step it was stopped in), its process killed (SIGTERM, then SIGKILL
+	 * after the grace period; SIGKILL at once with `now`); one still in pre never starts its
+	 * process. Answers false, and does nothing, once its process has ended (post: its outputs
+	 * are being stored, which is not to be thrown away) or it has finished.
+	 */
+	shutdown(detail: string, now = false): boolean {
+		if (this.phase === "post" || this.phase === "finished") return false;
+		this.shutdownDetail ??= detail;
+		if (now && this.launched) this.launched.kill("SIGKILL");
+		else this.kill();
+		return true;
+	}
+
+	/** Whether its process runs, or is still to start (shutdown() would stop it). */
+	get isStoppable(): boolean {
+		return this.phase !== "post" && this.phase !== "finished";
+	}
+
 	/** stdout and stderr so far (their last logCapBytes each), read from the task's files. */
 	async logs(): Promise<ExecutionLogs> {
 		if (this.finishedLogs) return this.finishedLogs;
@@ -172,7 +195,14 @@ export class Execution {
 
 	private checkCanceled(when: string): void {
 		if (this.canceled) throw new ExecutionFailure(null, `canceled ${when}`);
+		if (this.shutdownDetail !== null)
+			throw new ExecutionFailure("node-shutdown", `${this.shutdownDetail}: stopped ${when}`);
 		if (this.stopped) throw new ExecutionFailure(null, `the agent stopped ${when}`);
+	}
+
+	/** Whether it is to stop: canceled, shut down (the node drains) or the agent stopping. */
+	private get halted(): boolean {
+		return this.canceled || this.stopped || this.shutdownDetail !== null;
 	}
 
 	private now(): string {
@@ -356,7 +386,7 @@ export class Execution {
 		const values = await stageInputs(
 			this.spec,
 			this.inputsDir,
-			() => this.canceled || this.stopped,
+			() => this.halted,
 			this.identity ?? undefined
 		);
 		// a required output will need its workspace: better to fail before running than after
@@ -454,7 +484,7 @@ export class Execution {
 						: `"${launch.command}" could not be started: ${(error as Error).message}`;
 				throw new ExecutionFailure("task-launch", detail);
 			}
-		if (this.canceled || this.stopped) this.kill();
+		if (this.halted) this.kill();
 		let timer: NodeJS.Timeout | null = null;
 		if (spec.timeout > 0 && !spec.jobType.isLongRunning) {
 			timer = setTimeout(() => {
@@ -481,7 +511,7 @@ export class Execution {
 			);
 		if ((status as ContainerExit).oomKilled) {
 			const limit = `its memory limit of ${Math.ceil(spec.resources.mem)} MiB (mem_required)`;
-			if (status.code !== 0 && !this.timedOut && !this.canceled && !this.stopped)
+			if (status.code !== 0 && !this.timedOut && !this.halted)
 				throw new ExecutionFailure(
 					"memory-limit",
 					`the container was killed at ${limit} (exit code ${status.code})`

@@ -15,9 +15,11 @@
  *   node-agent.logs    { jobExeId }              → ExecutionLogs
  *
  * Agent → control plane:
- *   nodes.register     NodeRegistration         → { nodeId }
+ *   nodes.register     NodeRegistration         → NodeRegistrationAnswer
  *   nodes.heartbeat    NodeHeartbeat            → NodeHeartbeatAnswer (the agent cancels the
- *                      executions listed in `cancel`)
+ *                      executions listed in `cancel`, and drains when `drain` says so)
+ *   nodes.drain        NodeDrain                → { ok: true, nodeId }  (the agent is shutting
+ *                      down: nothing new is placed on its node once this is answered)
  *   scheduler.exeSteps { steps: ExecutionStep[] } → { ok: boolean }  (best effort; gathered for a
  *                      moment, so a short execution's steps come only with its report)
  *   scheduler.exeFinished { reports: ExecutionFinished[] } (or one ExecutionFinished)
@@ -69,6 +71,20 @@ export interface NodeRegistration {
 	resources: Resources;
 	/** its Docker engine (absent: none) */
 	docker?: NodeDocker;
+	/** the agent is shutting down (draining): a registration during its drain keeps the node's */
+	draining?: boolean;
+}
+
+/** The answer to nodes.register; `drain`: the node is to drain (a user's drain of it stands). */
+export interface NodeRegistrationAnswer {
+	nodeId: number;
+	drain?: true;
+}
+
+/** An agent shutting down says so (nodes.drain), before it lets its executions end. */
+export interface NodeDrain {
+	agentId: string;
+	slaveId: string;
 }
 
 export interface NodeHeartbeat {
@@ -82,6 +98,8 @@ export interface NodeHeartbeat {
 	 * (the control plane fails the ones it thinks run there but are not listed)
 	 */
 	running: number[];
+	/** the agent is shutting down (draining): its node drains, if it did not already */
+	draining?: boolean;
 }
 
 export interface NodeHeartbeatAnswer {
@@ -94,6 +112,12 @@ export interface NodeHeartbeatAnswer {
 	 * forgotten by then.
 	 */
 	cancel: number[];
+	/**
+	 * present when the node is draining (its agent's shutdown, or a user's drain: PATCH
+	 * /nodes/{id}/ is_draining): the agent takes no new run and lets its executions end within
+	 * its drain time. Absent: not draining, and a user's drain the agent follows is over.
+	 */
+	drain?: true;
 }
 
 /** A file input staged from a workspace: the agent copies `hostPath` into the task directory. */

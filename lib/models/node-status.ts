@@ -225,6 +225,8 @@ function shownState(
 			n.is_paused,
 			n.is_paused_errors,
 			n.is_active,
+			time(n.draining_since),
+			n.drain_by,
 			time(n.archived),
 			time(n.created),
 			time(n.last_offer),

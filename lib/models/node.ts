@@ -36,6 +36,10 @@ export interface NodeRow {
 	docker_privileged: boolean;
 	/** how many images its engine has (cardinality of docker_images) */
 	docker_image_count: number;
+	/** when the node began to drain (migration 0026); null: it is not draining */
+	draining_since: Date | null;
+	/** who drains it: its agent, shutting down, or a user (PATCH is_draining); null: nobody */
+	drain_by: "agent" | "user" | null;
 }
 
 /**
@@ -45,11 +49,14 @@ export interface NodeRow {
 export const NODE_COLUMNS = `id, hostname, port, slave_id, agent_id, pause_reason, is_paused,
 	is_paused_errors, is_active, cpus_total, mem_total, disk_total, last_offer, last_heartbeat,
 	created, archived, last_modified, docker_engine, docker_pull, docker_privileged,
-	cardinality(docker_images) AS docker_image_count`;
+	cardinality(docker_images) AS docker_image_count, draining_since, drain_by`;
 
 const date = (d: Date | null) => (d ? formatDatetime(d) : null);
 
-/** Scale's NodeSerializer. */
+/**
+ * Scale's NodeSerializer, with the drain (not in Scale 3.0): `is_draining`, `draining_since` and
+ * `drain_by` (`agent`: its agent is shutting down; `user`: drained through the API or the REPL).
+ */
 export function serializeNode(row: NodeRow) {
 	return {
 		id: row.id,
@@ -60,6 +67,9 @@ export function serializeNode(row: NodeRow) {
 		is_paused: row.is_paused,
 		is_paused_errors: row.is_paused_errors,
 		is_active: row.is_active,
+		is_draining: row.draining_since !== null,
+		draining_since: date(row.draining_since),
+		drain_by: row.drain_by,
 		archived: date(row.archived),
 		created: formatDatetime(row.created),
 		last_offer: date(row.last_offer),
@@ -77,6 +87,7 @@ const ORDERABLE = Object.fromEntries(
 		"is_paused",
 		"is_paused_errors",
 		"is_active",
+		"draining_since",
 		"archived",
 		"created",
 		"last_offer",
@@ -120,6 +131,20 @@ export interface NodeChange {
 	id: number;
 	/** anything the scheduler cares about changed: resources, agent, or it was out of its lease */
 	changed: boolean;
+	/** the node is draining (its agent's shutdown or a user's drain) */
+	drain: boolean;
+}
+
+/**
+ * The drain columns as a registration leaves them: an agent that says it is draining (shutting
+ * down) drains its node; otherwise a drain of its own ends (a new process came up), a user's stays.
+ * `$n` is the registration's `draining` flag.
+ */
+function drainOnRegistration(n: number): string {
+	return `draining_since = CASE WHEN $${n}::boolean THEN coalesce(node.draining_since, now())
+				WHEN node.drain_by = 'user' THEN node.draining_since END,
+			drain_by = CASE WHEN $${n}::boolean THEN coalesce(node.drain_by, 'agent')
+				WHEN node.drain_by = 'user' THEN 'user' END`;
 }
 
 /** A node's Docker engine as stored (NodeDocker normalised; absent = no engine). */
@@ -144,15 +169,19 @@ export function storedDocker(docker: NodeRegistration["docker"]): StoredDocker {
 	};
 }
 
-/** Registers (or re-registers) an agent's node by slave_id, with its offer and a fresh lease. */
+/**
+ * Registers (or re-registers) an agent's node by slave_id, with its offer and a fresh lease, and
+ * its drain as drainOnRegistration says.
+ */
 export async function registerNode(db: Sequelize, reg: NodeRegistration): Promise<NodeChange> {
 	const docker = storedDocker(reg.docker);
-	const [row] = await write<{ id: number }>(
+	const [row] = await write<{ id: number; drain: boolean }>(
 		db,
 		`INSERT INTO node (hostname, port, slave_id, agent_id, cpus_total, mem_total, disk_total,
 			last_offer, last_heartbeat, docker_engine, docker_pull, docker_privileged,
-			docker_images, docker_images_hash)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now(), $8, $9, $10, $11::text[], $12)
+			docker_images, docker_images_hash, draining_since, drain_by)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now(), $8, $9, $10, $11::text[], $12,
+			CASE WHEN $13::boolean THEN now() END, CASE WHEN $13::boolean THEN 'agent' END)
 		 ON CONFLICT (slave_id) DO UPDATE SET hostname = EXCLUDED.hostname, port = EXCLUDED.port,
 			agent_id = EXCLUDED.agent_id, cpus_total = EXCLUDED.cpus_total,
 			mem_total = EXCLUDED.mem_total, disk_total = EXCLUDED.disk_total, last_offer = now(),
@@ -161,8 +190,9 @@ export async function registerNode(db: Sequelize, reg: NodeRegistration): Promis
 			docker_privileged = EXCLUDED.docker_privileged,
 			docker_images = CASE WHEN node.docker_images_hash = EXCLUDED.docker_images_hash
 				THEN node.docker_images ELSE EXCLUDED.docker_images END,
-			docker_images_hash = EXCLUDED.docker_images_hash
-		 RETURNING id`,
+			docker_images_hash = EXCLUDED.docker_images_hash,
+			${drainOnRegistration(13)}
+		 RETURNING id, draining_since IS NOT NULL AS drain`,
 		[
 			reg.hostname,
 			reg.port ?? 0,
@@ -175,16 +205,19 @@ export async function registerNode(db: Sequelize, reg: NodeRegistration): Promis
 			docker.pull,
 			docker.privileged,
 			docker.images,
-			docker.hash
+			docker.hash,
+			reg.draining === true
 		]
 	);
-	return { id: row.id, changed: true };
+	return { id: row.id, changed: true, drain: row.drain };
 }
 
 /**
  * A heartbeat: the agent's current offer, its Docker engine, and a renewed lease. Null when no
  * node has the slave id (the agent must register). `changed` when the offer, the engine or the
- * agent changed, or the node had been out of its lease (so it may take work again).
+ * agent changed, or the node had been out of its lease (so it may take work again). An agent that
+ * says it is draining (shutting down) drains its node, if it was not; `drain` answers whether
+ * the node drains (a user's drain too, which the agent learns of here).
  *
  * One statement, as before the engine was reported: the row is rewritten at every heartbeat
  * anyway (the lease), and the engine's columns are set in the same write. The image list is
@@ -197,10 +230,13 @@ export async function heartbeatNode(
 	leaseMs: number
 ): Promise<NodeChange | null> {
 	const docker = storedDocker(hb.docker);
-	const [row] = await write<{ id: number; changed: boolean }>(
+	const [row] = await write<{ id: number; changed: boolean; drain: boolean }>(
 		db,
 		`UPDATE node n SET agent_id = $2, cpus_total = $3, mem_total = $4, disk_total = $5,
 			last_offer = now(), last_heartbeat = now(),
+			draining_since = CASE WHEN $12::boolean THEN coalesce(old.draining_since, now())
+				ELSE old.draining_since END,
+			drain_by = CASE WHEN $12::boolean THEN coalesce(old.drain_by, 'agent') ELSE old.drain_by END,
 			docker_engine = $7, docker_pull = $8, docker_privileged = $9,
 			docker_images = CASE WHEN old.docker_images_hash = $10 THEN n.docker_images
 				ELSE $11::text[] END,
@@ -209,9 +245,11 @@ export async function heartbeatNode(
 				OR old.cpus_total IS DISTINCT FROM $3::float8 OR old.mem_total IS DISTINCT FROM $4::float8
 				OR old.disk_total IS DISTINCT FROM $5::float8 OR old.docker_engine <> $7::boolean
 				OR old.docker_pull <> $8::boolean OR old.docker_privileged <> $9::boolean
-				OR old.docker_images_hash <> $10::text THEN now() ELSE n.last_modified END
+				OR old.docker_images_hash <> $10::text
+				OR ($12::boolean AND old.draining_since IS NULL) THEN now() ELSE n.last_modified END
 		 FROM (SELECT id, agent_id, cpus_total, mem_total, disk_total, last_heartbeat,
-				docker_engine, docker_pull, docker_privileged, docker_images_hash
+				docker_engine, docker_pull, docker_privileged, docker_images_hash, draining_since,
+				drain_by
 			   FROM node WHERE slave_id = $1 FOR UPDATE) old
 		 WHERE n.id = old.id
 		 RETURNING n.id, (old.agent_id IS DISTINCT FROM $2
@@ -219,7 +257,8 @@ export async function heartbeatNode(
 			OR old.disk_total IS DISTINCT FROM $5::float8 OR old.last_heartbeat IS NULL
 			OR old.last_heartbeat < now() - $6::int * interval '1 millisecond'
 			OR old.docker_engine <> $7::boolean OR old.docker_pull <> $8::boolean
-			OR old.docker_privileged <> $9::boolean OR old.docker_images_hash <> $10::text) AS changed`,
+			OR old.docker_privileged <> $9::boolean OR old.docker_images_hash <> $10::text) AS changed,
+			n.draining_since IS NOT NULL AS drain`,
 		[
 			hb.slaveId,
 			hb.agentId,
@@ -231,10 +270,33 @@ export async function heartbeatNode(
 			docker.pull,
 			docker.privileged,
 			docker.hash,
-			docker.images
+			docker.images,
+			hb.draining === true
 		]
 	);
-	return row ? { id: row.id, changed: row.changed } : null;
+	return row ? { id: row.id, changed: row.changed, drain: row.drain } : null;
+}
+
+/**
+ * An agent shutting down drains its node (nodes.drain): nothing new is placed there from the
+ * commit on (a placement that share-locked the row first is waited for). Null when no node has
+ * the slave id. A drain under way keeps its start and, a user's, its author; the agent is the
+ * node's, as a heartbeat would make it.
+ */
+export async function drainNode(
+	db: Sequelize,
+	agent: { agentId: string; slaveId: string }
+): Promise<{ id: number; since: Date } | null> {
+	const [row] = await write<{ id: number; since: Date }>(
+		db,
+		`UPDATE node SET agent_id = $2::text, draining_since = coalesce(draining_since, now()),
+			drain_by = coalesce(drain_by, 'agent'),
+			last_modified = CASE WHEN draining_since IS NULL OR agent_id IS DISTINCT FROM $2::text
+				THEN now() ELSE last_modified END
+		 WHERE slave_id = $1 RETURNING id, draining_since AS since`,
+		[agent.slaveId, agent.agentId]
+	);
+	return row ?? null;
 }
 
 /** Forgets an agent that left the cluster: its nodes have no agent until one registers. */
@@ -272,8 +334,18 @@ export async function executionsToStop(
 
 // ---- user edits ------------------------------------------------------------------------------
 
-/** PUT: all of these; PATCH: any of them (Scale's NodeDetailsView). */
-export const NODE_UPDATE_FIELDS = ["hostname", "port", "pause_reason", "is_paused", "is_active"];
+/**
+ * PUT: all of the required ones; PATCH: any of them (Scale's NodeDetailsView). `is_draining` is
+ * ours: true drains the node (a user's drain), false ends any drain.
+ */
+export const NODE_UPDATE_FIELDS = [
+	"hostname",
+	"port",
+	"pause_reason",
+	"is_paused",
+	"is_active",
+	"is_draining"
+];
 export const NODE_REQUIRED_FIELDS = ["hostname", "port", "is_paused", "is_active"];
 
 export interface NodeEdit {
@@ -282,6 +354,7 @@ export interface NodeEdit {
 	pause_reason?: string | null;
 	is_paused?: boolean;
 	is_active?: boolean;
+	is_draining?: boolean;
 }
 
 function plain(message: string): BadRequestError {
@@ -324,7 +397,7 @@ export function parseNodeEdit(body: Record<string, unknown>, mode: "replace" | "
 			throw plain("pause_reason: must be a string of at most 250 characters, or null");
 		edit.pause_reason = v as string | null;
 	}
-	for (const flag of ["is_paused", "is_active"] as const) {
+	for (const flag of ["is_paused", "is_active", "is_draining"] as const) {
 		if (flag in body) {
 			if (typeof body[flag] !== "boolean") throw plain(`${flag}: must be true or false`);
 			edit[flag] = body[flag] as boolean;
@@ -351,7 +424,8 @@ export async function getNode(db: Sequelize, id: number, t?: Transaction): Promi
 /**
  * Applies an edit as Scale's update_node: a change of is_active archives (or un-archives) the
  * node; any is_paused clears is_paused_errors (the scheduler sets it itself); un-pausing clears
- * pause_reason.
+ * pause_reason. `is_draining` true makes the drain a user's (begun now unless under way; it
+ * outlasts the agent's restarts); false ends a drain, the agent's own too.
  */
 export async function updateNode(db: Sequelize, id: number, edit: NodeEdit): Promise<NodeRow> {
 	const set = (k: keyof NodeEdit) => k in edit;
@@ -369,6 +443,10 @@ export async function updateNode(db: Sequelize, id: number, edit: NodeEdit): Pro
 				WHEN $8::boolean AND NOT $9::boolean THEN NULL
 				WHEN $10::boolean THEN $11
 				ELSE pause_reason END,
+			draining_since = CASE WHEN $12::boolean IS NULL THEN draining_since
+				WHEN $12::boolean THEN coalesce(draining_since, now()) END,
+			drain_by = CASE WHEN $12::boolean IS NULL THEN drain_by
+				WHEN $12::boolean THEN 'user' END,
 			last_modified = now()
 		 WHERE id = $1 RETURNING ${NODE_COLUMNS}`,
 		[
@@ -382,7 +460,8 @@ export async function updateNode(db: Sequelize, id: number, edit: NodeEdit): Pro
 			set("is_paused"),
 			edit.is_paused ?? null,
 			set("pause_reason"),
-			edit.pause_reason ?? null
+			edit.pause_reason ?? null,
+			edit.is_draining ?? null
 		]
 	);
 	if (!row) throw notFound(id);

@@ -130,7 +130,8 @@ const PASS_CONTEXT_SQL = `SELECT
 					SELECT sum(cpus_scheduled) AS cpus, sum(mem_scheduled) AS mem,
 						sum(disk_total_scheduled) AS disk
 					FROM job_exe WHERE status = 'RUNNING' AND node_id = n.id) s ON true
-				WHERE n.is_active AND NOT n.is_paused AND n.agent_id = ANY($1::text[])
+				WHERE n.is_active AND NOT n.is_paused AND n.draining_since IS NULL
+					AND n.agent_id = ANY($1::text[])
 					AND n.last_heartbeat > now() - $2::int * interval '1 millisecond'), '[]')
 				ELSE '[]' END AS nodes,
 			coalesce((SELECT json_agg(json_build_object(
@@ -145,8 +146,8 @@ const PASS_CONTEXT_SQL = `SELECT
 
 /**
  * Everything one pass needs to know before reading the queue, in one round trip: the scheduler's
- * pause, the nodes that may take work (active, not paused, their agent registered and heard from
- * within the lease) with their free resources and their Docker engines, the paused and
+ * pause, the nodes that may take work (active, not paused, not draining, their agent registered
+ * and heard from within the lease) with their free resources and their Docker engines, the paused and
  * max_scheduled job types, and the container job types with work queued, with what they need of
  * a node. A container job type no node here can run is in `unrunnable`, and excluded from the
  * pass.
@@ -310,11 +311,13 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				AS u(queue_id, exe_id, node_id, agent_id, cpus, mem, disk_in, disk_out, disk_total)
 		),
 		-- the nodes still able to take work, share-locked: a report that pauses a node (too many
-		-- failures) or a node update committing meanwhile is waited for and seen, so nothing is
-		-- placed on a node paused after this pass read its offers
+		-- failures), a drain or a node update committing meanwhile is waited for and seen, so
+		-- nothing is placed on a node paused or draining after this pass read its offers (and a
+		-- drain's update waits for a placement that locked first: once it commits, nothing more
+		-- is placed there)
 		n AS (
 			SELECT id FROM node WHERE id = ANY(ARRAY(SELECT DISTINCT node_id FROM u))
-				AND is_active AND NOT is_paused
+				AND is_active AND NOT is_paused AND draining_since IS NULL
 			ORDER BY id FOR SHARE
 		),
 		-- the rows placed on those nodes leave the queue first, in the order a cancel takes its

@@ -6,11 +6,13 @@ import type { ErrorMapping } from "../documents/types";
  * execution failed with, and whether its job goes back on the queue.
  */
 
-/** The built-in errors the scheduler records itself (seeded by migration 0001). */
+/** The built-in errors the scheduler records itself (seeded by migrations 0001 and 0026). */
 export const ERRORS = {
 	unknown: "unknown",
 	algorithmUnknown: "algorithm-unknown",
 	nodeLost: "node-lost",
+	/** the node was draining (its agent shutting down, or a user's drain): see isFreeRetry */
+	nodeShutdown: "node-shutdown",
 	timeout: "timeout",
 	taskLaunch: "task-launch"
 } as const;
@@ -33,24 +35,37 @@ export function errorNameFor(
 }
 
 /**
- * Whether a failed job goes back on the queue: long-running types always do; otherwise only after
- * a SYSTEM error while tries remain (num_exes counts the execution that just failed).
+ * Whether a failure is the node's leaving, not the job's: the job goes back on the queue whatever
+ * its tries, and the try is not counted (its max_tries is raised with its num_exes).
+ */
+export function isFreeRetry(errorName: string): boolean {
+	return errorName === ERRORS.nodeShutdown;
+}
+
+/**
+ * Whether a failed job goes back on the queue: long-running types always do, and so does a job
+ * whose node was shut down under it (isFreeRetry); otherwise only after a SYSTEM error while
+ * tries remain (num_exes counts the execution that just failed).
  */
 export function shouldRequeue(
 	category: string,
 	numExes: number,
 	maxTries: number,
-	isLongRunning: boolean
+	isLongRunning: boolean,
+	errorName = ""
 ): boolean {
-	return isLongRunning || (category === "SYSTEM" && numExes < maxTries);
+	return isLongRunning || isFreeRetry(errorName) || (category === "SYSTEM" && numExes < maxTries);
 }
 
+/** The SYSTEM errors that say the node went away, not that it fails the work it runs. */
+export const NODE_LEAVING_ERRORS: readonly string[] = [ERRORS.nodeLost, ERRORS.nodeShutdown];
+
 /**
- * Whether a failure counts toward pausing its node: SYSTEM errors do, except `node-lost`, which
- * says the node went away, not that it fails the work it runs.
+ * Whether a failure counts toward pausing its node: SYSTEM errors do, except `node-lost` and
+ * `node-shutdown` (NODE_LEAVING_ERRORS).
  */
 export function countsAgainstNode(category: string, errorName: string): boolean {
-	return category === "SYSTEM" && errorName !== ERRORS.nodeLost;
+	return category === "SYSTEM" && !NODE_LEAVING_ERRORS.includes(errorName);
 }
 
 /** Moleculer error types that mean the agent could not be reached (it is gone or did not answer). */

@@ -3,7 +3,14 @@ import type { ErrorMapping, JobInterface } from "../documents/types";
 import { checkProducts } from "../models/product";
 import { advanceRecipes, blockRecipeJobs, readRecipes, type RecipesRead } from "../recipes/run";
 import { complete } from "./complete";
-import { countsAgainstNode, ERRORS, errorNameFor, shouldRequeue } from "./failure";
+import {
+	countsAgainstNode,
+	ERRORS,
+	errorNameFor,
+	isFreeRetry,
+	NODE_LEAVING_ERRORS,
+	shouldRequeue
+} from "./failure";
 import type { FileMove } from "./parse";
 import type { PlacedExecutions } from "./placed-executions";
 import type { Sql } from "./sql";
@@ -332,12 +339,46 @@ async function fillInCanceled(
 	);
 }
 
+/**
+ * An execution lost (`node-lost`) from a node that is draining went with the node's leaving: its
+ * agent stopped at once on a second signal, or was killed before its drain ended. It is recorded
+ * as `node-shutdown`, which does not count against the job's tries.
+ */
+async function lostToShutdown(
+	sql: Sql,
+	failing: { exe: EndingExe; errorName: string }[]
+): Promise<{ exe: EndingExe; errorName: string }[]> {
+	const lostOn = [
+		...new Set(
+			failing
+				.filter(f => f.errorName === ERRORS.nodeLost && f.exe.node_id !== null)
+				.map(f => f.exe.node_id as number)
+		)
+	];
+	if (lostOn.length === 0) return failing;
+	const draining = new Set(
+		(
+			await sql.query<{ id: number }>(
+				"SELECT id FROM node WHERE id = ANY($1::int[]) AND draining_since IS NOT NULL",
+				[lostOn]
+			)
+		).map(r => r.id)
+	);
+	if (draining.size === 0) return failing;
+	return failing.map(f =>
+		f.errorName === ERRORS.nodeLost && draining.has(f.exe.node_id as number)
+			? { ...f, errorName: ERRORS.nodeShutdown }
+			: f
+	);
+}
+
 async function fail(
 	sql: Sql,
-	failing: { exe: EndingExe; errorName: string }[],
+	lostOrFailing: { exe: EndingExe; errorName: string }[],
 	stepCols: Map<number, StepColumns>,
 	result: FinishResult
 ): Promise<void> {
+	const failing = await lostToShutdown(sql, lostOrFailing);
 	const names = [...new Set([...failing.map(f => f.errorName), ERRORS.unknown])];
 	const errors = new Map(
 		(
@@ -352,7 +393,13 @@ async function fail(
 		return {
 			exe,
 			error,
-			requeue: shouldRequeue(error.category, exe.num_exes, exe.max_tries, exe.is_long_running)
+			requeue: shouldRequeue(
+				error.category,
+				exe.num_exes,
+				exe.max_tries,
+				exe.is_long_running,
+				error.name
+			)
 		};
 	});
 
@@ -389,7 +436,11 @@ async function fail(
 		// The old execution ended above (the one-live-execution index is checked per statement).
 		// Guarded on RUNNING: a job canceled meanwhile is not requeued. The job row stays locked
 		// from here to the commit, with the new execution and queue row made under that lock,
-		// which is what lets a concurrent cancel find them (lib/queue/cancel.ts).
+		// which is what lets a concurrent cancel find them (lib/queue/cancel.ts). A free retry
+		// (the node was shut down under it) raises max_tries with num_exes: the try is not counted.
+		const free = again
+			.filter(d => isFreeRetry(d.error.name) && !d.exe.is_long_running)
+			.map(d => d.exe.job_id);
 		const jobs = await sql.query<{
 			id: number;
 			timeout: number;
@@ -401,6 +452,7 @@ async function fail(
 			disk_out: number;
 		}>(
 			`UPDATE job j SET status = 'QUEUED', error_id = NULL, num_exes = j.num_exes + 1,
+				max_tries = j.max_tries + CASE WHEN j.id = ANY($2::int[]) THEN 1 ELSE 0 END,
 				queued = now(), started = NULL, ended = NULL, last_status_change = now(),
 				last_modified = now()
 			 FROM job_type t
@@ -410,7 +462,7 @@ async function fail(
 				coalesce(j.mem_required, t.mem_required) AS mem,
 				coalesce(j.disk_in_required, 0) AS disk_in,
 				coalesce(j.disk_out_required, t.disk_out_const_required) AS disk_out`,
-			[again.map(d => d.exe.job_id)]
+			[again.map(d => d.exe.job_id), free]
 		);
 		if (jobs.length > 0) {
 			jobs.sort((a, b) => a.id - b.id);
@@ -470,12 +522,12 @@ async function fail(
 			 WHERE s.id = 1 AND n.id = ANY($1::int[]) AND NOT n.is_paused
 			   AND (SELECT count(*) FROM job_exe e JOIN error er ON er.id = e.error_id
 					WHERE e.node_id = n.id AND e.status = 'FAILED' AND er.category = 'SYSTEM'
-					  AND er.name <> $2
+					  AND er.name <> ALL($2::text[])
 					  AND e.last_modified >= now() - make_interval(mins => s.node_error_period)
 					  AND e.ended >= now() - make_interval(mins => s.node_error_period)
 				   ) >= s.max_node_errors
 			 RETURNING n.id`,
-			[suspects, ERRORS.nodeLost]
+			[suspects, NODE_LEAVING_ERRORS]
 		);
 		result.pausedNodes.push(...paused.map(r => r.id));
 	}

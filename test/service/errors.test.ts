@@ -12,6 +12,7 @@ const BUILTIN_NAMES = [
 	"memory-limit",
 	"nfs",
 	"node-lost",
+	"node-shutdown",
 	"scheduler-lost",
 	"task-launch",
 	"timeout",
@@ -68,11 +69,11 @@ function expectJsonError(reply: Reply, status: number, detail?: RegExp) {
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 
 describe("GET /errors/ on a fresh database", () => {
-	it("lists the 13 built-in errors with Scale's fields, ordered by name", async () => {
+	it("lists the 14 built-in errors with Scale's fields, ordered by name", async () => {
 		const reply = await list("");
 		expect(reply.status).toBe(200);
 		expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
-		expect(reply.body).toMatchObject({ count: 13, next: null, previous: null });
+		expect(reply.body).toMatchObject({ count: 14, next: null, previous: null });
 		expect(names(reply)).toEqual(BUILTIN_NAMES);
 		for (const e of reply.body.results) {
 			expect(Object.keys(e).sort()).toEqual(FIELDS);
@@ -422,10 +423,10 @@ describe("GET /errors/ filters, order and paging", () => {
 		expect(algorithm.body.results.every((e: any) => e.category === "ALGORITHM")).toBe(true);
 		expect(names(algorithm)).toEqual(expect.arrayContaining(["alpha", "algorithm-unknown"]));
 		const builtinSystem = await list("category=SYSTEM&is_builtin=true");
-		expect(builtinSystem.body.count).toBe(11);
+		expect(builtinSystem.body.count).toBe(12);
 		const both = await list("category=ALGORITHM&category=SYSTEM&page_size=1000");
 		expect(both.body.count).toBe(await counts(["ALGORITHM", "SYSTEM"]));
-		expect(both.body.count).toBeGreaterThan(algorithm.body.count + 11);
+		expect(both.body.count).toBeGreaterThan(algorithm.body.count + 12);
 		expect(both.body.results.some((e: any) => e.category === "DATA")).toBe(false);
 		expectJsonError(await list("category=OTHER"), 400, /^category: /);
 	});
@@ -502,7 +503,12 @@ describe("GET /errors/ filters, order and paging", () => {
 		const next = new URL(first.body.next);
 		expect(next.searchParams.getAll("order")).toEqual(["category", "-name"]);
 		const second = await request("GET", first.body.next);
-		expect(names(second)).toEqual(["task-launch", "scheduler-lost", "node-lost", "nfs"]);
+		expect(names(second)).toEqual([
+			"task-launch",
+			"scheduler-lost",
+			"node-shutdown",
+			"node-lost"
+		]);
 		const back = await request("GET", second.body.previous);
 		expect(names(back)).toEqual(names(first));
 	});

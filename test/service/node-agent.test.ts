@@ -45,6 +45,12 @@ class ControlPlane {
 	forgetNode = false;
 	/** executions the control plane has ended: heartbeat answers list those the agent holds */
 	ended = new Set<number>();
+	/** nodes.drain calls (an agent shutting down) */
+	drains: { agentId: string; slaveId: string }[] = [];
+	/** the node drains (a user's drain, or the agent's own once it said so) */
+	draining = false;
+	/** how long nodes.drain takes to answer */
+	drainDelayMs = 0;
 
 	nodes(): ServiceSchema {
 		return {
@@ -56,7 +62,14 @@ class ControlPlane {
 						throw new Errors.MoleculerError("the database is down", 500);
 					}
 					this.registrations.push(ctx.params);
-					return { nodeId: 17 };
+					if (ctx.params.draining) this.draining = true;
+					return this.draining ? { nodeId: 17, drain: true } : { nodeId: 17 };
+				},
+				drain: async (ctx: any) => {
+					this.drains.push(ctx.params);
+					this.draining = true;
+					await new Promise(r => setTimeout(r, this.drainDelayMs));
+					return { ok: true, nodeId: 17 };
 				},
 				heartbeat: (ctx: any) => {
 					this.heartbeats.push(ctx.params);
@@ -65,7 +78,11 @@ class ControlPlane {
 						return { ok: false, nodeId: null };
 					}
 					const held: number[] = ctx.params.running ?? [];
-					return { ok: true, nodeId: 17, cancel: held.filter(id => this.ended.has(id)) };
+					if (ctx.params.draining) this.draining = true;
+					const cancel = held.filter(id => this.ended.has(id));
+					return this.draining
+						? { ok: true, nodeId: 17, cancel, drain: true }
+						: { ok: true, nodeId: 17, cancel };
 				}
 			}
 		};
@@ -574,5 +591,106 @@ describe("stopping the agent", () => {
 		await a.broker.stop();
 		expect(processesIn(taskDir)).toEqual([]);
 		expect(a.plane.finished).toEqual([]);
+	});
+});
+
+describe("draining", () => {
+	it("on its shutdown, says so first, hands runs back, lets what ends in time end and stops the rest", async () => {
+		const a = await startAgent({ drainReportMs: 1000 }, { AGENT_DRAIN_S: "1" });
+		await until(() => a.plane.registrations.length === 1);
+		const short = spec({ command: job("sleep.sh"), commandArguments: "0.3" });
+		const long = spec({ command: job("sleep.sh"), commandArguments: "30" });
+		await a.call("node-agent.run", { executions: [short, long] });
+		await until(() => a.plane.stepsOf(long.jobExeId).includes("main started"));
+		const service = a.broker.getLocalService("node-agent") as any;
+		const started = Date.now();
+		const drained = service.drainBeforeStop("the agent received SIGTERM");
+		await until(() => a.plane.drains.length === 1);
+		expect(a.plane.drains[0]).toEqual({
+			agentId: a.broker.nodeID,
+			slaveId: a.plane.registrations[0].slaveId
+		});
+		// a run placed before the control plane knew is handed back, not started
+		const late = spec({ command: "/bin/true", commandArguments: "" });
+		await a.call("node-agent.run", late);
+		await drained;
+		expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+		expect(Date.now() - started).toBeLessThan(3000);
+		expect(a.plane.finishedOf(short.jobExeId)?.status).toBe("COMPLETED");
+		expect(a.plane.finishedOf(late.jobExeId)).toMatchObject({
+			status: "FAILED",
+			errorName: "node-shutdown",
+			stderr: "scale: the node is draining (the agent received SIGTERM): handed back before it started\n"
+		});
+		const stopped = a.plane.finishedOf(long.jobExeId)!;
+		expect(stopped).toMatchObject({ status: "FAILED", errorName: "node-shutdown" });
+		expect(stopped.stderr).toMatch(
+			/(^|\n)scale: the node was shut down \(the agent received SIGTERM\) and the execution had not ended within the drain time of 1 s: stopped while its process ran\n$/
+		);
+		// its heartbeats say it drains, and an answer without the drain does not call it off
+		a.plane.draining = false;
+		const beats = a.plane.heartbeats.length;
+		await until(() => a.plane.heartbeats.length > beats + 1);
+		expect(a.plane.heartbeats.at(-1)!.draining).toBe(true);
+		const after = spec({ command: "/bin/true", commandArguments: "" });
+		await a.call("node-agent.run", after);
+		await until(() => a.plane.finishedOf(after.jobExeId) !== undefined);
+		expect(a.plane.finishedOf(after.jobExeId)!.errorName).toBe("node-shutdown");
+	});
+
+	it("reports the runs handed back while the control plane was being told, before it stops", async () => {
+		const a = await startAgent();
+		await until(() => a.plane.registrations.length === 1);
+		a.plane.drainDelayMs = 300;
+		const service = a.broker.getLocalService("node-agent") as any;
+		const drained = service.drainBeforeStop("the agent received SIGTERM");
+		await new Promise(r => setTimeout(r, 100));
+		// placed before the control plane knew (its drain call not answered yet)
+		const late = spec({ command: "/bin/true", commandArguments: "" });
+		await a.call("node-agent.run", late);
+		await drained;
+		expect(a.plane.drains).toHaveLength(1);
+		expect(a.plane.finishedOf(late.jobExeId)).toMatchObject({
+			status: "FAILED",
+			errorName: "node-shutdown"
+		});
+	});
+
+	it("stops at once when nothing runs, even with no control plane to tell", async () => {
+		const a = await startAgent({ drainAnnounceMs: 300 }, {}, false);
+		const service = a.broker.getLocalService("node-agent") as any;
+		const started = Date.now();
+		await service.drainBeforeStop("the agent received SIGTERM");
+		expect(Date.now() - started).toBeLessThan(250);
+	});
+
+	it("drains for a user when a heartbeat answer says so, keeps running, and takes runs again after", async () => {
+		const a = await startAgent({}, { AGENT_DRAIN_S: "0.5" });
+		await until(() => a.plane.registrations.length === 1);
+		const long = spec({ command: job("sleep.sh"), commandArguments: "30" });
+		await a.call("node-agent.run", long);
+		await until(() => a.plane.stepsOf(long.jobExeId).includes("main started"));
+		a.plane.draining = true;
+		await until(() => a.plane.finishedOf(long.jobExeId) !== undefined, 5000);
+		expect(a.plane.finishedOf(long.jobExeId)).toMatchObject({
+			status: "FAILED",
+			errorName: "node-shutdown",
+			errorDetail:
+				"the node was shut down (a user drains the node) and the execution had not ended within the drain time of 0.5 s: stopped while its process ran"
+		});
+		const refused = spec({ command: "/bin/true", commandArguments: "" });
+		await a.call("node-agent.run", refused);
+		await until(() => a.plane.finishedOf(refused.jobExeId) !== undefined);
+		expect(a.plane.finishedOf(refused.jobExeId)!.errorName).toBe("node-shutdown");
+		expect(a.plane.drains).toEqual([]);
+		// the drain ends: the next heartbeat answer says so
+		a.plane.draining = false;
+		const beats = a.plane.heartbeats.length;
+		await until(() => a.plane.heartbeats.length > beats + 1);
+		const taken = spec({ command: "/bin/true", commandArguments: "" });
+		await a.call("node-agent.run", taken);
+		await until(() => a.plane.finishedOf(taken.jobExeId) !== undefined);
+		expect(a.plane.finishedOf(taken.jobExeId)!.status).toBe("COMPLETED");
+		expect(a.plane.heartbeats.every(h => h.draining === undefined)).toBe(true);
 	});
 });

@@ -8,9 +8,12 @@ const ISO_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const NODE_FIELDS = [
 	"archived",
 	"created",
+	"drain_by",
+	"draining_since",
 	"hostname",
 	"id",
 	"is_active",
+	"is_draining",
 	"is_paused",
 	"is_paused_errors",
 	"last_modified",
@@ -592,6 +595,111 @@ describe("PATCH /nodes/{id}/", () => {
 		expect(reply.text).toMatch(/^is_paused:/);
 		const [row] = await q(`SELECT is_paused FROM node WHERE id = $1`, [id]);
 		expect(row.is_paused).toBe(false);
+	});
+});
+
+describe("draining", () => {
+	const beat = (slaveId: string, draining?: boolean) =>
+		broker.call<any, any>("nodes.heartbeat", {
+			agentId: broker.nodeID,
+			slaveId,
+			resources: { cpus: 4, mem: 8192, disk: 100000 },
+			running: [],
+			...(draining === undefined ? {} : { draining })
+		});
+	const again = (slaveId: string, draining?: boolean) =>
+		broker.call<any, any>("nodes.register", {
+			agentId: broker.nodeID,
+			slaveId,
+			hostname: "again.example.com",
+			resources: { cpus: 4, mem: 8192, disk: 100000 },
+			...(draining === undefined ? {} : { draining })
+		});
+	const drainOf = async (id: number) =>
+		(await q(`SELECT draining_since, drain_by FROM node WHERE id = $1`, [id]))[0];
+
+	it("drains a node by PATCH is_draining, shows it everywhere and tells its agent, until false", async () => {
+		const { id, slaveId } = await register();
+		const url = `${api}/nodes/${id}/`;
+		let reply = await request("PATCH", url, { is_draining: true });
+		expect(reply.status).toBe(201);
+		expect(reply.body).toMatchObject({ is_draining: true, drain_by: "user" });
+		expect(reply.body.draining_since).toMatch(ISO_MS_Z);
+		const since = reply.body.draining_since;
+		await new Promise(r => setTimeout(r, 20));
+		expect(changes).toContainEqual({ nodeIds: [id] });
+		// again: the drain keeps its start
+		reply = await request("PATCH", url, { is_draining: true });
+		expect(reply.body.draining_since).toBe(since);
+
+		expect((await request("GET", url)).body).toMatchObject({
+			is_draining: true,
+			draining_since: since,
+			drain_by: "user"
+		});
+		const listed = (await request("GET", `${api}/nodes/?page_size=1000`)).body.results;
+		expect(listed.find((n: any) => n.id === id)).toMatchObject({ is_draining: true });
+		const status = (await request("GET", `${api}/nodes/status/?page_size=1000`)).body.results;
+		expect(status.find((r: any) => r.node.id === id).node).toMatchObject({
+			is_draining: true,
+			drain_by: "user"
+		});
+		expect(await beat(slaveId)).toEqual({ ok: true, nodeId: id, cancel: [], drain: true });
+		// a user's drain outlasts the agent's restart
+		expect(await again(slaveId)).toEqual({ nodeId: id, drain: true });
+
+		reply = await request("PATCH", url, { is_draining: false });
+		expect(reply.body).toMatchObject({
+			is_draining: false,
+			draining_since: null,
+			drain_by: null
+		});
+		expect(await beat(slaveId)).toEqual({ ok: true, nodeId: id, cancel: [] });
+		const after = (await request("GET", `${api}/nodes/status/?page_size=1000`)).body.results;
+		expect(after.find((r: any) => r.node.id === id).node.is_draining).toBe(false);
+	});
+
+	it("refuses an is_draining that is not a boolean with a 400 naming it", async () => {
+		const { id } = await register();
+		for (const bad of ["yes", 1, null]) {
+			const reply = await request("PATCH", `${api}/nodes/${id}/`, { is_draining: bad });
+			expectPlain(reply, 400);
+			expect(reply.text).toBe("is_draining: must be true or false");
+		}
+		expect(await drainOf(id)).toEqual({ draining_since: null, drain_by: null });
+	});
+
+	it("drains the node of an agent shutting down, until its next registration", async () => {
+		const { id, slaveId } = await register();
+		changes = [];
+		expect(await broker.call("nodes.drain", { agentId: broker.nodeID, slaveId })).toEqual({
+			ok: true,
+			nodeId: id
+		});
+		await new Promise(r => setTimeout(r, 20));
+		expect(changes).toEqual([{ nodeIds: [id] }]);
+		const drained = await drainOf(id);
+		expect(drained.drain_by).toBe("agent");
+		expect(drained.draining_since).toBeInstanceOf(Date);
+		expect(await beat(slaveId, true)).toMatchObject({ drain: true });
+		expect(await drainOf(id)).toEqual(drained);
+		// registering again while it drains keeps the drain; the next process's registration ends it
+		expect(await again(slaveId, true)).toEqual({ nodeId: id, drain: true });
+		expect(await again(slaveId)).toEqual({ nodeId: id });
+		expect(await drainOf(id)).toEqual({ draining_since: null, drain_by: null });
+		// a heartbeat that says it drains drains the node too (a drain call that was lost)
+		expect(await beat(slaveId, true)).toMatchObject({ drain: true });
+		expect((await drainOf(id)).drain_by).toBe("agent");
+		// a user who drains the node too makes the drain theirs
+		await request("PATCH", `${api}/nodes/${id}/`, { is_draining: true });
+		expect(await again(slaveId)).toEqual({ nodeId: id, drain: true });
+		expect((await drainOf(id)).drain_by).toBe("user");
+	});
+
+	it("answers NOT_FOUND to a drain of a node not registered", async () => {
+		await expect(
+			broker.call("nodes.drain", { agentId: broker.nodeID, slaveId: "never-registered" })
+		).rejects.toMatchObject({ type: "NOT_FOUND" });
 	});
 });
 

@@ -114,6 +114,8 @@ describe("the operators' REPL commands", () => {
 				"node-status",
 				"node-pause",
 				"node-resume",
+				"node-drain",
+				"node-undrain",
 				"scheduler-pause",
 				"scheduler-resume",
 				"logs",
@@ -171,6 +173,30 @@ describe("the operators' REPL commands", () => {
 			`node ${node.id} (${node.hostname}): resumed`
 		);
 		expect((await e2e.ok("GET", `/nodes/${node.id}/`)).is_paused).toBe(false);
+	});
+
+	it("drains a node, shows it draining, and ends the drain", async () => {
+		const [node] = (await e2e.ok("GET", "/nodes/")).results;
+		expect(await repl("node-status")).toMatch(
+			/^id\s+hostname\s+online\s+paused\s+reason\s+draining\s+running$/m
+		);
+		expect(await repl("node-drain", { id: String(node.id) })).toMatch(
+			new RegExp(`^node ${node.id} \\(${node.hostname}\\): draining since \\d{4}-`)
+		);
+		expect(await e2e.ok("GET", `/nodes/${node.id}/`)).toMatchObject({
+			is_draining: true,
+			drain_by: "user"
+		});
+		expect(await repl("node-status")).toMatch(
+			new RegExp(`^\\s*${node.id}\\s.*yes \\(user\\)\\s+\\d+$`, "m")
+		);
+		expect(await repl("node-undrain", { id: String(node.id) })).toBe(
+			`node ${node.id} (${node.hostname}): no longer draining`
+		);
+		expect((await e2e.ok("GET", `/nodes/${node.id}/`)).is_draining).toBe(false);
+		expect(await repl("node-drain", { id: "x" })).toContain(
+			'error: node id must be a positive integer, got "x"'
+		);
 	});
 
 	it("shows strikes with their ingest counts", async () => {

@@ -1654,6 +1654,98 @@ describe("lost agents", () => {
 	});
 });
 
+describe("draining nodes", () => {
+	it("places nothing on a draining node, and places again once its drain ends", async () => {
+		agent.behave = () => "hold";
+		const type = await jobType();
+		const node = await registerNode();
+		let reply = await request("PATCH", `${main.api}/nodes/${node}/`, { is_draining: true });
+		expect(reply.status).toBe(201);
+		expect(reply.body).toMatchObject({ is_draining: true, drain_by: "user" });
+		const j = await queueJob(type);
+		wake();
+		await sleep(400);
+		expect(agent.runs).toEqual([]);
+		reply = await request("PATCH", `${main.api}/nodes/${node}/`, { is_draining: false });
+		expect(reply.status).toBe(201);
+		expect(reply.body).toMatchObject({ is_draining: false, draining_since: null });
+		await waitFor(() => agent.runs.length === 1);
+		expect(agent.runs[0].jobExeId).toBe(j.exeId);
+	});
+
+	it("queues a job stopped by its node's shutdown again without counting the try", async () => {
+		await request("PATCH", `${main.api}/scheduler/`, {
+			max_node_errors: 1,
+			node_error_period: 5
+		});
+		const type = await jobType();
+		const node = await registerNode();
+		let n = 0;
+		agent.behave = () =>
+			++n === 1
+				? {
+						status: "FAILED",
+						exitCode: null,
+						errorName: "node-shutdown",
+						stderr: "scale: the node was shut down\n"
+					}
+				: {};
+		const j = await queueJob(type, { maxTries: 1 });
+		wake();
+		await waitFor(async () => (await job(j.jobId)).status === "COMPLETED");
+		const list = await exes(j.jobId);
+		expect(list.map(e => [e.status, e.error_name, e.error_category])).toEqual([
+			["FAILED", "node-shutdown", "SYSTEM"],
+			["COMPLETED", null, null]
+		]);
+		// two executions, the first not counted: max_tries rose with num_exes
+		expect(await job(j.jobId)).toMatchObject({ num_exes: 2, max_tries: 2 });
+		// nor does it count against the node
+		expect((await q(`SELECT is_paused FROM node WHERE id = $1`, [node]))[0].is_paused).toBe(
+			false
+		);
+		const [log] = await q(`SELECT stderr FROM job_exe_log WHERE job_exe_id = $1`, [list[0].id]);
+		expect(log.stderr).toBe("scale: the node was shut down\n");
+	});
+
+	it("records an execution lost from a draining node as node-shutdown, without counting the try", async () => {
+		agent.behave = () => "hold";
+		const type = await jobType();
+		const node = await registerNode();
+		const j = await queueJob(type, { maxTries: 1 });
+		wake();
+		await waitFor(() => agent.runs.length === 1);
+		const [{ slave_id }] = await q(`SELECT slave_id FROM node WHERE id = $1`, [node]);
+		// the agent shuts down: it says so, then is gone (its lease runs out) before it reports
+		expect(
+			await main.broker.call("nodes.drain", {
+				agentId: main.broker.nodeID,
+				slaveId: slave_id
+			})
+		).toEqual({ ok: true, nodeId: node });
+		await q(`UPDATE node SET last_heartbeat = now() - interval '1 hour' WHERE id = $1`, [node]);
+		await waitFor(async () => (await exes(j.jobId)).length === 2);
+		expect((await exes(j.jobId)).map(e => [e.status, e.error_name])).toEqual([
+			["FAILED", "node-shutdown"],
+			["QUEUED", null]
+		]);
+		expect(await job(j.jobId)).toMatchObject({ status: "QUEUED", num_exes: 2, max_tries: 2 });
+		// a node that is not draining loses it as node-lost, which counts (the job ends here)
+		const other = await registerNode();
+		await q(`UPDATE node SET is_active = false WHERE id = $1`, [node]);
+		wake();
+		await waitFor(() => agent.runs.length === 2);
+		await q(`UPDATE node SET last_heartbeat = now() - interval '1 hour' WHERE id = $1`, [
+			other
+		]);
+		await waitFor(async () => (await job(j.jobId)).status === "FAILED");
+		expect((await exes(j.jobId)).map(e => [e.status, e.error_name])).toEqual([
+			["FAILED", "node-shutdown"],
+			["FAILED", "node-lost"]
+		]);
+	});
+});
+
 describe("leadership", () => {
 	it("lets one scheduler lead at a time and hands over when the leader goes", async () => {
 		const others = [

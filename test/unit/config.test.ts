@@ -38,7 +38,8 @@ describe("loadConfig", () => {
 					privileged: false,
 					network: null,
 					imageUser: false
-				}
+				},
+				drainS: 60
 			}
 		});
 		expect(path.isAbsolute(config.dataDir)).toBe(true);
@@ -88,7 +89,8 @@ describe("loadConfig", () => {
 			AGENT_DOCKER_PULL: "yes",
 			AGENT_DOCKER_PRIVILEGED: "true",
 			AGENT_DOCKER_NETWORK: "none",
-			AGENT_DOCKER_USER: "image"
+			AGENT_DOCKER_USER: "image",
+			AGENT_DRAIN_S: "2.5"
 		});
 		expect(config).toEqual({
 			databaseUrl: "postgres://u:p@db:5432/scale",
@@ -124,7 +126,8 @@ describe("loadConfig", () => {
 					privileged: true,
 					network: "none",
 					imageUser: true
-				}
+				},
+				drainS: 2.5
 			}
 		});
 	});
@@ -145,9 +148,17 @@ describe("loadConfig", () => {
 		["AGENT_TASK_UIDS", "5000", "a range"],
 		["AGENT_TASK_UIDS", "9000-8000", "a range"],
 		["AGENT_DOCKER_PULL", "maybe", "true or false"],
-		["AGENT_DOCKER_USER", "root", '"task" or "image"']
+		["AGENT_DOCKER_USER", "root", '"task" or "image"'],
+		["AGENT_DRAIN_S", "-1", "a number of seconds from 0 to 86400"],
+		["AGENT_DRAIN_S", "a minute", "a number of seconds from 0 to 86400"],
+		["AGENT_DRAIN_S", "86401", "a number of seconds from 0 to 86400"]
 	])("rejects %s=%s, saying what it must be", (name, value, what) => {
 		expect(() => loadConfig({ [name]: value })).toThrow(`${name} must be ${what}`);
+	});
+
+	it("takes AGENT_DRAIN_S=0: the node's executions are stopped at once", () => {
+		expect(loadConfig({ AGENT_DRAIN_S: "0" }).agent.drainS).toBe(0);
+		expect(loadConfig({ AGENT_DRAIN_S: " " }).agent.drainS).toBe(60);
 	});
 
 	it("rejects a NFS_MOUNT_ROOT that is not an absolute path, naming it", () => {

@@ -4,9 +4,11 @@ import job from "./job";
 import jobs from "./jobs";
 import logs from "./logs";
 import metricsDay from "./metrics-day";
+import nodeDrain from "./node-drain";
 import nodePause from "./node-pause";
 import nodeResume from "./node-resume";
 import nodeStatus from "./node-status";
+import nodeUndrain from "./node-undrain";
 import queue from "./queue";
 import requeue from "./requeue";
 import schedulerPause from "./scheduler-pause";
@@ -23,6 +25,8 @@ export const COMMANDS: ReplCommand[] = [
 	nodeStatus,
 	nodePause,
 	nodeResume,
+	nodeDrain,
+	nodeUndrain,
 	schedulerPause,
 	schedulerResume,
 	logs,

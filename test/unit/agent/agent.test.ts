@@ -356,3 +356,196 @@ it("stops: terminates running processes and reports nothing more", async () => {
 	expect(r.reports).toEqual([]);
 	expect(r.agent.run(spec({ command: "/bin/true", commandArguments: "" }))).toBe("stopping");
 });
+
+describe("draining", () => {
+	/** waits until the execution's process has written its pid (it runs) */
+	async function running(r: Recorder, id: number) {
+		const stdout = path.join(taskDirOf(r.workDir, id), "stdout");
+		await until(() => fs.existsSync(stdout) && /pid \d+/.test(fs.readFileSync(stdout, "utf8")));
+	}
+
+	it("lets an execution end within the drain time, then stops the rest as node-shutdown", async () => {
+		const r = makeAgent();
+		try {
+			const short = spec({ command: job("sleep.sh"), commandArguments: "0.3" });
+			const long = spec({ command: job("sleep.sh"), commandArguments: "30" });
+			r.agent.run(short);
+			r.agent.run(long);
+			await running(r, long.jobExeId);
+			const started = Date.now();
+			const outcome = await r.agent.drain({
+				why: "the agent received SIGTERM",
+				waitMs: 1000,
+				reportMs: 1000
+			});
+			// the drain time, then the process stopped at SIGTERM, well within the kill grace
+			expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+			expect(Date.now() - started).toBeLessThan(2500);
+			expect(outcome).toEqual({
+				ended: 1,
+				stopped: 1,
+				handedBack: 0,
+				undelivered: 0,
+				undone: false
+			});
+			expect((await r.delivered(short.jobExeId)).status).toBe("COMPLETED");
+			const report = await r.delivered(long.jobExeId);
+			expect(report).toMatchObject({ status: "FAILED", errorName: "node-shutdown" });
+			expect(report.errorDetail).toBe(
+				"the node was shut down (the agent received SIGTERM) and the execution had not ended within the drain time of 1 s: stopped while its process ran"
+			);
+			expect(report.stderr).toMatch(
+				/(^|\n)scale: the node was shut down \(the agent received SIGTERM\) and the execution had not ended within the drain time of 1 s: stopped while its process ran\n$/
+			);
+			expect(processesIn(taskDirOf(r.workDir, long.jobExeId))).toEqual([]);
+			expect(r.agent.running()).toEqual([]);
+		} finally {
+			await r.agent.stop();
+		}
+	});
+
+	it("ends at once when nothing runs, and hands back the runs that arrive afterwards", async () => {
+		const r = makeAgent();
+		try {
+			const started = Date.now();
+			const outcome = await r.agent.drain({
+				why: "a user drains the node",
+				waitMs: 60_000,
+				reportMs: 1000
+			});
+			expect(Date.now() - started).toBeLessThan(500);
+			expect(outcome).toMatchObject({ ended: 0, stopped: 0, handedBack: 0 });
+			expect(r.agent.draining).toBe(true);
+			const late = spec({ command: "/bin/true", commandArguments: "" });
+			expect(r.agent.run(late)).toBe("handed back");
+			expect(r.agent.running()).toEqual([late.jobExeId]);
+			const report = await r.delivered(late.jobExeId);
+			expect(report).toMatchObject({
+				status: "FAILED",
+				errorName: "node-shutdown",
+				errorDetail:
+					"the node is draining (a user drains the node): handed back before it started",
+				stderr: "scale: the node is draining (a user drains the node): handed back before it started\n",
+				exitCode: null,
+				products: []
+			});
+			expect(fs.existsSync(taskDirOf(r.workDir, late.jobExeId))).toBe(false);
+			// a repeat of the run is known; a drain asked for again answers the first one
+			expect(r.agent.run(late)).toBe("known");
+			expect(await r.agent.drain({ why: "again", waitMs: 0, reportMs: 0 })).toBe(outcome);
+			// called off: runs are taken again
+			r.agent.undrain();
+			expect(r.agent.draining).toBe(false);
+			const next = spec({ command: "/bin/true", commandArguments: "" });
+			expect(r.agent.run(next)).toBe("started");
+			expect((await r.delivered(next.jobExeId)).status).toBe("COMPLETED");
+		} finally {
+			await r.agent.stop();
+		}
+	});
+
+	it("stops long-running executions at once, and waits for the others", async () => {
+		const r = makeAgent();
+		try {
+			const monitor = spec({
+				command: job("sleep.sh"),
+				commandArguments: "30",
+				jobType: { isLongRunning: true }
+			});
+			const other = spec({ command: job("sleep.sh"), commandArguments: "1" });
+			r.agent.run(monitor);
+			r.agent.run(other);
+			await running(r, monitor.jobExeId);
+			const drained = r.agent.drain({
+				why: "the agent received SIGTERM",
+				waitMs: 10_000,
+				reportMs: 1000
+			});
+			const report = await r.delivered(monitor.jobExeId);
+			expect(report).toMatchObject({ status: "FAILED", errorName: "node-shutdown" });
+			expect(report.errorDetail).toMatch(
+				/^the node was shut down \(the agent received SIGTERM\); a long-running execution is stopped at once: stopped /
+			);
+			expect(r.reports.find(x => x.jobExeId === other.jobExeId)).toBeUndefined();
+			expect(await drained).toMatchObject({ ended: 1, stopped: 1 });
+			expect((await r.delivered(other.jobExeId)).status).toBe("COMPLETED");
+		} finally {
+			await r.agent.stop();
+		}
+	});
+
+	it("kills what runs at once when hurried, even a process that ignores SIGTERM", async () => {
+		const r = makeAgent({ killGraceMs: 10_000 });
+		try {
+			const stubborn = spec({ command: job("sleep.sh"), commandArguments: "30 ignore-term" });
+			r.agent.run(stubborn);
+			await running(r, stubborn.jobExeId);
+			const started = Date.now();
+			const drained = r.agent.drain({
+				why: "the agent received SIGTERM",
+				waitMs: 30_000,
+				reportMs: 10_000
+			});
+			await new Promise(res => setTimeout(res, 200));
+			r.agent.hurry("the agent received SIGINT again");
+			const outcome = await drained;
+			expect(Date.now() - started).toBeLessThan(3000);
+			expect(outcome).toMatchObject({ ended: 0, stopped: 1, undelivered: 0 });
+			const report = await r.delivered(stubborn.jobExeId);
+			expect(report).toMatchObject({
+				status: "FAILED",
+				errorName: "node-shutdown",
+				errorDetail:
+					"the node was shut down at once (the agent received SIGINT again): stopped while its process ran"
+			});
+			expect(processesIn(taskDirOf(r.workDir, stubborn.jobExeId))).toEqual([]);
+		} finally {
+			await r.agent.stop();
+		}
+	});
+
+	it("gives up waiting for reports the control plane does not acknowledge", async () => {
+		const r = makeAgent();
+		try {
+			const s = spec({ command: job("sleep.sh"), commandArguments: "30" });
+			r.agent.run(s);
+			await running(r, s.jobExeId);
+			r.hold();
+			const started = Date.now();
+			const outcome = await r.agent.drain({
+				why: "the agent received SIGTERM",
+				waitMs: 100,
+				reportMs: 300
+			});
+			// the drain time, the kill grace (300 ms here) and the reports' time
+			expect(Date.now() - started).toBeGreaterThanOrEqual(650);
+			expect(Date.now() - started).toBeLessThan(2000);
+			expect(outcome).toMatchObject({ stopped: 1, undelivered: 1 });
+			expect(r.agent.running()).toEqual([s.jobExeId]);
+			r.release();
+			expect((await r.delivered(s.jobExeId)).errorName).toBe("node-shutdown");
+		} finally {
+			await r.agent.stop();
+		}
+	});
+
+	it("calls off a drain under way: nothing more is stopped", async () => {
+		const r = makeAgent();
+		try {
+			const s = spec({ command: job("sleep.sh"), commandArguments: "1" });
+			r.agent.run(s);
+			await running(r, s.jobExeId);
+			const drained = r.agent.drain({
+				why: "a user drains the node",
+				waitMs: 300,
+				reportMs: 300
+			});
+			r.agent.undrain();
+			expect(await drained).toMatchObject({ undone: true, stopped: 0 });
+			await new Promise(res => setTimeout(res, 500));
+			expect((await r.delivered(s.jobExeId)).status).toBe("COMPLETED");
+		} finally {
+			await r.agent.stop();
+		}
+	});
+});

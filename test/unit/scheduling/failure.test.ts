@@ -1,6 +1,7 @@
 import {
 	countsAgainstNode,
 	errorNameFor,
+	isFreeRetry,
 	runFailureError,
 	shouldRequeue
 } from "../../../lib/scheduling/failure";
@@ -45,12 +46,22 @@ describe("shouldRequeue", () => {
 		expect(shouldRequeue("ALGORITHM", 9, 1, true)).toBe(true);
 		expect(shouldRequeue("SYSTEM", 9, 1, true)).toBe(true);
 	});
+
+	it("always requeues a job whose node was shut down under it, tries used up or not", () => {
+		expect(shouldRequeue("SYSTEM", 1, 1, false, "node-shutdown")).toBe(true);
+		expect(shouldRequeue("SYSTEM", 5, 3, false, "node-shutdown")).toBe(true);
+		expect(shouldRequeue("SYSTEM", 1, 1, false, "node-lost")).toBe(false);
+		expect(isFreeRetry("node-shutdown")).toBe(true);
+		expect(isFreeRetry("node-lost")).toBe(false);
+		expect(isFreeRetry("timeout")).toBe(false);
+	});
 });
 
 describe("countsAgainstNode", () => {
-	it("counts SYSTEM errors but node-lost", () => {
+	it("counts SYSTEM errors but node-lost and node-shutdown", () => {
 		expect(countsAgainstNode("SYSTEM", "task-launch")).toBe(true);
 		expect(countsAgainstNode("SYSTEM", "node-lost")).toBe(false);
+		expect(countsAgainstNode("SYSTEM", "node-shutdown")).toBe(false);
 		expect(countsAgainstNode("ALGORITHM", "algorithm-unknown")).toBe(false);
 	});
 });

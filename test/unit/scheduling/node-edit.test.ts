@@ -22,6 +22,22 @@ describe("parseNodeEdit", () => {
 		});
 	});
 
+	it("takes is_draining, a boolean, to update or replace, and names it when it is not one", () => {
+		expect(parseNodeEdit({ is_draining: true }, "update")).toEqual({ is_draining: true });
+		expect(
+			parseNodeEdit(
+				{ hostname: "h", port: 1, is_paused: false, is_active: true, is_draining: false },
+				"replace"
+			)
+		).toMatchObject({ is_draining: false });
+		for (const bad of ["true", 1, null])
+			expect(problem(() => parseNodeEdit({ is_draining: bad }, "update"))).toEqual({
+				message: "is_draining: must be true or false",
+				code: 400,
+				plainText: true
+			});
+	});
+
 	it("lists missing and unexpected fields together", () => {
 		expect(problem(() => parseNodeEdit({ hostname: "h", id2: 1 }, "replace")).message).toBe(
 			"Missing required fields: port, is_paused, is_active\nUnexpected fields: id2"
