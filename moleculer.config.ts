@@ -5,6 +5,7 @@ import { AjvValidator } from "./middlewares/ajv-validator";
 import { DatabaseMiddleware } from "./lib/db/broker-database";
 import { natsClientOptions } from "./lib/transport/nats";
 import { BoundNatsTransporter } from "./lib/transport/bound-nats";
+import { RequestDeadlineMiddleware } from "./lib/transport/request-deadline";
 import type { NatsRole } from "./lib/transport/subjects";
 
 /**
@@ -45,7 +46,8 @@ export function brokerOptions(
 	return {
 		namespace: "scale",
 		nodeID: config.nodeId || `${os.hostname()}-${process.pid}`,
-		middlewares: [DatabaseMiddleware(databaseUrl)],
+		// RequestDeadline first: the innermost, around the transit's request itself
+		middlewares: [RequestDeadlineMiddleware(), DatabaseMiddleware(databaseUrl)],
 		transporter: config.transporter
 			? new BoundNatsTransporter(natsClientOptions(config.transporter), role)
 			: undefined,

@@ -400,7 +400,8 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 					NodeHeartbeatAnswer | { ok: false } | undefined,
 					NodeHeartbeat
 				>("nodes.heartbeat", beat, {
-					timeout: this.settings.callTimeoutMs
+					// a beat lost in a NATS outage holds the next ones no longer than a beat
+					timeout: Math.min(this.settings.callTimeoutMs, this.settings.heartbeatMs)
 				});
 				this.warned.delete("heartbeat");
 				if (isUnknownNode(answer)) {

@@ -22,7 +22,7 @@ import {
 	updateSchedulerSettings
 } from "../lib/scheduling/settings";
 import { databaseUrlOf } from "../lib/db/broker-database";
-import { watchNatsConnection } from "../lib/transport/connection-watch";
+import { AgentReachability } from "../lib/scheduling/reachability";
 import { requireSender } from "../lib/agent/callers";
 import { METRICS, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { buildSpecs } from "../lib/scheduling/spec";
@@ -35,6 +35,8 @@ export interface SchedulerSettings {
 	tickMs: number;
 	/** how often a replica that does not lead tries to take the lock */
 	leaderRetryMs: number;
+	/** how soon it tries again when PostgreSQL could not be reached (or the lock was lost) */
+	leaderReconnectMs: number;
 	/** queue rows claimed per transaction */
 	batchSize: number;
 	/** queue rows read per pass at most (past rows that cannot be placed now) */
@@ -58,7 +60,12 @@ export interface SchedulerSettings {
 	runTimeoutMs: number;
 	/** how long nothing is placed on an agent after a run could not reach it */
 	unreachableBackoffMs: number;
+	/** after a NATS reconnect, how often the agents that have not answered a ping are pinged */
+	reachProbeMs: number;
 }
+
+/** A "lease" any heartbeat recorded is within (the largest int4 of milliseconds: 24 days). */
+const ANY_HEARTBEAT_MS = 2 ** 31 - 1;
 
 /** What the action and event handlers use of the service: its methods and state (from `created`). */
 interface SchedulerMethods {
@@ -72,6 +79,7 @@ interface SchedulerMethods {
 /** Its state the handlers read (the rest is the methods' own, kept loosely typed). */
 type SchedulerVars = Record<string, any> & {
 	reports: MicroBatcher<ReportItem, boolean>;
+	reach: AgentReachability;
 	reconnectedAt: number;
 	disconnectedAt: number;
 };
@@ -94,6 +102,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		leaseMs: 15000,
 		tickMs: 1000,
 		leaderRetryMs: 3000,
+		leaderReconnectMs: 250,
 		batchSize: 500,
 		maxScanRows: 5000,
 		flushMs: 2,
@@ -101,7 +110,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		flushConcurrency: 2,
 		leadGraceMs: 15000,
 		runTimeoutMs: 10000,
-		unreachableBackoffMs: 5000
+		unreachableBackoffMs: 5000,
+		reachProbeMs: 250
 	},
 
 	actions: {
@@ -175,12 +185,24 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				void this.failAgentExecutions(agentId);
 		},
 		/**
+		 * This process lost NATS (lib/transport/bound-nats.ts tells it): nothing is placed until
+		 * it is back, a run could reach no one.
+		 */
+		"$transporter.disconnected"(this: SchedulerThis, ctx: Context<{ graceFul: boolean }>) {
+			if (ctx.params?.graceFul) return;
+			this.disconnectedAt = Date.now();
+			this.reach.down();
+		},
+		/**
 		 * This process was cut off from NATS (a restart of the server, a partition): no agent
 		 * could renew its lease or heartbeat meanwhile, so for a lease after the reconnect nothing
-		 * is failed for want of them; an agent that really died is found when it is over.
+		 * is failed for want of them; an agent that really died is found when it is over. Work is
+		 * placed on each agent again as soon as it answers a ping (lib/scheduling/reachability.ts).
 		 */
 		"$transporter.connected"(this: SchedulerThis, ctx: Context<{ wasReconnect: boolean }>) {
-			if (ctx.params?.wasReconnect) this.reconnectedAt = Date.now();
+			if (!ctx.params?.wasReconnect) return;
+			this.reconnectedAt = Date.now();
+			this.reach.up();
 		}
 	},
 
@@ -189,16 +211,23 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			return this.leaderClient !== null;
 		},
 
-		/**
-		 * Moleculer nodeIDs of the node agents registered in the cluster now, less those a run
-		 * could not reach a moment ago (see setAside).
-		 */
-		agentIds(): string[] {
-			const now = Date.now();
+		/** Moleculer nodeIDs of the node agents registered in the cluster now. */
+		listedAgents(): string[] {
 			return this.broker.registry
 				.getServiceList({ onlyAvailable: true })
 				.filter((s: { name: string }) => s.name === "node-agent")
-				.map((s: { nodeID?: string }) => s.nodeID as string)
+				.map((s: { nodeID?: string }) => s.nodeID as string);
+		},
+
+		/**
+		 * The agents work is placed on: those registered, less those a run could not reach a
+		 * moment ago (see setAside) and, around a NATS outage of this process, those not known
+		 * to be back (lib/scheduling/reachability.ts).
+		 */
+		agentIds(): string[] {
+			const now = Date.now();
+			return this.reach
+				.usable(this.listedAgents())
 				.filter((id: string) => !((this.setAsideUntil.get(id) ?? 0) > now));
 		},
 
@@ -268,7 +297,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 							sql,
 							{
 								agents: this.agentIds(),
-								leaseMs: this.settings.leaseMs,
+								leaseMs: this.placementLeaseMs(),
 								batchSize: this.settings.batchSize,
 								maxScanRows: this.settings.maxScanRows,
 								likelyExcluded: this.lastExcluded,
@@ -347,6 +376,20 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				this.disconnectedAt > this.reconnectedAt ||
 				Date.now() - this.reconnectedAt < this.settings.leaseMs
 			);
+		},
+
+		/**
+		 * How recent a node's heartbeat in the database must be for work to be placed on it: a
+		 * lease, except for a lease after this replica took the lead or came back on NATS. Then
+		 * heartbeats could not be recorded a moment ago (PostgreSQL or NATS was away: after 10 s
+		 * of PostgreSQL down, placement waited up to a heartbeat more for want of them), and an
+		 * agent is vouched for by the registry (and, after a NATS outage, by its answer to a
+		 * ping: lib/scheduling/reachability.ts), as nothing is failed for want of them meanwhile.
+		 */
+		placementLeaseMs(): number {
+			const grace =
+				this.cutOffLately() || Date.now() - this.ledSince < this.settings.leadGraceMs;
+			return grace ? ANY_HEARTBEAT_MS : this.settings.leaseMs;
 		},
 
 		/** Fails (node-lost) the executions whose agent is gone or out of its lease. */
@@ -506,6 +549,20 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		this.disconnectedAt = 0;
 		this.ledSince = 0;
 		this.reportTx = poolTransaction(this.db);
+		this.reach = new AgentReachability(
+			{
+				agents: () => this.listedAgents(),
+				ping: async (ids, timeoutMs) => {
+					const pongs = (await this.broker.ping(ids, timeoutMs)) as unknown as Record<
+						string,
+						unknown
+					>;
+					return ids.filter(id => pongs?.[id]);
+				},
+				wake: () => this.wake()
+			},
+			{ probeMs: this.settings.reachProbeMs, windowMs: this.settings.leaseMs }
+		);
 		this.dispatchLink = {
 			buildSpecs: placed => buildSpecs(poolSql(this.db), placed),
 			run: (agentId, executions) =>
@@ -532,16 +589,11 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 	},
 
 	async started() {
-		// the NATS client reconnects by itself: its own statuses say when this process was cut off
-		watchNatsConnection(
-			this.broker.transit,
-			() => (this.disconnectedAt = Date.now()),
-			() => (this.reconnectedAt = Date.now())
-		);
 		this.lock = new LeaderLock({
 			url: databaseUrlOf(this.broker) as string,
 			name: this.broker.nodeID,
 			retryMs: this.settings.leaderRetryMs,
+			reconnectMs: this.settings.leaderReconnectMs,
 			onAcquired: (client: Client) => {
 				this.leaderClient = client;
 				this.leaderSql = clientSql(client);
@@ -564,6 +616,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 	async stopped() {
 		if (this.ticker) clearInterval(this.ticker);
+		this.reach.stop();
 		await this.lock?.stop();
 		await this.chain;
 		await this.reports.drain();

@@ -46,6 +46,7 @@ export function toHttpError(err: ErrorLike): HttpError {
 		case "SERVICE_NOT_FOUND":
 		case "SERVICE_NOT_AVAILABLE":
 		case "REQUEST_TIMEOUT":
+		case "BROKER_DISCONNECTED":
 			return {
 				status: 503,
 				detail: "The service that answers this request is not available; try again shortly",

@@ -25,8 +25,10 @@ export interface DispatchLink {
  * Hands placed executions to their agents: one call per agent for the executions placed on it
  * together (several where their JSON would make too large a message: callGroups), none waiting
  * for another. A run that fails fails its executions (node-lost for an agent out of reach, which
- * is then set aside; task-launch otherwise); one that timed out may have started after all, so
- * the agent is also asked to stop it. Specs that cannot be built fail every execution.
+ * is then set aside, unless this process was cut off from NATS; task-launch otherwise); one that
+ * timed out may have started after all, so the agent is also asked to stop it (one cut off by
+ * this process's NATS outage is stopped by the agent's next heartbeat answer). Specs that
+ * cannot be built fail every execution.
  */
 export async function dispatchPlaced(placed: PlacedExe[], link: DispatchLink): Promise<void> {
 	let specs: ExecutionSpec[];
@@ -58,7 +60,9 @@ export async function dispatchPlaced(placed: PlacedExe[], link: DispatchLink): P
 					{ err: error, jobExeIds: runs.map(r => r.exe.id), agentId, errorName },
 					"node-agent.run failed"
 				);
-				if (errorName === ERRORS.nodeLost) link.setAside(agentId);
+				// cut off from NATS, this process reached no agent: that one is not to blame
+				if (errorName === ERRORS.nodeLost && error?.type !== "BROKER_DISCONNECTED")
+					link.setAside(agentId);
 				for (const { exe } of runs) {
 					if (error?.type === "REQUEST_TIMEOUT") link.cancelOnAgent(exe.id, agentId);
 					link.fail({ jobExeId: exe.id, errorName });

@@ -6,6 +6,9 @@ export const SCHEDULER_LOCK_KEY = 0x5ca1e001;
 /** The application_name prefix of the leader's connection: `GET /status/` finds the leader by it. */
 export const LEADER_APPLICATION_NAME = "scale-scheduler:";
 
+/** A failed attempt is logged the first time, then once in this many (every ~10 s at 250 ms). */
+const LOG_EVERY_FAILURES = 40;
+
 export interface LeaderOptions {
 	url: string;
 	key?: number;
@@ -13,6 +16,11 @@ export interface LeaderOptions {
 	name?: string;
 	/** how long to wait between attempts while another process leads */
 	retryMs?: number;
+	/**
+	 * how long to wait before trying again when PostgreSQL could not be reached or the lock's
+	 * connection was lost (nobody may lead then: the lock went with every connection)
+	 */
+	reconnectMs?: number;
 	/** called with the dedicated connection once the lock is held */
 	onAcquired: (client: Client) => void;
 	/** called when the lock is lost (its connection died) or given up (stop) */
@@ -24,19 +32,26 @@ export interface LeaderOptions {
  * One leader at a time across replicas: a session-level `pg_try_advisory_lock` held on a
  * dedicated connection. Losers try again every `retryMs`. The lock goes with its connection, so
  * a leader that dies (or whose connection dies) frees it at once for another replica, and the
- * holder learns of the loss from the connection's error or end.
+ * holder learns of the loss from the connection's error or end. When the lock's connection is
+ * lost, or cannot be made, the next attempt comes after `reconnectMs` (a refused connect is
+ * cheap): after a PostgreSQL outage, where every replica lost it, someone leads again within
+ * that of the server's return, not within `retryMs`.
  */
 export class LeaderLock {
 	private client: Client | null = null;
 	private timer: NodeJS.Timeout | null = null;
 	private leading = false;
 	private stopped = false;
+	/** attempts in a row that could not reach PostgreSQL (logged once, then now and then) */
+	private failures = 0;
 	private readonly key: number;
 	private readonly retryMs: number;
+	private readonly reconnectMs: number;
 
 	constructor(private readonly opts: LeaderOptions) {
 		this.key = opts.key ?? SCHEDULER_LOCK_KEY;
 		this.retryMs = opts.retryMs ?? 3000;
+		this.reconnectMs = opts.reconnectMs ?? 250;
 	}
 
 	get isLeader(): boolean {
@@ -63,12 +78,12 @@ export class LeaderLock {
 		if (client) await client.end().catch(() => undefined);
 	}
 
-	private later(): void {
+	private later(ms: number): void {
 		if (this.stopped || this.timer) return;
 		this.timer = setTimeout(() => {
 			this.timer = null;
 			void this.attempt();
-		}, this.retryMs);
+		}, ms);
 		this.timer.unref?.();
 	}
 
@@ -80,7 +95,7 @@ export class LeaderLock {
 			this.leading = false;
 			this.opts.onLost(reason);
 		}
-		this.later();
+		this.later(this.reconnectMs);
 	}
 
 	private async attempt(): Promise<void> {
@@ -119,6 +134,7 @@ export class LeaderLock {
 			const { rows } = await client.query("SELECT pg_try_advisory_lock($1) AS ok", [
 				this.key
 			]);
+			this.failures = 0;
 			if (this.stopped || this.client !== client) {
 				if (rows[0]?.ok) await client.end().catch(() => undefined);
 				return;
@@ -129,13 +145,20 @@ export class LeaderLock {
 				return;
 			}
 		} catch (error) {
-			this.opts.log?.("leader lock attempt failed", error);
+			if (this.failures++ === 0) this.opts.log?.("leader lock attempt failed", error);
+			else if (this.failures % LOG_EVERY_FAILURES === 0)
+				this.opts.log?.(
+					`leader lock attempt failed (${this.failures} times in a row)`,
+					error
+				);
 			if (this.client) {
 				const client = this.client;
 				this.client = null;
 				client.end().catch(() => undefined);
 			}
+			this.later(this.reconnectMs);
+			return;
 		}
-		this.later();
+		this.later(this.retryMs);
 	}
 }

@@ -1,6 +1,8 @@
 import { Transporters, type Packet as Packets } from "moleculer";
 
 type Packet = Packets.Packet<any>;
+import { watchNatsConnection } from "./connection-watch";
+import { NatsCutOffError } from "./request-deadline";
 import { packetSubject, subjectSender, subscriptionSubject, type NatsRole } from "./subjects";
 
 /**
@@ -42,6 +44,8 @@ interface Sent {
 export class BoundNatsTransporter extends Transporters.NATS {
 	private readonly refusals = new Map<string, { at: number; count: number }>();
 	private joinedAt: number | null = null;
+	/** the nats client has lost its server and is reconnecting (read by request-deadline.ts) */
+	cutOff = false;
 
 	constructor(
 		opts: Record<string, unknown>,
@@ -56,6 +60,63 @@ export class BoundNatsTransporter extends Transporters.NATS {
 	override onConnected(wasReconnect?: boolean): Promise<any> {
 		this.joinedAt ??= Date.now();
 		return super.onConnected(wasReconnect);
+	}
+
+	override connect(): Promise<any> {
+		return super.connect().then((result: unknown) => {
+			watchNatsConnection(
+				this.transit,
+				() => this.lost(),
+				() => this.back()
+			);
+			return result;
+		});
+	}
+
+	/**
+	 * The nats client lost its server (it reconnects by itself). Moleculer's NATS transporter
+	 * tells the broker nothing; here the broker hears `$transporter.disconnected`, as after a
+	 * stop, which also stops its heartbeat timers: a process that hears no one does not give
+	 * every other node up for lost (after an outage longer than the heartbeat timeout, each of
+	 * a thousand agents would otherwise ask each of the others for its INFO again). The calls
+	 * waiting for an answer fail at once (NatsCutOffError): an answer published now reaches no
+	 * one, and one on its way was lost with the connection.
+	 */
+	private lost(): void {
+		this.cutOff = true;
+		this.logger.warn("NATS connection lost: reconnecting");
+		const transit = this.transit as unknown as {
+			pendingRequests: Map<
+				string,
+				{ action?: { name?: string }; nodeID?: string; reject(e: Error): void }
+			>;
+			removePendingRequest(id: string): void;
+		};
+		for (const [id, request] of [...transit.pendingRequests]) {
+			transit.removePendingRequest(id);
+			request.reject(new NatsCutOffError(request.action?.name ?? "", request.nodeID));
+		}
+		this.broker.broadcastLocal("$transporter.disconnected", { graceFul: false });
+	}
+
+	/**
+	 * Back on NATS (its subscriptions renewed): the broker hears `$transporter.connected` with
+	 * `wasReconnect` (its heartbeat timers start again; the scheduler and the agent act on it),
+	 * and the others hear of this node at once rather than at its next heartbeat: a HEARTBEAT
+	 * (a node that gave this one up asks for its INFO) and, from a control plane, a DISCOVER
+	 * (every node answers with its INFO). Not Moleculer's own reconnect (an INFO to every node
+	 * and a DISCOVER from every node), which is quadratic in the nodes.
+	 */
+	private back(): void {
+		this.cutOff = false;
+		this.logger.info("NATS connection back");
+		const transit = this.transit as unknown as {
+			discoverer: { sendHeartbeat(): Promise<unknown>; discoverAllNodes(): Promise<unknown> };
+		};
+		void transit.discoverer.sendHeartbeat().catch(() => undefined);
+		if (this.role === "control")
+			void transit.discoverer.discoverAllNodes().catch(() => undefined);
+		this.broker.broadcastLocal("$transporter.connected", { wasReconnect: true });
 	}
 
 	override publish(packet: Packet): Promise<void> {

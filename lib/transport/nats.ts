@@ -86,9 +86,26 @@ export function parseTransporter(env: NodeJS.ProcessEnv): NatsConfig | null {
 	return config;
 }
 
+/**
+ * How the nats client reconnects after losing its server: for ever (as Moleculer's transporter
+ * asks; nats.js alone gives up after 10 attempts, and `checkTransporter` does not reconnect),
+ * every 250 ms plus up to 250 ms, where nats.js waits 2 s plus up to 0.1 s (1 s over TLS).
+ * Every process is then back within half a second of nats-server, and the sooner the scheduler
+ * and an agent are both back the sooner work is placed on it again (a scheduler back first
+ * places nothing there until it answers a ping: lib/scheduling/reachability.ts). An attempt on
+ * a server that is down is a refused TCP connect.
+ */
+export const NATS_RECONNECT = {
+	reconnect: true,
+	maxReconnectAttempts: -1,
+	reconnectTimeWait: 250,
+	reconnectJitter: 250,
+	reconnectJitterTLS: 250
+} as const;
+
 /** Options for the `nats` client (and Moleculer's NATS transporter, which passes them on). */
 export function natsClientOptions(config: NatsConfig): Record<string, unknown> {
-	const options: Record<string, unknown> = { servers: config.servers };
+	const options: Record<string, unknown> = { servers: config.servers, ...NATS_RECONNECT };
 	if (config.user) options.user = config.user;
 	if (config.pass) options.pass = config.pass;
 	if (config.token) options.token = config.token;

@@ -22,6 +22,7 @@ interface ExeRow {
 	agent_id: string;
 	error_name: string | null;
 	stdout: string | null;
+	job_started: Date | null;
 }
 
 /**
@@ -150,7 +151,7 @@ describe("a control plane down longer than an agent's lease", () => {
 		}
 		const exes = () =>
 			q<ExeRow>(
-				`SELECT e.id, e.status, e.agent_id, er.name AS error_name, l.stdout
+				`SELECT e.id, e.status, e.agent_id, er.name AS error_name, l.stdout, e.job_started
 				 FROM job_exe e LEFT JOIN error er ON er.id = e.error_id
 				 LEFT JOIN job_exe_log l ON l.job_exe_id = e.id
 				 WHERE e.job_id = ANY($1::int[]) ORDER BY e.job_id, e.id`,
@@ -158,7 +159,11 @@ describe("a control plane down longer than an agent's lease", () => {
 			);
 		await withOutput(() =>
 			waitUntil(
-				async () => (await exes()).filter(e => e.status === "RUNNING").length === 4,
+				// started on the agent, not only placed: a run still on its way when the control
+				// plane is killed never arrives, and its execution is rightly failed as node-lost
+				async () =>
+					(await exes()).filter(e => e.status === "RUNNING" && e.job_started).length ===
+					4,
 				60000,
 				"the four jobs running"
 			)

@@ -1,56 +1,13 @@
-import net from "net";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type Reply, type TestApi } from "../helpers/broker";
 import { freePort } from "../helpers/ports";
+import { Relay } from "../helpers/relay";
 
 /**
  * PostgreSQL out of reach: the API answers 503 with Retry-After (not 500) and serves again by
  * itself once the database is back. The service reaches the test's database through a relay that
  * the test cuts (every connection through it dropped, new ones refused) and opens again.
  */
-
-/** A TCP relay on a loopback port of its own to `target`. */
-class Relay {
-	private server: net.Server | null = null;
-	private readonly sockets = new Set<net.Socket>();
-
-	constructor(
-		readonly port: number,
-		private readonly target: { host: string; port: number }
-	) {}
-
-	async open(): Promise<void> {
-		const server = net.createServer(client => {
-			const upstream = net.connect(this.target.port, this.target.host);
-			// As a TCP proxy does: a side reset resets the other, a side closed closes it. Piping alone
-			// would leave the client's side open when the server resets (a backend terminated with
-			// a query of ours unread), and its next query would wait forever.
-			for (const [socket, other] of [
-				[client, upstream],
-				[upstream, client]
-			]) {
-				this.sockets.add(socket);
-				socket.on("close", () => {
-					this.sockets.delete(socket);
-					other.end();
-				});
-				socket.on("error", () => other.destroy());
-			}
-			client.pipe(upstream).pipe(client);
-		});
-		await new Promise<void>(resolve => server.listen(this.port, "127.0.0.1", resolve));
-		this.server = server;
-	}
-
-	/** Drops every connection through the relay and refuses new ones (ECONNREFUSED). */
-	async cut(): Promise<void> {
-		if (!this.server) return;
-		const closed = new Promise(resolve => this.server?.close(resolve));
-		for (const socket of this.sockets) socket.destroy();
-		await closed;
-		this.server = null;
-	}
-}
 
 function expectUnavailable(reply: Reply) {
 	expect(reply.status).toBe(503);

@@ -1,5 +1,6 @@
 import { Errors } from "moleculer";
 import { toHttpError } from "../../lib/http/errors";
+import { NatsCutOffError } from "../../lib/transport/request-deadline";
 import {
 	BadRequestError,
 	DatabaseUnavailableError,
@@ -119,6 +120,7 @@ describe("toHttpError", () => {
 			["ServiceNotFoundError", new Errors.ServiceNotFoundError({ action: "errors.list" })],
 			["ServiceNotAvailableError", new Errors.ServiceNotAvailableError({ action: "x.y" })],
 			["RequestTimeoutError", new Errors.RequestTimeoutError({ action: "x.y", nodeID: "n" })],
+			["NatsCutOffError", new NatsCutOffError("x.y", "n")],
 			["moleculer-web's ServiceUnavailableError", new WebErrors.ServiceUnavailableError()]
 		])("maps %s to 503", (_, err) => {
 			const http = toHttpError(err);

@@ -4,6 +4,7 @@ import path from "path";
 import {
 	describeTransporter,
 	natsClientOptions,
+	NATS_RECONNECT,
 	parseTransporter,
 	TransporterError
 } from "../../lib/transport/nats";
@@ -49,7 +50,11 @@ describe("parseTransporter", () => {
 		expect(parseTransporter({ TRANSPORTER: "nats://h", NATS_TLS: "true" })!.tls).toEqual({});
 		const config = parseTransporter({ TRANSPORTER: "nats://h", NATS_TLS_CA: ca })!;
 		expect(config.tls).toEqual({ caFile: ca });
-		expect(natsClientOptions(config)).toEqual({ servers: ["h:4222"], tls: { caFile: ca } });
+		expect(natsClientOptions(config)).toEqual({
+			servers: ["h:4222"],
+			...NATS_RECONNECT,
+			tls: { caFile: ca }
+		});
 		expect(describeTransporter(config)).toBe("NATS h:4222 (no credentials, TLS)");
 		fs.rmSync(dir, { recursive: true });
 	});
@@ -64,5 +69,15 @@ describe("parseTransporter", () => {
 	])("refuses %j", (env, message) => {
 		expect(() => parseTransporter(env)).toThrow(TransporterError);
 		expect(() => parseTransporter(env)).toThrow(message);
+	});
+});
+
+describe("natsClientOptions", () => {
+	it("reconnects for ever, every 250–500 ms: an outage of any length is survived", () => {
+		const options = natsClientOptions({ servers: ["h:4222"] });
+		expect(options.maxReconnectAttempts).toBe(-1);
+		expect(options.reconnect).toBe(true);
+		expect(Number(options.reconnectTimeWait) + Number(options.reconnectJitter)).toBe(500);
+		expect(Number(options.reconnectTimeWait) + Number(options.reconnectJitterTLS)).toBe(500);
 	});
 });

@@ -69,6 +69,19 @@ describe("dispatchPlaced", () => {
 		expect(seen.failed).toHaveLength(1);
 	});
 
+	it("fails the runs this process could not send, cut off from NATS, without setting the agent aside", async () => {
+		const cutOff = Object.assign(new Error("cut off"), {
+			type: "BROKER_DISCONNECTED",
+			retryable: true
+		});
+		const { link, seen } = recorder({ a: () => Promise.reject(cutOff) });
+		await dispatchPlaced([placed(1, "a")], link);
+		await settle();
+		expect(seen.failed).toEqual([{ jobExeId: 1, errorName: ERRORS.nodeLost }]);
+		expect(seen.setAside).toEqual([]);
+		expect(seen.canceled).toEqual([]);
+	});
+
 	it("fails a refused launch as task-launch without setting the agent aside", async () => {
 		const refused = Object.assign(new Error("bad spec"), { type: "VALIDATION_ERROR" });
 		const { link, seen } = recorder({ a: () => Promise.reject(refused) });
