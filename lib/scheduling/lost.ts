@@ -1,9 +1,12 @@
 import type { Sql } from "./sql";
 
 /**
- * Executions whose agent is gone: RUNNING on a node whose last heartbeat is older than the lease,
- * or whose node now has another agent (or none: cleared on disconnect), or whose agent is not
- * among `agents` (those registered in the cluster). Oldest first, at most `limit`.
+ * Executions whose agent is gone: RUNNING on a node not heard from for a lease, counted from its
+ * last heartbeat or from the execution's placement, whichever is later (a leader placing in its
+ * first lease, heartbeats unrecorded yet, must not fail a run a moment later as its lease ends:
+ * the soak saw such a run complete after it was failed and retried), or whose node now has
+ * another agent (or none: cleared on disconnect), or whose agent is not among `agents` (those
+ * registered in the cluster). Oldest first, at most `limit`.
  */
 export async function findLostExecutions(
 	sql: Sql,
@@ -12,8 +15,8 @@ export async function findLostExecutions(
 	return sql.query(
 		`SELECT e.id, e.agent_id FROM job_exe e JOIN node n ON n.id = e.node_id
 		 WHERE e.status = 'RUNNING'
-		   AND (n.last_heartbeat IS NULL
-			OR n.last_heartbeat < now() - $1::int * interval '1 millisecond'
+		   AND (GREATEST(n.last_heartbeat, e.started) IS NULL
+			OR GREATEST(n.last_heartbeat, e.started) < now() - $1::int * interval '1 millisecond'
 			OR n.agent_id IS DISTINCT FROM e.agent_id
 			OR e.agent_id <> ALL($2::text[]))
 		 ORDER BY e.id LIMIT $3`,

@@ -1552,7 +1552,7 @@ describe("canceled while running", () => {
 });
 
 describe("lost agents", () => {
-	it("fails the executions of a node out of its heartbeat lease with node-lost and requeues them", async () => {
+	it("gives an execution a lease from its placement, however old its node's heartbeat", async () => {
 		agent.behave = () => "hold";
 		const type = await jobType();
 		const node = await registerNode();
@@ -1560,6 +1560,27 @@ describe("lost agents", () => {
 		wake();
 		await waitFor(() => agent.runs.length === 1);
 		await q(`UPDATE node SET last_heartbeat = now() - interval '1 hour' WHERE id = $1`, [node]);
+		await new Promise(r => setTimeout(r, 1000)); // ten lost-agent checks
+		expect((await exes(j.jobId)).map(e => e.status)).toEqual(["RUNNING"]);
+		await q(`UPDATE job_exe SET started = now() - interval '1 hour' WHERE job_id = $1`, [
+			j.jobId
+		]);
+		await waitFor(async () => (await exes(j.jobId)).length === 2);
+		await q(`UPDATE node SET is_active = false WHERE id = $1`, [node]);
+	});
+
+	it("fails the executions of a node out of its heartbeat lease with node-lost and requeues them", async () => {
+		agent.behave = () => "hold";
+		const type = await jobType();
+		const node = await registerNode();
+		const j = await queueJob(type);
+		wake();
+		await waitFor(() => agent.runs.length === 1);
+		// not heard from for a lease since its heartbeat and the execution's placement
+		await q(`UPDATE node SET last_heartbeat = now() - interval '1 hour' WHERE id = $1`, [node]);
+		await q(`UPDATE job_exe SET started = now() - interval '1 hour' WHERE job_id = $1`, [
+			j.jobId
+		]);
 		await waitFor(async () => (await exes(j.jobId)).length === 2);
 		const list = await exes(j.jobId);
 		expect(list.map(e => [e.status, e.error_name, e.error_category])).toEqual([
@@ -1724,6 +1745,9 @@ describe("draining nodes", () => {
 			})
 		).toEqual({ ok: true, nodeId: node });
 		await q(`UPDATE node SET last_heartbeat = now() - interval '1 hour' WHERE id = $1`, [node]);
+		await q(`UPDATE job_exe SET started = now() - interval '1 hour' WHERE job_id = $1`, [
+			j.jobId
+		]);
 		await waitFor(async () => (await exes(j.jobId)).length === 2);
 		expect((await exes(j.jobId)).map(e => [e.status, e.error_name])).toEqual([
 			["FAILED", "node-shutdown"],
@@ -1738,6 +1762,10 @@ describe("draining nodes", () => {
 		await q(`UPDATE node SET last_heartbeat = now() - interval '1 hour' WHERE id = $1`, [
 			other
 		]);
+		await q(
+			`UPDATE job_exe SET started = now() - interval '1 hour' WHERE job_id = $1 AND status = 'RUNNING'`,
+			[j.jobId]
+		);
 		await waitFor(async () => (await job(j.jobId)).status === "FAILED");
 		expect((await exes(j.jobId)).map(e => [e.status, e.error_name])).toEqual([
 			["FAILED", "node-shutdown"],
