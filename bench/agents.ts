@@ -64,6 +64,13 @@ const JOB_TYPE = {
 };
 
 const say = (msg: string) => process.stdout.write(`${msg}\n`);
+
+/** CPU seconds the whole machine has spent busy (all cpus, /proc/stat: not idle, not iowait). */
+function machineBusySeconds(): number {
+	const fields = fs.readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/);
+	const ticks = fields.slice(1, 9).map(Number);
+	return (ticks.reduce((a, b) => a + b, 0) - ticks[3] - ticks[4]) / 100;
+}
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
 const mib = (kib: number) => kib / 1024;
 
@@ -103,8 +110,10 @@ async function main() {
 		brokerHeartbeatMs: 10000
 	});
 	/**
-	 * CPU seconds so far of the control plane, PostgreSQL, nats-server and this process (the
-	 * simulated agents, and the bench's sampling and queries), and the simulated agents' packets.
+	 * CPU seconds so far of the control plane, PostgreSQL, nats-server, this process (the
+	 * simulated agents, and the bench's sampling and queries), the P7 agent and the whole machine
+	 * (any other process's share says the figures were taken under load), and the simulated
+	 * agents' packets.
 	 */
 	const cpu = () => {
 		const own = process.cpuUsage();
@@ -113,6 +122,9 @@ async function main() {
 			pg: treeCpuSeconds(cluster.pgPid),
 			nats: ownCpuSeconds(nats.proc.pid!),
 			sim: (own.user + own.system) / 1e6,
+			agent: treeCpuSeconds(agent.pid!),
+			machine: machineBusySeconds(),
+			at: performance.now(),
 			packetsIn: simulated.packetsIn,
 			packetsOut: simulated.packetsOut
 		};
@@ -120,7 +132,13 @@ async function main() {
 	const cpuLine = (from: ReturnType<typeof cpu>, to: ReturnType<typeof cpu>, n: number) => {
 		const ms = (k: "control" | "pg" | "nats" | "sim") =>
 			((1000 * (to[k] - from[k])) / n).toFixed(3);
-		return `control plane ${ms("control")} ms, PostgreSQL ${ms("pg")} ms, nats-server ${ms("nats")} ms, simulated agents ${ms("sim")} ms; the simulated agents' packets in ${((to.packetsIn - from.packetsIn) / n).toFixed(2)}, out ${((to.packetsOut - from.packetsOut) / n).toFixed(2)}`;
+		const ours = (["control", "pg", "nats", "sim", "agent"] as const).reduce(
+			(sum, k) => sum + to[k] - from[k],
+			0
+		);
+		const elapsed = (to.at - from.at) / 1000;
+		const share = (cpuS: number) => `${((100 * cpuS) / elapsed).toFixed(0)}%`;
+		return `control plane ${ms("control")} ms, PostgreSQL ${ms("pg")} ms, nats-server ${ms("nats")} ms, simulated agents ${ms("sim")} ms; the simulated agents' packets in ${((to.packetsIn - from.packetsIn) / n).toFixed(2)}, out ${((to.packetsOut - from.packetsOut) / n).toFixed(2)}; the machine's cpus busy ${share(to.machine - from.machine)} of ${100 * os.cpus().length}%: this bench's processes ${share(ours)}, others ${share(Math.max(0, to.machine - from.machine - ours))}`;
 	};
 	try {
 		const jobType = await postJson(`${service.api}/job-types/`, JOB_TYPE);
