@@ -8,15 +8,22 @@ import { packetSubject, subscriptionSubject } from "../../lib/transport/subjects
  * Many node agents in one process, for P6 (Nomad's C1M measured its scheduler against simulated
  * clients the same way). Each simulated agent is a Moleculer node as far as the cluster can tell:
  * it speaks Moleculer's transit protocol (version 5, the JSON serializer) on the cluster's NATS
- * subjects (lib/transport/subjects.ts), over one connection shared by all of them, so a thousand agents cost the
- * machine a few megabytes instead of a thousand brokers. Each one
+ * subjects (lib/transport/subjects.ts), so a thousand agents cost the machine a process instead
+ * of a thousand brokers. With `connectionPerAgent`, each agent has a NATS connection of its own,
+ * as its own user, and nats-server holds it to that user's permissions (publish under its own node
+ * ID and role only, subscribe to its own subjects and the broadcast ones); without, all share one
+ * connection as one user. Each one
  *   - announces a `node-agent` service (INFO, again on DISCOVER) and sends HEARTBEATs;
  *   - registers its node and sends `nodes.heartbeat` with the executions it holds, as the real
  *     agent does (lib/agent/protocol.ts);
  *   - accepts `node-agent.run` at once and holds the execution until told to finish it
  *     (`finishAll`), then reports it COMPLETED with `scheduler.exeFinished`.
  * It does not ask the sender of a run whether it leads (the real agent does, once per sender):
- * the scheduler's side of a placement is what is measured.
+ * the scheduler's side of a placement is what is measured. What keeps it cheap: each agent
+ * subscribes to its own subjects only (one wildcard, `MOL-<ns>.*.*.*.<id>`), not to the
+ * broadcast INFO, HEARTBEAT and DISCONNECT of every other node, which it has no use for (a real
+ * agent parses them all); the broadcast DISCOVER is heard on the first agent's connection and
+ * answered by every agent on its own; the agents' periodic packets go from two timers.
  */
 
 const PROTOCOL_VERSION = "5";
@@ -36,11 +43,19 @@ export interface RunReceived {
 
 export interface SimulatedAgentsOptions {
 	servers: string;
-	user?: string;
-	pass?: string;
+	/** each agent's NATS user and password (the same for all where they share one user) */
+	credentials: (agentId: string) => { user: string; pass: string };
+	/**
+	 * a NATS connection per agent, as its user (as real agents connect); false: one for all, as
+	 * the first agent's user, which must then be allowed to publish as every agent
+	 */
+	connectionPerAgent: boolean;
+	/** the CA of nats-server's certificate, when it requires TLS */
+	tlsCaFile?: string;
 	/** the broker's namespace (subjects are MOL-<namespace>.<packet type>.<role>.<sender>[.<target>]) */
 	namespace: string;
-	count: number;
+	/** the agents' node IDs (simulatedAgentIds) */
+	ids: string[];
 	/** nodeID of the control-plane node that runs the nodes and scheduler services */
 	controlPlane: string;
 	resources: Resources;
@@ -49,6 +64,12 @@ export interface SimulatedAgentsOptions {
 	/** Moleculer HEARTBEAT period (the broker's heartbeatInterval) */
 	brokerHeartbeatMs: number;
 	callTimeoutMs?: number;
+}
+
+/** `count` node IDs for simulated agents, unique to this run. */
+export function simulatedAgentIds(count: number): string[] {
+	const run = randomUUID().slice(0, 8);
+	return Array.from({ length: count }, (_, i) => `sim-${run}-${i}`);
 }
 
 const encoder = new TextEncoder();
@@ -60,20 +81,27 @@ export class SimulatedAgents {
 	readonly runs: RunReceived[] = [];
 	/** runs received for an execution an agent had been sent before */
 	duplicateRuns = 0;
+	/** subscriptions NATS refused (a permission the agent lacks) */
+	subscriptionErrors = 0;
+	/** `node-agent.run` requests received (each carries the executions placed together) */
+	runCalls = 0;
+	/** packets received and sent by all the agents */
+	packetsIn = 0;
+	packetsOut = 0;
 	private readonly held = new Map<string, Set<number>>();
 	private readonly slaveIds = new Map<string, string>();
 	private readonly instanceIds = new Map<string, string>();
 	private readonly pending = new Map<string, Pending>();
 	private readonly seen = new Set<number>();
 	private readonly timers: NodeJS.Timeout[] = [];
-	private nc: NatsConnection | null = null;
+	/** each agent's connection (all the same one without `connectionPerAgent`) */
+	private readonly conns = new Map<string, NatsConnection>();
 	private readonly prefix: string;
 	private runWaiters: { n: number; resolve(): void }[] = [];
 
 	constructor(private readonly opts: SimulatedAgentsOptions) {
 		this.prefix = `MOL-${opts.namespace}`;
-		const run = randomUUID().slice(0, 8);
-		this.ids = Array.from({ length: opts.count }, (_, i) => `sim-${run}-${i}`);
+		this.ids = opts.ids;
 		for (const id of this.ids) {
 			this.held.set(id, new Set());
 			this.slaveIds.set(id, randomUUID());
@@ -81,33 +109,57 @@ export class SimulatedAgents {
 		}
 	}
 
-	/** Connects, subscribes for every agent and announces them all. */
-	async start(): Promise<void> {
-		this.nc = await connect({
-			servers: this.opts.servers,
-			user: this.opts.user,
-			pass: this.opts.pass,
-			// one connection carries a thousand nodes' traffic
-			maxPingOut: 10
-		});
-		for (const id of this.ids) {
-			this.subscribe(subscriptionSubject("REQ", id, this.prefix), p => this.onRequest(id, p));
-			this.subscribe(subscriptionSubject("RES", id, this.prefix), p => this.onResponse(p));
-			this.subscribe(subscriptionSubject("DISCOVER", id, this.prefix), p =>
-				this.sendInfo(id, p.sender)
-			);
-			this.subscribe(subscriptionSubject("PING", id, this.prefix), p =>
-				this.publish("PONG", id, p.sender, {
-					time: p.time,
-					id: p.id,
-					arrived: Date.now()
-				})
-			);
+	/** The NATS connections open (one, or one per agent). */
+	get connections(): number {
+		return new Set(this.conns.values()).size;
+	}
+
+	/**
+	 * Connects (`concurrency` connections opening at a time), subscribes for every agent and
+	 * announces them all.
+	 */
+	async start(concurrency = 50): Promise<void> {
+		const open = (user?: string, pass?: string) =>
+			connect({
+				servers: this.opts.servers,
+				user,
+				pass,
+				...(this.opts.tlsCaFile ? { tls: { caFile: this.opts.tlsCaFile } } : {}),
+				// a loaded machine may hold a pong back for a while
+				maxPingOut: 10
+			});
+		const credentials = this.opts.credentials;
+		if (this.opts.connectionPerAgent) {
+			let next = 0;
+			const worker = async () => {
+				while (next < this.ids.length) {
+					const id = this.ids[next++];
+					const { user, pass } = credentials(id);
+					this.conns.set(id, await open(user, pass));
+				}
+			};
+			await Promise.all(Array.from({ length: concurrency }, worker));
+		} else {
+			const { user, pass } = credentials(this.ids[0]);
+			const shared = await open(user, pass);
+			for (const id of this.ids) this.conns.set(id, shared);
 		}
-		this.subscribe(subscriptionSubject("DISCOVER", null, this.prefix), p => {
+		for (const id of this.ids)
+			this.subscribe(id, subscriptionSubject("*", id, this.prefix), (type, p) => {
+				if (type === "REQ") this.onRequest(id, p);
+				else if (type === "RES") this.onResponse(p);
+				else if (type === "DISCOVER") this.sendInfo(id, p.sender);
+				else if (type === "PING")
+					this.publish("PONG", id, p.sender, {
+						time: p.time,
+						id: p.id,
+						arrived: Date.now()
+					});
+			});
+		this.subscribe(this.ids[0], subscriptionSubject("DISCOVER", null, this.prefix), (_, p) => {
 			for (const id of this.ids) this.sendInfo(id, p.sender);
 		});
-		await this.nc.flush();
+		await Promise.all([...new Set(this.conns.values())].map(nc => nc.flush()));
 		for (const id of this.ids) this.sendInfo(id, null);
 		// Moleculer heartbeats, spread over the period as independent nodes' would be
 		this.every(this.opts.brokerHeartbeatMs, id =>
@@ -167,25 +219,35 @@ export class SimulatedAgents {
 
 	async stop(): Promise<void> {
 		for (const t of this.timers) clearInterval(t);
-		if (!this.nc) return;
 		for (const id of this.ids) this.publish("DISCONNECT", id, null, {});
-		await this.nc.drain();
-		this.nc = null;
+		const conns = [...new Set(this.conns.values())];
+		this.conns.clear();
+		await Promise.all(conns.map(nc => nc.drain().catch(() => undefined)));
 	}
 
 	// ---- the protocol ---------------------------------------------------------------------
 
-	private subscribe(subject: string, handle: (payload: any) => void): void {
-		this.nc!.subscribe(subject, {
+	/** `handle` gets each packet's type (its subject's first token after the prefix). */
+	private subscribe(
+		id: string,
+		subject: string,
+		handle: (type: string, payload: any) => void
+	): void {
+		const from = this.prefix.length + 1;
+		this.conns.get(id)!.subscribe(subject, {
 			callback: (err, msg) => {
-				if (err) return;
+				if (err) {
+					this.subscriptionErrors++;
+					return;
+				}
 				let payload: any;
 				try {
 					payload = JSON.parse(decoder.decode(msg.data));
 				} catch {
 					return;
 				}
-				handle(payload);
+				this.packetsIn++;
+				handle(msg.subject.slice(from, msg.subject.indexOf(".", from)), payload);
 			}
 		});
 	}
@@ -197,10 +259,13 @@ export class SimulatedAgents {
 		target: string | null,
 		payload: Record<string, unknown>
 	): void {
-		this.nc?.publish(
-			packetSubject(type, "agent", sender, target, this.prefix),
-			encoder.encode(JSON.stringify({ ...payload, ver: PROTOCOL_VERSION, sender }))
-		);
+		this.packetsOut++;
+		this.conns
+			.get(sender)
+			?.publish(
+				packetSubject(type, "agent", sender, target, this.prefix),
+				encoder.encode(JSON.stringify({ ...payload, ver: PROTOCOL_VERSION, sender }))
+			);
 	}
 
 	/** The INFO a real agent's broker sends: its services, as the registry reads them. */
@@ -234,6 +299,7 @@ export class SimulatedAgents {
 	private onRequest(id: string, p: any): void {
 		let data: unknown;
 		if (p.action === "node-agent.run") {
+			this.runCalls++;
 			// the executions placed on this agent together
 			for (const spec of p.params.executions as ExecutionSpec[]) {
 				if (this.seen.has(spec.jobExeId)) this.duplicateRuns++;
