@@ -92,7 +92,7 @@ type SchedulerThis = Service<SchedulerSettings> & SchedulerMethods & SchedulerVa
  *
  * Wake-ups (events are hints; the database is the truth): `queue.changed` (new or requeued
  * jobs), `nodes.changed` (offers, un-pauses), `scheduler.wake` (resources freed), and a short
- * safety tick. `$node.disconnected` fails the executions of an agent that left, at once.
+ * safety tick. `$node.disconnected` fails the executions of an agent that said goodbye, at once.
  */
 const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, SchedulerVars> = {
 	name: "scheduler",
@@ -179,9 +179,19 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		"scheduler.wake"(this: SchedulerThis) {
 			this.wake();
 		},
-		"$node.disconnected"(this: SchedulerThis, ctx: Context<{ node: { id: string } }>) {
+		/**
+		 * An agent that said goodbye (a DISCONNECT packet: it stopped) has its executions failed at
+		 * once. One that fell silent (Moleculer's heartbeat timeout) is left to the lease: an
+		 * agent restarted under its node ID is such a node for Moleculer until its first heartbeat,
+		 * while it already runs what was placed on it (the soak saw those runs failed and run
+		 * again); a dead one is lost a lease after it was last heard from (checkLost).
+		 */
+		"$node.disconnected"(
+			this: SchedulerThis,
+			ctx: Context<{ node: { id: string }; unexpected?: boolean }>
+		) {
 			const agentId = ctx.params?.node?.id;
-			if (agentId && this.isLeader() && !this.cutOffLately())
+			if (agentId && !ctx.params.unexpected && this.isLeader() && !this.cutOffLately())
 				void this.failAgentExecutions(agentId);
 		},
 		/**
@@ -400,10 +410,19 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			// heartbeats are on their way; a lease before lost the ends of finished work.
 			if (Date.now() - this.ledSince < this.settings.leadGraceMs) return;
 			const agents: string[] = this.agentIds();
-			const lost = await this.exclusive(() =>
+			const lost: { id: number; agent_id: string | null }[] = await this.exclusive(() =>
 				findLostExecutions(this.leaderSql, { leaseMs: this.settings.leaseMs, agents })
 			);
 			const live = new Set(agents);
+			const fresh = lost.filter(e => !this.lostPending.has(e.id));
+			if (fresh.length > 0)
+				this.logger.warn(
+					{
+						jobExeIds: fresh.map(e => e.id),
+						agentIds: [...new Set(fresh.map(e => e.agent_id))]
+					},
+					"executions lost: their agent was not heard from for a lease, or left the cluster"
+				);
 			for (const exe of lost) {
 				if (this.lostPending.has(exe.id)) continue;
 				this.lostPending.add(exe.id);
@@ -427,6 +446,11 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				const ids: number[] = await this.exclusive(() =>
 					findExecutionsOfAgent(this.leaderSql, agentId)
 				);
+				if (ids.length > 0)
+					this.logger.warn(
+						{ jobExeIds: ids, agentId },
+						"executions lost: their agent stopped (it said goodbye)"
+					);
 				for (const jobExeId of ids)
 					this.failExecution({ jobExeId, errorName: ERRORS.nodeLost });
 			} catch (error) {
