@@ -281,9 +281,18 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 	},
 
 	events: {
-		async "$node.disconnected"(this: NodesThis, ctx: Context<{ node: { id: string } }>) {
+		/**
+		 * An agent that said goodbye leaves its nodes (its executions are lost at once). One
+		 * Moleculer stopped hearing keeps them: it may be restarting under its node ID, or
+		 * heartbeat through another replica, and its executions are lost only when its lease runs
+		 * out (the scheduler's checkLost).
+		 */
+		async "$node.disconnected"(
+			this: NodesThis,
+			ctx: Context<{ node: { id: string }; unexpected?: boolean }>
+		) {
 			const agentId = ctx.params?.node?.id;
-			if (!agentId) return;
+			if (!agentId || ctx.params.unexpected) return;
 			try {
 				const ids = await clearAgent(this.db, agentId);
 				if (ids.length > 0) this.broker.broadcast("nodes.changed", { nodeIds: ids });

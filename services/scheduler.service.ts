@@ -409,11 +409,10 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			// kept running (and finishing) while no scheduler led, and their reports and
 			// heartbeats are on their way; a lease before lost the ends of finished work.
 			if (Date.now() - this.ledSince < this.settings.leadGraceMs) return;
-			const agents: string[] = this.agentIds();
 			const lost: { id: number; agent_id: string | null }[] = await this.exclusive(() =>
-				findLostExecutions(this.leaderSql, { leaseMs: this.settings.leaseMs, agents })
+				findLostExecutions(this.leaderSql, { leaseMs: this.settings.leaseMs })
 			);
-			const live = new Set(agents);
+			const live = new Set<string>(this.listedAgents());
 			const fresh = lost.filter(e => !this.lostPending.has(e.id));
 			if (fresh.length > 0)
 				this.logger.warn(
@@ -421,7 +420,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 						jobExeIds: fresh.map(e => e.id),
 						agentIds: [...new Set(fresh.map(e => e.agent_id))]
 					},
-					"executions lost: their agent was not heard from for a lease, or left the cluster"
+					"executions lost: their agent was not heard from for a lease, or left its node"
 				);
 			for (const exe of lost) {
 				if (this.lostPending.has(exe.id)) continue;

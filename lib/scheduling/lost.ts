@@ -5,22 +5,26 @@ import type { Sql } from "./sql";
  * last heartbeat or from the execution's placement, whichever is later (a leader placing in its
  * first lease, heartbeats unrecorded yet, must not fail a run a moment later as its lease ends:
  * the soak saw such a run complete after it was failed and retried), or whose node now has
- * another agent (or none: cleared on disconnect), or whose agent is not among `agents` (those
- * registered in the cluster). Oldest first, at most `limit`.
+ * another agent (or none: cleared when its agent said goodbye). Oldest first, at most `limit`.
+ *
+ * Whether this process's registry lists the agent is not asked: the database's heartbeats are
+ * the record. An agent restarted under its node ID is listed late or set aside for placement a
+ * moment (a run sent to its previous process timed out), while it already runs what was placed
+ * on it; a leader's registry may also miss an agent that heartbeats through another replica.
+ * Failing its executions then made the soak run finished work twice.
  */
 export async function findLostExecutions(
 	sql: Sql,
-	opts: { leaseMs: number; agents: string[]; limit?: number }
+	opts: { leaseMs: number; limit?: number }
 ): Promise<{ id: number; agent_id: string | null }[]> {
 	return sql.query(
 		`SELECT e.id, e.agent_id FROM job_exe e JOIN node n ON n.id = e.node_id
 		 WHERE e.status = 'RUNNING'
 		   AND (GREATEST(n.last_heartbeat, e.started) IS NULL
 			OR GREATEST(n.last_heartbeat, e.started) < now() - $1::int * interval '1 millisecond'
-			OR n.agent_id IS DISTINCT FROM e.agent_id
-			OR e.agent_id <> ALL($2::text[]))
-		 ORDER BY e.id LIMIT $3`,
-		[Math.round(opts.leaseMs), opts.agents, opts.limit ?? 1000]
+			OR n.agent_id IS DISTINCT FROM e.agent_id)
+		 ORDER BY e.id LIMIT $2`,
+		[Math.round(opts.leaseMs), opts.limit ?? 1000]
 	);
 }
 

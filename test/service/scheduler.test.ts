@@ -1635,6 +1635,29 @@ describe("lost agents", () => {
 		]);
 	});
 
+	it("loses nothing an agent holds while a run could not reach it (set aside, still heard from)", async () => {
+		const type = await jobType();
+		await registerNode();
+		agent.behave = () => "hold";
+		const held = await queueJob(type);
+		wake();
+		await waitFor(() => agent.runs.length === 1);
+		// the next run fails as one sent to an agent's previous process does: the agent is
+		// set aside for placement (300 ms here), three lost-agent checks pass meanwhile
+		agent.behave = () => "unreachable";
+		const refused = await queueJob(type, { maxTries: 3 });
+		wake();
+		await waitFor(async () => (await exes(refused.jobId)).length === 2);
+		await new Promise(r => setTimeout(r, 300));
+		expect((await exes(held.jobId)).map(e => e.status)).toEqual(["RUNNING"]);
+		agent.behave = () => ({});
+		await agent.finish(held.exeId);
+		expect((await exes(held.jobId)).map(e => [e.status, e.error_name])).toEqual([
+			["COMPLETED", null]
+		]);
+		await waitFor(async () => (await job(refused.jobId)).status === "COMPLETED");
+	});
+
 	it("fails with node-lost and requeues when the agent leaves the cluster", async () => {
 		const remote = new StandIn();
 		remote.behave = () => "hold";
