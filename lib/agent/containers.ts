@@ -1,6 +1,7 @@
 import fs from "fs";
 import { PassThrough } from "stream";
-import Docker from "dockerode";
+import type Docker from "dockerode";
+import { Dockerode } from "./dockerode";
 import { ExecutionFailure } from "./execution-failure";
 import { openAgentFile } from "./files";
 import type { ExitStatus, Launched, TaskIdentity } from "./launcher";
@@ -96,7 +97,7 @@ export class Containers {
 		private readonly node: string,
 		private readonly cacheMs = 30_000
 	) {
-		this.docker = new Docker(engineOptions(settings.host));
+		this.docker = new Dockerode(engineOptions(settings.host));
 	}
 
 	/** The container name of an execution on this node. */
