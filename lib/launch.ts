@@ -1,7 +1,7 @@
 import { ServiceBroker, type BrokerOptions } from "moleculer";
 import { MessageChannel } from "worker_threads";
 import { brokerOptions } from "../moleculer.config";
-import { ConfigError, loadConfig, needsDatabase, type Config } from "./config";
+import { ConfigError, loadConfig, natsRoleOf, needsDatabase, type Config } from "./config";
 import type { EmbeddedPostgres } from "./db/embedded";
 import {
 	splitForSchedulerThread,
@@ -11,7 +11,7 @@ import {
 } from "./scheduler-thread";
 import { loadServiceSchemas } from "./services";
 import { checkTransporter, describeTransporter, TransporterError } from "./transport/nats";
-import { subscriptionSubject } from "./transport/subjects";
+import { subscriptionSubjects } from "./transport/subjects";
 import { JsonTextSerializer, ThreadTransporter } from "./transport/threads";
 
 /** What a process started (as far as start-up got), for a signal to stop in order. */
@@ -44,7 +44,15 @@ export async function configOrExit(): Promise<Config> {
 				config.transporter,
 				5000,
 				config.nodeId
-					? { id: config.nodeId, subject: subscriptionSubject("REQ", config.nodeId) }
+					? {
+							id: config.nodeId,
+							subject: subscriptionSubjects(
+								"REQ",
+								natsRoleOf(config),
+								config.nodeId,
+								true
+							)[0]
+						}
 					: undefined
 			);
 		} catch (err) {

@@ -2,7 +2,7 @@ import { randomUUID } from "crypto";
 import { connect, type NatsConnection } from "nats";
 import { completedReport } from "./instant-agent";
 import type { ExecutionSpec, NodeHeartbeatAnswer, Resources } from "../../lib/agent/protocol";
-import { packetSubject, subscriptionSubject } from "../../lib/transport/subjects";
+import { packetSubject, subscriptionSubjects } from "../../lib/transport/subjects";
 
 /**
  * Many node agents in one process, for P6 (Nomad's C1M measured its scheduler against simulated
@@ -11,7 +11,8 @@ import { packetSubject, subscriptionSubject } from "../../lib/transport/subjects
  * subjects (lib/transport/subjects.ts), so a thousand agents cost the machine a process instead
  * of a thousand brokers. With `connectionPerAgent`, each agent has a NATS connection of its own,
  * as its own user, and nats-server holds it to that user's permissions (publish under its own node
- * ID and role only, subscribe to its own subjects and the broadcast ones); without, all share one
+ * ID and role only, subscribe to the control planes' and the operator's packets to it and
+ * broadcast); without, all share one
  * connection as one user. Each one
  *   - announces a `node-agent` service (INFO, again on DISCOVER) and sends HEARTBEATs;
  *   - registers its node and sends `nodes.heartbeat` with the executions it holds, as the real
@@ -19,11 +20,11 @@ import { packetSubject, subscriptionSubject } from "../../lib/transport/subjects
  *   - accepts `node-agent.run` at once and holds the execution until told to finish it
  *     (`finishAll`), then reports it COMPLETED with `scheduler.exeFinished`.
  * It does not ask the sender of a run whether it leads (the real agent does, once per sender):
- * the scheduler's side of a placement is what is measured. What keeps it cheap: each agent
- * subscribes to its own subjects only (one wildcard, `MOL-<ns>.*.*.*.<id>`), not to the
- * broadcast INFO, HEARTBEAT and DISCONNECT of every other node, which it has no use for (a real
- * agent parses them all); the broadcast DISCOVER is heard on the first agent's connection and
- * answered by every agent on its own; the agents' periodic packets go from two timers.
+ * the scheduler's side of a placement is what is measured. Each agent subscribes to what a real
+ * agent does (`subscriptionSubjects`, role agent): the control planes' and the operator's packets
+ * to it. Of the broadcasts it hears only DISCOVER, on the first agent's connection, answered by
+ * every agent on its own (a real agent also reads the control planes' INFO and HEARTBEAT: a few
+ * nodes' worth); the agents' periodic packets go from two timers.
  */
 
 const PROTOCOL_VERSION = "5";
@@ -145,20 +146,28 @@ export class SimulatedAgents {
 			for (const id of this.ids) this.conns.set(id, shared);
 		}
 		for (const id of this.ids)
-			this.subscribe(id, subscriptionSubject("*", id, this.prefix), (type, p) => {
-				if (type === "REQ") this.onRequest(id, p);
-				else if (type === "RES") this.onResponse(p);
-				else if (type === "DISCOVER") this.sendInfo(id, p.sender);
-				else if (type === "PING")
-					this.publish("PONG", id, p.sender, {
-						time: p.time,
-						id: p.id,
-						arrived: Date.now()
-					});
+			for (const subject of subscriptionSubjects("*", "agent", id, true, this.prefix))
+				this.subscribe(id, subject, (type, p) => {
+					if (type === "REQ") this.onRequest(id, p);
+					else if (type === "RES") this.onResponse(p);
+					else if (type === "DISCOVER") this.sendInfo(id, p.sender);
+					else if (type === "PING")
+						this.publish("PONG", id, p.sender, {
+							time: p.time,
+							id: p.id,
+							arrived: Date.now()
+						});
+				});
+		for (const subject of subscriptionSubjects(
+			"DISCOVER",
+			"agent",
+			this.ids[0],
+			false,
+			this.prefix
+		))
+			this.subscribe(this.ids[0], subject, (_, p) => {
+				for (const id of this.ids) this.sendInfo(id, p.sender);
 			});
-		this.subscribe(this.ids[0], subscriptionSubject("DISCOVER", null, this.prefix), (_, p) => {
-			for (const id of this.ids) this.sendInfo(id, p.sender);
-		});
 		await Promise.all([...new Set(this.conns.values())].map(nc => nc.flush()));
 		for (const id of this.ids) this.sendInfo(id, null);
 		// Moleculer heartbeats, spread over the period as independent nodes' would be

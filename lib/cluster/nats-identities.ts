@@ -6,7 +6,7 @@ import {
 	BROADCAST_TYPES,
 	checkNodeId,
 	MOLECULER_PREFIX,
-	subscriptionSubject,
+	subscriptionSubjects,
 	type NatsRole
 } from "../transport/subjects";
 
@@ -25,12 +25,10 @@ export { checkNodeId, MOLECULER_PREFIX, type NatsRole };
  * - it subscribes only to the broadcast subjects and to those whose target is its node ID:
  *   another node's requests, responses and events are not delivered to it, and a process with
  *   another node's NODE_ID but its own credentials is refused that node's subjects;
- * - an agent publishes the broadcast subjects, discovery (DISCOVER, INFO) to any node, and its
- *   other packets (REQ, RES, EVENT, PING, PONG) to the control planes and the operator only: not
- *   a request, response or event to another agent. Targeted DISCOVER and INFO give it nothing the
- *   broadcast ones do not; refused, every agent that joins after another would ask that one for
- *   its INFO at each of its heartbeats (Moleculer's discoverer does, for a node it does not
- *   know), each a violation in nats-server's log: 2 × agents² every 5 s;
+ * - an agent publishes the broadcast subjects, and its other packets to the control planes and
+ *   the operator only: not a request, response, event or discovery to another agent. It
+ *   subscribes to the control planes' and the operator's packets only (heardRoles): it never
+ *   hears of another agent, so it has nothing to ask one;
  * - a control plane, and the operator (the REPL), publish any packet to any node.
  */
 
@@ -61,20 +59,17 @@ export function natsPermissions(
 ): NatsPermissions {
 	checkNodeId(nodeId);
 	const subscribe = [
-		...BROADCAST_TYPES.map(t => subscriptionSubject(t, null, prefix)),
-		subscriptionSubject("*", nodeId, prefix)
+		...BROADCAST_TYPES.flatMap(t => subscriptionSubjects(t, role, nodeId, false, prefix)),
+		...subscriptionSubjects("*", role, nodeId, true, prefix)
 	];
 	const own = `${prefix}.*.${role}.${nodeId}`;
 	if (role !== "agent")
 		return { publish: { allow: [own, `${own}.*`] }, subscribe: { allow: subscribe } };
 	const targets = trusted.filter(id => id !== nodeId).map(checkNodeId);
-	const as = (type: string) => `${prefix}.${type}.agent.${nodeId}`;
 	return {
 		publish: {
 			allow: [
-				...BROADCAST_TYPES.map(as),
-				`${as("DISCOVER")}.*`,
-				`${as("INFO")}.*`,
+				...BROADCAST_TYPES.map(type => `${prefix}.${type}.agent.${nodeId}`),
 				...targets.map(id => `${own}.${id}`)
 			]
 		},

@@ -3,7 +3,7 @@ import { Transporters, type Packet as Packets } from "moleculer";
 type Packet = Packets.Packet<any>;
 import { watchNatsConnection } from "./connection-watch";
 import { NatsCutOffError } from "./request-deadline";
-import { packetSubject, subjectSender, subscriptionSubject, type NatsRole } from "./subjects";
+import { packetSubject, subjectSender, subscriptionSubjects, type NatsRole } from "./subjects";
 
 /**
  * The services a node of each role may offer. A control plane offers the cluster's; an agent
@@ -131,19 +131,25 @@ export class BoundNatsTransporter extends Transporters.NATS {
 	}
 
 	override subscribe(cmd: string, nodeID?: string): Promise<void> {
-		const subject = subscriptionSubject(cmd, nodeID, this.prefix);
-		this.client.subscribe(subject, {
-			callback: (err: Error | null, msg: { subject: string; data: Uint8Array }) => {
-				if (err) {
-					this.logger.error(
-						`NATS refused the subscription to ${subject}: ${err.message}`
-					);
-					return;
+		for (const subject of subscriptionSubjects(
+			cmd,
+			this.role,
+			this.nodeID,
+			Boolean(nodeID),
+			this.prefix
+		))
+			this.client.subscribe(subject, {
+				callback: (err: Error | null, msg: { subject: string; data: Uint8Array }) => {
+					if (err) {
+						this.logger.error(
+							`NATS refused the subscription to ${subject}: ${err.message}`
+						);
+						return;
+					}
+					const from = subjectSender(msg.subject, this.prefix);
+					if (from) void this.receive(cmd, Buffer.from(msg.data), from as never);
 				}
-				const from = subjectSender(msg.subject, this.prefix);
-				if (from) void this.receive(cmd, Buffer.from(msg.data), from as never);
-			}
-		});
+			});
 		return Promise.resolve();
 	}
 
@@ -194,7 +200,11 @@ export class BoundNatsTransporter extends Transporters.NATS {
 		).messageHandler(cmd, packet);
 	}
 
-	/** Another process joined with this node's ID: it is told of this one, which Moleculer stops. */
+	/**
+	 * Another process joined with this node's ID: it is told of this one by a broadcast INFO
+	 * (heard by every node of this ID, agents included: subscriptionSubjects), which makes
+	 * Moleculer stop it; the control planes hear this node's own INFO again, unchanged.
+	 */
 	private intruder(): void {
 		this.refused(
 			{ role: this.role, sender: this.nodeID },
@@ -202,9 +212,9 @@ export class BoundNatsTransporter extends Transporters.NATS {
 			"INFO"
 		);
 		const transit = this.transit as unknown as {
-			discoverer: { sendLocalNodeInfo(nodeID: string): Promise<unknown> };
+			discoverer: { sendLocalNodeInfo(nodeID?: string): Promise<unknown> };
 		};
-		void transit.discoverer.sendLocalNodeInfo(this.nodeID).catch(() => undefined);
+		void transit.discoverer.sendLocalNodeInfo().catch(() => undefined);
 	}
 
 	private refused(from: Sent, what: string, cmd: string): void {

@@ -42,15 +42,35 @@ export function packetSubject(
 }
 
 /**
- * What a node subscribes to for packets of `type`: its own (`nodeId`), or the broadcast ones
- * (from any sender in any role).
+ * The roles whose packets a node of `role` hears. An agent hears the control planes and the
+ * operator only: it answers them and calls them, and nobody else (an agent's INFO, HEARTBEAT or
+ * DISCOVER is nothing to another agent). In a cluster of n agents this spares nats-server n
+ * deliveries of each agent's heartbeat and every agent a parse of them, and an agent that starts
+ * is not sent the INFO of every other one.
  */
-export function subscriptionSubject(
+export function heardRoles(role: NatsRole): readonly NatsRole[] {
+	return role === "agent" ? ["control", "operator"] : NATS_ROLES;
+}
+
+/**
+ * What node `self`, of `role`, subscribes to for packets of `type`: those sent to it
+ * (`targeted`), or the broadcast ones, from the roles it hears. An agent also hears the INFO
+ * broadcast under its own node ID, the one packet of its own ID it has use for: another process
+ * that joins with that ID announces itself with it (lib/transport/bound-nats.ts).
+ */
+export function subscriptionSubjects(
 	type: string,
-	nodeId?: string | null,
+	role: NatsRole,
+	self: string,
+	targeted: boolean,
 	prefix = MOLECULER_PREFIX
-): string {
-	return `${prefix}.${type}.*.*${nodeId ? `.${nodeId}` : ""}`;
+): string[] {
+	const target = targeted ? `.${self}` : "";
+	if (role !== "agent") return [`${prefix}.${type}.*.*${target}`];
+	const subjects = heardRoles(role).map(from => `${prefix}.${type}.${from}.*${target}`);
+	if (!targeted && (type === "INFO" || type === "*"))
+		subjects.push(`${prefix}.INFO.agent.${self}`);
+	return subjects;
 }
 
 /** Who published on `subject` (a packetSubject), or null for a subject of another shape. */

@@ -1,4 +1,4 @@
-import { packetSubject, subjectSender, subscriptionSubject } from "../../lib/transport/subjects";
+import { packetSubject, subjectSender, subscriptionSubjects } from "../../lib/transport/subjects";
 import { natsPermissions } from "../../lib/cluster/nats-identities";
 
 /** Whether NATS subject `subject` matches the pattern `pattern` (`*` a token, `>` the rest). */
@@ -35,15 +35,36 @@ describe("the cluster's NATS subjects", () => {
 			expect(subjectSender(subject)).toBeNull();
 	});
 
-	it("are subscribed to by target, from any sender", () => {
-		expect(subscriptionSubject("REQ", "a-1")).toBe("MOL-scale.REQ.*.*.a-1");
-		expect(subscriptionSubject("INFO")).toBe("MOL-scale.INFO.*.*");
-		expect(
-			matches(subscriptionSubject("REQ", "a-1"), packetSubject("REQ", "control", "c", "a-1"))
-		).toBe(true);
-		expect(
-			matches(subscriptionSubject("INFO"), packetSubject("INFO", "agent", "a-2", "a-1"))
-		).toBe(false);
+	it("are subscribed to by target, from any sender by a control plane", () => {
+		expect(subscriptionSubjects("REQ", "control", "c-1", true)).toEqual([
+			"MOL-scale.REQ.*.*.c-1"
+		]);
+		expect(subscriptionSubjects("INFO", "operator", "operator", false)).toEqual([
+			"MOL-scale.INFO.*.*"
+		]);
+		const [req] = subscriptionSubjects("REQ", "control", "c-1", true);
+		expect(matches(req, packetSubject("REQ", "agent", "a-1", "c-1"))).toBe(true);
+		expect(matches(req, packetSubject("REQ", "agent", "a-1", "c-2"))).toBe(false);
+	});
+
+	it("are subscribed to by an agent from the control planes and the operator only", () => {
+		expect(subscriptionSubjects("REQ", "agent", "a-1", true)).toEqual([
+			"MOL-scale.REQ.control.*.a-1",
+			"MOL-scale.REQ.operator.*.a-1"
+		]);
+		const heard = (subject: string, type: string, target?: string) =>
+			subscriptionSubjects(type, "agent", "a-1", Boolean(target)).some(p =>
+				matches(p, subject)
+			);
+		expect(heard(packetSubject("REQ", "control", "c-1", "a-1"), "REQ", "a-1")).toBe(true);
+		expect(heard(packetSubject("REQ", "operator", "operator", "a-1"), "REQ", "a-1")).toBe(true);
+		expect(heard(packetSubject("HEARTBEAT", "control", "c-1"), "HEARTBEAT")).toBe(true);
+		expect(heard(packetSubject("HEARTBEAT", "agent", "a-2"), "HEARTBEAT")).toBe(false);
+		expect(heard(packetSubject("DISCOVER", "agent", "a-2"), "DISCOVER")).toBe(false);
+		expect(heard(packetSubject("INFO", "agent", "a-2", "a-1"), "INFO", "a-1")).toBe(false);
+		// another process of its own ID announcing itself: how it learns of one
+		expect(heard(packetSubject("INFO", "agent", "a-1"), "INFO")).toBe(true);
+		expect(heard(packetSubject("INFO", "agent", "a-2"), "INFO")).toBe(false);
 	});
 });
 
@@ -55,8 +76,8 @@ describe("an identity's permissions", () => {
 		for (const subject of [
 			packetSubject("HEARTBEAT", "agent", "a-1"),
 			packetSubject("INFO", "agent", "a-1"),
-			packetSubject("INFO", "agent", "a-1", "a-2"),
-			packetSubject("DISCOVER", "agent", "a-1", "a-2"),
+			packetSubject("INFO", "agent", "a-1", "c-1"),
+			packetSubject("DISCOVER", "agent", "a-1", "c-1"),
 			packetSubject("REQ", "agent", "a-1", "c-1"),
 			packetSubject("RES", "agent", "a-1", "operator")
 		])
@@ -70,6 +91,8 @@ describe("an identity's permissions", () => {
 			packetSubject("INFO", "control", "a-1"),
 			packetSubject("REQ", "agent", "a-1", "a-2"),
 			packetSubject("EVENT", "agent", "a-1", "a-2"),
+			packetSubject("INFO", "agent", "a-1", "a-2"),
+			packetSubject("DISCOVER", "agent", "a-1", "a-2"),
 			"MOL-scale.REQ.c-1",
 			"MOL-scale.INFO"
 		])
@@ -90,9 +113,14 @@ describe("an identity's permissions", () => {
 	});
 
 	it("deliver a node the broadcasts and what is sent to it, nothing sent to another", () => {
-		expect(allowed(agent.subscribe.allow, subscriptionSubject("REQ", "a-1"))).toBe(true);
-		expect(allowed(agent.subscribe.allow, subscriptionSubject("HEARTBEAT"))).toBe(true);
-		expect(allowed(agent.subscribe.allow, subscriptionSubject("REQ", "a-2"))).toBe(false);
+		const may = (s: string[]) => s.every(subject => allowed(agent.subscribe.allow, subject));
+		expect(may(subscriptionSubjects("REQ", "agent", "a-1", true))).toBe(true);
+		expect(may(subscriptionSubjects("HEARTBEAT", "agent", "a-1", false))).toBe(true);
+		expect(may(subscriptionSubjects("INFO", "agent", "a-1", false))).toBe(true);
+		expect(may(subscriptionSubjects("REQ", "agent", "a-2", true))).toBe(false);
+		expect(may(subscriptionSubjects("INFO", "agent", "a-2", false))).toBe(false);
+		expect(may(subscriptionSubjects("HEARTBEAT", "control", "a-1", false))).toBe(false);
+		expect(may(subscriptionSubjects("REQ", "control", "a-1", true))).toBe(false);
 		expect(allowed(agent.subscribe.allow, ">")).toBe(false);
 		expect(allowed(agent.subscribe.allow, "MOL-scale.>")).toBe(false);
 	});
