@@ -211,11 +211,13 @@ describe("NATS identities of a cluster", () => {
 		expect(delivered[0]).toContain('"fair-1"');
 		expect(answers.join("\n")).not.toContain("evil-1");
 		expect(control.errors).toEqual([]);
-		// nor a response or an event to another agent
+		// nor a response, an event or discovery to another agent
 		for (const subject of [
 			`${P}.RES.agent.agent-1.agent-2`,
 			`${P}.EVENT.agent.agent-1.agent-2`,
-			`${P}.PING.agent.agent-1.agent-2`
+			`${P}.PING.agent.agent-1.agent-2`,
+			`${P}.DISCOVER.agent.agent-1.agent-2`,
+			`${P}.INFO.agent.agent-1.agent-2`
 		]) {
 			attacker.nc.publish(subject, requestPacket("control-1", "evil-2", "$node.list"));
 			await attacker.nc.flush();
@@ -276,7 +278,13 @@ describe("NATS identities of a cluster", () => {
 			`${P}.*.*.*.agent-2`,
 			`${P}.RES.*.*.control-1`,
 			`${P}.REQ.>`,
-			`${P}.EVENT.control.control-1.control-1`
+			`${P}.EVENT.control.control-1.control-1`,
+			// what other agents send: it hears the control planes and the operator only
+			`${P}.REQ.*.*.agent-1`,
+			`${P}.REQ.agent.*.agent-1`,
+			`${P}.HEARTBEAT.*.*`,
+			`${P}.INFO.agent.*`,
+			`${P}.INFO.agent.agent-2`
 		]) {
 			expect(await subscriptionRefused(attacker.nc, subject)).toMatch(
 				/Permissions Violation for Subscription/
@@ -285,12 +293,13 @@ describe("NATS identities of a cluster", () => {
 				`Subscription Violation - User "agent-1", Subject "${subject}"`
 			);
 		}
-		// its own subjects and the broadcast ones it may have
+		// what the control planes and the operator send it and broadcast, and its own ID's INFO
 		for (const subject of [
-			`${P}.REQ.*.*.agent-1`,
-			`${P}.*.*.*.agent-1`,
-			`${P}.HEARTBEAT.*.*`,
-			`${P}.INFO.*.*`
+			`${P}.REQ.control.*.agent-1`,
+			`${P}.*.operator.*.agent-1`,
+			`${P}.HEARTBEAT.control.*`,
+			`${P}.INFO.operator.*`,
+			`${P}.INFO.agent.agent-1`
 		])
 			expect(await subscriptionRefused(attacker.nc, subject)).toBeNull();
 	}, 60000);
