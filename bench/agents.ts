@@ -28,7 +28,7 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { queueNewJobs } from "../lib/queue/new-job";
+import { queueNewJobs } from "../lib/jobs/new-job";
 import { patchJson, percentile, postJson, waitForCount } from "./lib/cluster";
 import { ownCpuSeconds, rssSampler, treeCpuSeconds, treeRssKiB } from "./lib/cpu";
 import { controlPlaneOverNats, startAgent } from "./lib/agent-process";

@@ -15,9 +15,9 @@
 import os from "os";
 import { ServiceBroker } from "moleculer";
 import { brokerOptions } from "../moleculer.config";
-import { loadConfig } from "../lib/config";
-import { loadServiceSchemas } from "../lib/services";
-import { queueNewJobs } from "../lib/queue/new-job";
+import { loadConfig } from "../lib/launch/config";
+import { loadServiceSchemas } from "../lib/launch/services";
+import { queueNewJobs } from "../lib/jobs/new-job";
 import { bestBareSpawnRate } from "./lib/spawn-rate";
 import { graphileNoopRate } from "./lib/graphile";
 import { instantAgent } from "./lib/instant-agent";

@@ -10,25 +10,20 @@
 import type { Sequelize } from "sequelize";
 import { createSequelize, select } from "../lib/db/connection";
 import { parseListQuery } from "../lib/list/params";
-import {
-	countRows,
-	EXACT_COUNT_LIMIT,
-	pageSql,
-	runLookups,
-	type ListSource
-} from "../lib/list/run";
+import { countRows, EXACT_COUNT_LIMIT, pageSql, runLookups } from "../lib/list/run";
+import type { ListSource } from "../lib/list/types";
 import { cachedPageSql } from "../lib/list/cached-list";
 import type { RecordSpec } from "../lib/list/record-spec";
-import { JOB_LIST, JOB_RECORD, JOB_UPDATE_RECORD, JOB_UPDATES_LIST } from "../lib/models/job";
-import { INGEST_LIST } from "../lib/models/ingest";
-import { JOB_EXE_LIST, JOB_EXE_RECORD } from "../lib/models/job-exe";
-import { PRODUCT_LIST, PRODUCT_RECORD, PRODUCT_UPDATES_LIST } from "../lib/models/product-file";
+import { JOB_LIST, JOB_RECORD, JOB_UPDATE_RECORD, JOB_UPDATES_LIST } from "../lib/records/job";
+import { INGEST_LIST } from "../lib/records/ingest";
+import { JOB_EXE_LIST, JOB_EXE_RECORD } from "../lib/records/job-exe";
+import { PRODUCT_LIST, PRODUCT_RECORD, PRODUCT_UPDATES_LIST } from "../lib/records/product-file";
 import {
 	SOURCE_LIST,
 	SOURCE_RECORD,
 	SOURCE_UPDATE_RECORD,
 	SOURCE_UPDATES_LIST
-} from "../lib/models/source-file";
+} from "../lib/records/source-file";
 import { openP4Database } from "./lib/p4-db";
 
 /** Tables that grow with the cluster's history: never read whole by a list. */

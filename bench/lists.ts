@@ -16,7 +16,7 @@
  */
 import os from "os";
 import { Client } from "pg";
-import { ALL_SERVICES } from "../lib/config";
+import { ALL_SERVICES } from "../lib/launch/config";
 import { startService } from "./lib/cluster";
 import { run } from "./lib/load";
 import { cpuReader, rssSampler } from "./lib/cpu";

@@ -11,7 +11,7 @@
 import { createSequelize } from "../lib/db/connection";
 import { migrate } from "../lib/db/migrate";
 import { computeDailyMetrics } from "../lib/metrics/compute";
-import { ALL_SERVICES } from "../lib/config";
+import { ALL_SERVICES } from "../lib/launch/config";
 import { startService } from "./lib/cluster";
 import { run } from "./lib/load";
 import { cpuReader } from "./lib/cpu";

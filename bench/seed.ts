@@ -15,7 +15,7 @@ import { createSequelize } from "../lib/db/connection";
 import { migrate } from "../lib/db/migrate";
 import { parseJobInterface } from "../lib/documents/job-interface";
 import { parseStrikeConfiguration } from "../lib/documents/strike-configuration";
-import { parseWorkspaceConfig } from "../lib/storage/workspace-config";
+import { parseWorkspaceConfig } from "../lib/documents/workspace-config";
 import { openP4Database } from "./lib/p4-db";
 
 const SCALE = Number(process.env.BENCH_SEED_SCALE) || 1;

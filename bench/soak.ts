@@ -19,11 +19,11 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { ALL_SERVICES } from "../lib/config";
+import { ALL_SERVICES } from "../lib/launch/config";
 import { LocalCluster } from "../lib/cluster/cluster";
 import type { NodeProcess } from "../lib/cluster/node-process";
 import { createSequelize } from "../lib/db/connection";
-import { schedulerLeader } from "../lib/models/status";
+import { schedulerLeader } from "../lib/records/status";
 import { freePort, freePortRun } from "../test/helpers/ports";
 
 const MINUTES = Number(process.env.SOAK_MINUTES || 10);

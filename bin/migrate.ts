@@ -1,5 +1,5 @@
 import path from "path";
-import { loadConfig } from "../lib/config";
+import { loadConfig } from "../lib/launch/config";
 import { createSequelize } from "../lib/db/connection";
 import { EmbeddedPostgres } from "../lib/db/embedded";
 import { migrate } from "../lib/db/migrate";

@@ -9,7 +9,7 @@ import {
 	startServices,
 	stopOnSignals,
 	type Running
-} from "../lib/launch";
+} from "../lib/launch/launch";
 
 /**
  * `npm run repl`: the operators' REPL (moleculer-repl with our commands). With TRANSPORTER it

@@ -1,11 +1,11 @@
 import { ServiceBroker } from "moleculer";
 import { parentPort, workerData } from "worker_threads";
 import { brokerOptions } from "../moleculer.config";
-import type { SchedulerThreadData } from "../lib/scheduler-thread";
-import { loadServiceSchemas } from "../lib/services";
+import type { SchedulerThreadData } from "../lib/launch/scheduler-thread";
+import { loadServiceSchemas } from "../lib/launch/services";
 import { JsonTextSerializer, ThreadTransporter } from "../lib/transport/threads";
 
-/** The scheduler thread of `npm start` (lib/scheduler-thread.ts): a broker running the scheduler. */
+/** The scheduler thread of `npm start` (lib/launch/scheduler-thread.ts): a broker running the scheduler. */
 async function main() {
 	const { nodeID, port, databaseUrl, config } = workerData as SchedulerThreadData;
 	const broker = new ServiceBroker({

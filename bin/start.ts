@@ -1,4 +1,4 @@
-import { needsDatabase } from "../lib/config";
+import { needsDatabase } from "../lib/launch/config";
 import {
 	configOrExit,
 	failStart,
@@ -6,7 +6,7 @@ import {
 	startServices,
 	stopOnSignals,
 	type Running
-} from "../lib/launch";
+} from "../lib/launch/launch";
 
 /** `npm start`: the configured services (all by default), with their database. */
 const running: Running = { broker: null, pg: null };

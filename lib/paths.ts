@@ -15,3 +15,9 @@ export const PROJECT_ROOT = (() => {
 export const VERSION: string = JSON.parse(
 	fs.readFileSync(path.join(PROJECT_ROOT, "package.json"), "utf8")
 ).version;
+
+/** True when `child` is `parent` or lies under it (both absolute and normalised). */
+export function isInside(parent: string, child: string): boolean {
+	const rel = path.relative(parent, child);
+	return rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
+}

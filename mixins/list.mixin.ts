@@ -2,7 +2,8 @@ import type { ActionSchema, Context, Service, ServiceSchema } from "moleculer";
 import { runCachedList } from "../lib/list/cached-list";
 import type { Embedded } from "../lib/list/embedded";
 import type { RecordSpec } from "../lib/list/record-spec";
-import { runList, type ListRequest, type ListSource } from "../lib/list/run";
+import { runList, type ListRequest } from "../lib/list/run";
+import type { ListSource } from "../lib/list/types";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
 

@@ -10,7 +10,7 @@ import {
 	type ErrorEdit,
 	type ErrorRow,
 	type NewError
-} from "../lib/models/error";
+} from "../lib/records/error";
 import type { RequestMeta } from "../types/meta";
 
 const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };

@@ -25,10 +25,10 @@ import {
 	INGEST_LIST,
 	serializeIngests,
 	type StrikeRow
-} from "../lib/models/ingest";
-import { getIngestStatus } from "../lib/models/ingest-status";
-import { parseFileRef } from "../lib/models/scale-file";
-import type { ServiceDirectories } from "../lib/storage/confined-mounts";
+} from "../lib/records/ingest";
+import { getIngestStatus } from "../lib/records/ingest-status";
+import { parseFileRef } from "../lib/records/scale-file";
+import type { ServiceDirectories } from "../lib/documents/confined-mounts";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
 
@@ -131,7 +131,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 	settings: {
 		nfsMountRoot: null,
-		// lib/config.ts's defaults; lib/services.ts sets the process's own
+		// lib/launch/config.ts's defaults; lib/launch/services.ts sets the process's own
 		dataDir: path.resolve("./data"),
 		agentWorkDir: path.resolve("./data/agent")
 	},

@@ -1,7 +1,7 @@
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { cachedListAction } from "../mixins/list.mixin";
-import type { ExecutionLogs } from "../lib/agent/protocol";
+import type { ExecutionLogs } from "../lib/documents/agent-protocol";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import {
 	ENDED_EXE_STATUSES,
@@ -13,7 +13,7 @@ import {
 	type StoredLogs,
 	serializeJobExeLogs,
 	type JobExeListRow
-} from "../lib/models/job-exe";
+} from "../lib/records/job-exe";
 import type { RequestMeta } from "../types/meta";
 
 const ID = { type: "integer", minimum: 1 };

@@ -5,14 +5,14 @@ import {
 	getJobTypeStatus,
 	getRunningJobTypes,
 	getSystemFailures
-} from "../lib/models/job-type-reports";
+} from "../lib/records/job-type-reports";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
 
 /**
  * Job type reports (Scale 3.0's JobTypesStatusView, JobTypesRunningView and
  * JobTypesSystemFailuresView): job counts by status over a time range, running jobs, and
- * SYSTEM failures, each per job type in the list envelope (lib/models/job-type-reports.ts).
+ * SYSTEM failures, each per job type in the list envelope (lib/records/job-type-reports.ts).
  * Parameters other than these are ignored, as Scale ignored them (the web UI sends its own
  * `pageNumber` and `pageSize`).
  */

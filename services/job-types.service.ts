@@ -7,21 +7,21 @@ import {
 	JOB_TYPE_LIST,
 	serializeJobType,
 	type JobTypeRow
-} from "../lib/models/job-type";
+} from "../lib/records/job-type";
 import {
 	JOB_TYPE_FIELDS,
 	NEW_JOB_TYPE_SCHEMA,
 	saveJobType,
 	validateJobType,
 	type JobTypeSpec
-} from "../lib/models/job-type-save";
+} from "../lib/records/job-type-save";
 import type { RequestMeta } from "../types/meta";
 
 const ID = { type: "integer", minimum: 1 };
 
 /**
  * Job types: list, create, details, edit (including the trigger rule, pause and archive) and
- * validation. The work is in lib/models/job-type; documents are checked there, naming the path
+ * validation. The work is in lib/records/job-type; documents are checked there, naming the path
  * of the field at fault.
  */
 const JobTypesService: ServiceSchema = {

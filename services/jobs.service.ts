@@ -8,9 +8,9 @@ import {
 import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
 import { cachedListAction } from "../mixins/list.mixin";
-import { INPUT_FILES } from "../lib/models/file-records";
-import { JOB_LIST, JOB_RECORD, JOB_UPDATE_RECORD, JOB_UPDATES_LIST } from "../lib/models/job";
-import { getJobDetails } from "../lib/models/job-details";
+import { INPUT_FILES } from "../lib/records/file-records";
+import { JOB_LIST, JOB_RECORD, JOB_UPDATE_RECORD, JOB_UPDATES_LIST } from "../lib/records/job";
+import { getJobDetails } from "../lib/records/job-details";
 import { cancelJobTransaction, checkJobUpdate } from "../lib/queue/cancel";
 import type { RequestMeta } from "../types/meta";
 
@@ -28,7 +28,7 @@ const AGENT_CANCEL_TIMEOUT_MS = 10000;
 
 /**
  * Jobs: list, updates, details and cancel (PATCH /jobs/{id}/ with {"status": "CANCELED"}).
- * The work is in lib/models/job and lib/queue/cancel.
+ * The work is in lib/records/job and lib/queue/cancel.
  */
 const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 	name: "jobs",

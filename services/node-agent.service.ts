@@ -1,7 +1,7 @@
 import os from "os";
 import path from "path";
 import type { Context, Service, ServiceBroker, ServiceSchema } from "moleculer";
-import { DEFAULT_DRAIN_S, type AgentConfig } from "../lib/config";
+import { DEFAULT_DRAIN_S, type AgentConfig } from "../lib/launch/config";
 import { ForbiddenError, NotFoundError } from "../lib/errors";
 import { isLocalCall, LeaderView } from "../lib/agent/callers";
 import { NodeAgent, type DrainOutcome } from "../lib/agent/agent";
@@ -20,12 +20,12 @@ import type {
 	NodeHeartbeatAnswer,
 	NodeRegistration,
 	NodeRegistrationAnswer
-} from "../lib/agent/protocol";
+} from "../lib/documents/agent-protocol";
 
 /**
  * The node agent: one per machine, no database. Registers its node and heartbeats to the
  * `nodes` service, runs the executions the scheduler hands it (lib/agent/agent.ts), and reports
- * their steps and results to the `scheduler` service. See lib/agent/protocol.ts for the messages.
+ * their steps and results to the `scheduler` service. See lib/documents/agent-protocol.ts for the messages.
  *
  * Towards the control plane:
  * - `nodes.register` at start, retried every registerRetryMs until it answers, and again when a
@@ -43,7 +43,7 @@ import type {
  *   alone; of one, it is logged as an error: retrying would not change it). Both through
  *   lib/agent/reporter.ts.
  *
- * Draining (docs/decisions.md, "Drain"): on the process's first SIGTERM or SIGINT, lib/launch.ts
+ * Draining (docs/decisions.md, "Drain"): on the process's first SIGTERM or SIGINT, lib/launch/launch.ts
  * calls `drainBeforeStop` before it stops the broker. The agent calls `nodes.drain` (retried
  * until answered; registrations and heartbeats say `draining` too), hands back any run that
  * still arrives, gives its executions AGENT_DRAIN_S to end, stops the rest as `node-shutdown`
@@ -464,7 +464,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 		},
 
 		/**
-		 * The process is shutting down (lib/launch.ts, on its first SIGTERM or SIGINT): the node
+		 * The process is shutting down (lib/launch/launch.ts, on its first SIGTERM or SIGINT): the node
 		 * drains (see the service's comment) and this resolves once it is over, the control plane
 		 * told (or drainAnnounceMs more spent trying).
 		 */

@@ -6,10 +6,10 @@ import {
 	type NodeHeartbeatAnswer,
 	type NodeRegistration,
 	type NodeRegistrationAnswer
-} from "../lib/agent/protocol";
+} from "../lib/documents/agent-protocol";
 import { requireSender } from "../lib/agent/callers";
 import { NotFoundError } from "../lib/errors";
-import { schedulerLeader } from "../lib/models/status";
+import { schedulerLeader } from "../lib/records/status";
 import { runList } from "../lib/list/run";
 import { DbMixin } from "../mixins/db.mixin";
 import { jsonAnswer, listParamsSchema } from "../mixins/list.mixin";
@@ -26,12 +26,12 @@ import {
 	serializeNode,
 	updateNode,
 	type NodeRow
-} from "../lib/models/node";
-import { getNodeDetails, getNodesStatus } from "../lib/models/node-status";
-import { ERRORS } from "../lib/scheduling/failure";
-import { finishExecutions } from "../lib/scheduling/finish";
+} from "../lib/records/node";
+import { getNodeDetails, getNodesStatus } from "../lib/records/node-status";
+import { ERRORS } from "../lib/executions/failure";
+import { finishExecutions } from "../lib/executions/finish";
 import { findForgottenExecutions } from "../lib/scheduling/lost";
-import { poolSql, poolTransaction, withRetry } from "../lib/scheduling/sql";
+import { poolSql, poolTransaction, withRetry } from "../lib/db/sql";
 import type { RequestMeta } from "../types/meta";
 
 export interface NodesSettings {
@@ -55,7 +55,7 @@ const RESOURCES = {
 	}
 };
 const AGENT_ID = { type: "string", minLength: 1, maxLength: 250 };
-/** NodeDocker (lib/agent/protocol.ts), its size bounded: 10,000 images of 500 characters. */
+/** NodeDocker (lib/documents/agent-protocol.ts), its size bounded: 10,000 images of 500 characters. */
 const DOCKER = {
 	type: "object",
 	required: ["engine", "pull", "images", "privileged"],

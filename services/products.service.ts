@@ -1,19 +1,19 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { cachedListAction } from "../mixins/list.mixin";
-import { SOURCE_FILES } from "../lib/models/file-records";
+import { SOURCE_FILES } from "../lib/records/file-records";
 import {
 	getProductDetails,
 	PRODUCT_LIST,
 	PRODUCT_RECORD,
 	PRODUCT_UPDATE_RECORD,
 	PRODUCT_UPDATES_LIST
-} from "../lib/models/product-file";
-import { parseFileRef } from "../lib/models/scale-file";
+} from "../lib/records/product-file";
+import { parseFileRef } from "../lib/records/scale-file";
 import type { RequestMeta } from "../types/meta";
 
 /**
- * Products: the list, its updates view and the details (lib/models/product-file). Records'
+ * Products: the list, its updates view and the details (lib/records/product-file). Records'
  * download URLs point at this API when their workspace has no base URL, so the API root of the
  * request goes along.
  */

@@ -5,11 +5,12 @@ import { listParamsSchema, REPEATABLE } from "../mixins/list.mixin";
 import { select } from "../lib/db/connection";
 import { buildEnvelope } from "../lib/list/envelope";
 import { parseListQuery } from "../lib/list/params";
-import { JOB_COLUMNS, JOB_FROM, serializeJob, type JobListRow } from "../lib/models/job";
-import { getJobsDetails, jobsDetailsFromRows, type JobDetails } from "../lib/models/job-details";
+import { JOB_COLUMNS, JOB_FROM, serializeJob, type JobListRow } from "../lib/records/job";
+import { getJobsDetails, jobsDetailsFromRows, type JobDetails } from "../lib/records/job-details";
 import { getJobLoad, LOAD_FILTERS, recordJobLoad } from "../lib/queue/load";
-import { queueEachNewJob, type NewJobRequest, type QueuedJob } from "../lib/queue/new-job";
-import { MicroBatcher } from "../lib/scheduling/batcher";
+import { queueEachNewJob } from "../lib/jobs/new-job";
+import type { NewJobRequest, QueuedJob } from "../lib/jobs/types";
+import { MicroBatcher } from "../lib/db/batcher";
 import { requeueJobs, type RequeueFilters } from "../lib/queue/requeue";
 import { getQueueStatus } from "../lib/queue/status";
 import type { RequestMeta } from "../types/meta";
@@ -19,10 +20,10 @@ import {
 	type CreatedRecipe,
 	type NewRecipeRequest
 } from "../lib/recipes/create";
-import { plannedPoolSql, withRetry } from "../lib/scheduling/sql";
-import { getRecipeDetailsOf } from "../lib/models/recipe";
+import { plannedPoolSql, withRetry } from "../lib/db/sql";
+import { getRecipeDetailsOf } from "../lib/records/recipe";
 import { NotFoundError } from "../lib/errors";
-import { intakeGateOf } from "../lib/scheduling/intake-gate";
+import { intakeGateOf } from "../lib/recipes/intake-gate";
 
 /** A new job posted through REST, with the API root its request used. */
 interface PostedJob {
@@ -98,7 +99,7 @@ const REQUEUE_SCHEMA = {
 export interface QueueSettings extends ServiceSettingSchema {
 	/**
 	 * How long a batch of new recipes waits at most for the scheduler's control loop to be quiet
-	 * (lib/scheduling/intake-gate.ts); 0: it does not wait.
+	 * (lib/recipes/intake-gate.ts); 0: it does not wait.
 	 */
 	recipeIntakeWaitMs: number;
 }
@@ -371,7 +372,7 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 				delayMs: 1,
 				maxItems: 200,
 				// after the scheduler's control loop, which advances the recipes under way
-				// (lib/scheduling/intake-gate.ts); the requests that come meanwhile join the batch
+				// (lib/recipes/intake-gate.ts); the requests that come meanwhile join the batch
 				ready: () => intakeGateOf(this.broker).quiet(this.settings.recipeIntakeWaitMs)
 			}
 		);

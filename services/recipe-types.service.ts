@@ -12,14 +12,14 @@ import {
 	validateRecipeType,
 	type RecipeTypeRow,
 	type RecipeTypeSpec
-} from "../lib/models/recipe-type";
+} from "../lib/records/recipe-type";
 import type { RequestMeta } from "../types/meta";
 
 const ID = { type: "integer", minimum: 1 };
 
 /**
  * Recipe types: list, create, details, edit (title, description, definition, trigger rule) and
- * validation. The work is in lib/models/recipe-type.
+ * validation. The work is in lib/records/recipe-type.
  */
 const RecipeTypesService: ServiceSchema = {
 	name: "recipe-types",

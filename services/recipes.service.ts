@@ -1,15 +1,15 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { listAction } from "../mixins/list.mixin";
-import { getRecipeDetails, RECIPE_LIST } from "../lib/models/recipe";
-import { serializeRecipe, type RecipeListRow } from "../lib/models/recipe-record";
+import { getRecipeDetails, RECIPE_LIST } from "../lib/records/recipe";
+import { serializeRecipe, type RecipeListRow } from "../lib/records/recipe-record";
 import type { RequestMeta } from "../types/meta";
 
 const ID = { type: "integer", minimum: 1 };
 
 /**
  * Recipes, the read side: the list (GET /recipes/) and the details (GET /recipes/{id}/). The
- * work is in lib/models/recipe.
+ * work is in lib/records/recipe.
  */
 const RecipesService: ServiceSchema = {
 	name: "recipes",

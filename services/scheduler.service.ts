@@ -1,21 +1,22 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import type { Client } from "pg";
-import type { ExecutionFinished, ExecutionStep } from "../lib/agent/protocol";
+import type { ExecutionFinished, ExecutionStep } from "../lib/documents/agent-protocol";
 import { DbMixin } from "../mixins/db.mixin";
-import { MicroBatcher } from "../lib/scheduling/batcher";
-import { schedulePass, type PlacedExe, type Unrunnable } from "../lib/scheduling/claim";
-import { ImageSets } from "../lib/scheduling/images";
+import { MicroBatcher } from "../lib/db/batcher";
+import { schedulePass, type Unrunnable } from "../lib/scheduling/claim";
+import { ImageSets } from "../lib/documents/images";
 import { WaitingReasons } from "../lib/scheduling/matching";
-import { ERRORS } from "../lib/scheduling/failure";
+import { ERRORS } from "../lib/executions/failure";
 import { dispatchPlaced, type DispatchLink } from "../lib/scheduling/dispatch";
-import { finishExecutions, type FailureRequest, type FinishResult } from "../lib/scheduling/finish";
-import { FINISHED_PARAMS, STEP_SCHEMA } from "../lib/scheduling/report-schema";
-import { announceReports, writeReportBatch, type ReportItem } from "../lib/scheduling/reports";
-import { LeaderLock } from "../lib/scheduling/leader";
-import { PlacedExecutions } from "../lib/scheduling/placed-executions";
-import { intakeGateOf } from "../lib/scheduling/intake-gate";
+import { finishExecutions } from "../lib/executions/finish";
+import type { FailureRequest, FinishResult } from "../lib/executions/types";
+import { FINISHED_PARAMS, STEP_SCHEMA } from "../lib/executions/report-schema";
+import { announceReports, writeReportBatch, type ReportItem } from "../lib/executions/reports";
+import { LeaderLock } from "../lib/db/leader";
+import { PlacedExecutions, type PlacedExe } from "../lib/executions/placed-executions";
+import { intakeGateOf } from "../lib/recipes/intake-gate";
 import { findExecutionsOfAgent, findLostExecutions } from "../lib/scheduling/lost";
-import { undoMoves, type FileMove } from "../lib/scheduling/parse";
+import { undoMoves, type FileMove } from "../lib/executions/parse";
 import {
 	getSchedulerSettings,
 	parseSettingsEdit,
@@ -26,7 +27,7 @@ import { AgentReachability } from "../lib/scheduling/reachability";
 import { requireSender } from "../lib/agent/callers";
 import { METRICS, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { buildSpecs } from "../lib/scheduling/spec";
-import { clientSql, poolSql, poolTransaction, withRetry, type Sql } from "../lib/scheduling/sql";
+import { clientSql, poolSql, poolTransaction, withRetry, type Sql } from "../lib/db/sql";
 
 export interface SchedulerSettings {
 	/** an agent not heard from for this long has lost its node (its executions fail: node-lost) */
@@ -293,7 +294,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		},
 
 		async runPasses() {
-			// control work: the intake of new recipes waits for it (lib/scheduling/intake-gate.ts)
+			// control work: the intake of new recipes waits for it (lib/recipes/intake-gate.ts)
 			const gate = intakeGateOf(this.broker);
 			gate.enterControl();
 			try {
@@ -472,7 +473,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 		/** Writes a batch of agent reports and control-plane failures in one transaction. */
 		async flushReports(items: ReportItem[]): Promise<boolean[]> {
-			// control work: the intake of new recipes waits for it (lib/scheduling/intake-gate.ts)
+			// control work: the intake of new recipes waits for it (lib/recipes/intake-gate.ts)
 			const gate = intakeGateOf(this.broker);
 			gate.enterControl();
 			let written: Awaited<ReturnType<typeof writeReportBatch>>;
@@ -544,7 +545,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			});
 		},
 
-		/** Logs and announces what the written reports changed (lib/scheduling/reports.ts). */
+		/** Logs and announces what the written reports changed (lib/executions/reports.ts). */
 		afterWrite(result: FinishResult) {
 			announceReports(result, {
 				info: (fields, message) => this.logger.info(fields, message),

@@ -1,18 +1,18 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { cachedListAction } from "../mixins/list.mixin";
-import { parseFileRef } from "../lib/models/scale-file";
+import { parseFileRef } from "../lib/records/scale-file";
 import {
 	getSourceDetails,
 	SOURCE_LIST,
 	SOURCE_RECORD,
 	SOURCE_UPDATE_RECORD,
 	SOURCE_UPDATES_LIST
-} from "../lib/models/source-file";
+} from "../lib/records/source-file";
 import type { RequestMeta } from "../types/meta";
 
 /**
- * Source files: the list, its updates view and the details (lib/models/source-file). Records'
+ * Source files: the list, its updates view and the details (lib/records/source-file). Records'
  * download URLs point at this API when their workspace has no base URL, so the API root of the
  * request goes along.
  */

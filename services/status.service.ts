@@ -2,7 +2,7 @@ import os from "os";
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { PrometheusGaugesMixin } from "../mixins/prometheus-gauges.mixin";
-import { readClusterState, type ClusterStatus } from "../lib/models/status";
+import { readClusterState, type ClusterStatus } from "../lib/records/status";
 
 import { VERSION } from "../lib/paths";
 

@@ -13,8 +13,8 @@ import {
 	type NewWorkspace,
 	type WorkspaceFields,
 	type WorkspaceRow
-} from "../lib/models/workspace";
-import type { ServiceDirectories } from "../lib/storage/confined-mounts";
+} from "../lib/records/workspace";
+import type { ServiceDirectories } from "../lib/documents/confined-mounts";
 import type { RequestMeta } from "../types/meta";
 
 const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
@@ -22,7 +22,7 @@ const TITLE = { type: ["string", "null"], maxLength: 50 };
 const DESCRIPTION = { type: ["string", "null"], maxLength: 500 };
 const BASE_URL = { type: ["string", "null"], maxLength: 1000 };
 const IS_ACTIVE = { type: "boolean" };
-/** The document's own checks (lib/storage/workspace-config) run in the model, naming its fields. */
+/** The document's own checks (lib/documents/workspace-config) run in the model, naming its fields. */
 const JSON_CONFIG = { type: "object" };
 const ID = { type: "integer", minimum: 1 };
 
@@ -59,7 +59,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 
 	settings: {
 		nfsMountRoot: null,
-		// lib/config.ts's defaults; lib/services.ts sets the process's own
+		// lib/launch/config.ts's defaults; lib/launch/services.ts sets the process's own
 		dataDir: path.resolve("./data"),
 		agentWorkDir: path.resolve("./data/agent")
 	},

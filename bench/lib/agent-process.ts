@@ -2,7 +2,7 @@ import fs from "fs";
 import path from "path";
 import { randomBytes } from "crypto";
 import { spawn, type ChildProcess } from "child_process";
-import { ALL_SERVICES } from "../../lib/config";
+import { ALL_SERVICES } from "../../lib/launch/config";
 import { identity, natsUsers, type NatsRole } from "../../lib/cluster/nats-identities";
 import { startNatsServer } from "../../lib/cluster/nats-server";
 import { ensureClusterTls } from "../../lib/cluster/tls";

@@ -1,6 +1,6 @@
 import { randomUUID } from "crypto";
 import type { Context, ServiceSchema } from "moleculer";
-import type { ExecutionFinished, ExecutionSpec } from "../../lib/agent/protocol";
+import type { ExecutionFinished, ExecutionSpec } from "../../lib/documents/agent-protocol";
 
 /** What an agent reports for an execution that ended at once, every step with exit code 0. */
 export function completedReport(jobExeId: number, agentId: string): ExecutionFinished {

@@ -1,7 +1,11 @@
 import { randomUUID } from "crypto";
 import { connect, type NatsConnection } from "nats";
 import { completedReport } from "./instant-agent";
-import type { ExecutionSpec, NodeHeartbeatAnswer, Resources } from "../../lib/agent/protocol";
+import type {
+	ExecutionSpec,
+	NodeHeartbeatAnswer,
+	Resources
+} from "../../lib/documents/agent-protocol";
 import { packetSubject, subscriptionSubjects } from "../../lib/transport/subjects";
 
 /**
@@ -16,7 +20,7 @@ import { packetSubject, subscriptionSubjects } from "../../lib/transport/subject
  * connection as one user. Each one
  *   - announces a `node-agent` service (INFO, again on DISCOVER) and sends HEARTBEATs;
  *   - registers its node and sends `nodes.heartbeat` with the executions it holds, as the real
- *     agent does (lib/agent/protocol.ts);
+ *     agent does (lib/documents/agent-protocol.ts);
  *   - accepts `node-agent.run` at once and holds the execution until told to finish it
  *     (`finishAll`), then reports it COMPLETED with `scheduler.exeFinished`.
  * It does not ask the sender of a run whether it leads (the real agent does, once per sender):

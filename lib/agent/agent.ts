@@ -6,7 +6,12 @@ import { DEFAULT_TASK_PATH, Execution, taskDirOf } from "./execution";
 import { createLauncher, type Launched, type Launcher, type LauncherChoice } from "./launcher";
 import { TaskDirs } from "./task-dirs";
 import { DEFAULT_TASK_UIDS, taskIdentities, type TaskIdentities } from "./task-identities";
-import type { ExecutionFinished, ExecutionLogs, ExecutionSpec, ExecutionStep } from "./protocol";
+import type {
+	ExecutionFinished,
+	ExecutionLogs,
+	ExecutionSpec,
+	ExecutionStep
+} from "../documents/agent-protocol";
 
 export interface AgentOptions {
 	/** the agent's Moleculer nodeID */

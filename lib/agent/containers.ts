@@ -5,7 +5,7 @@ import { Dockerode } from "./dockerode";
 import { ExecutionFailure } from "./execution-failure";
 import { openAgentFile } from "./files";
 import type { ExitStatus, Launched, TaskIdentity } from "./launcher";
-import { NODE_DOCKER_LIMITS, type NodeDocker } from "./protocol";
+import { NODE_DOCKER_LIMITS, type NodeDocker } from "../documents/agent-protocol";
 
 /**
  * The node agent's Docker engine, spoken to over its Engine API (dockerode, on the engine's
@@ -17,7 +17,7 @@ import { NODE_DOCKER_LIMITS, type NodeDocker } from "./protocol";
  * starts again finds and removes the containers its previous run left (`removeLeftovers`).
  */
 
-/** The agent's settings for containers (AGENT_DOCKER_* in lib/config.ts). */
+/** The agent's settings for containers (AGENT_DOCKER_* in lib/launch/config.ts). */
 export interface ContainerSettings {
 	/** the engine's address, `unix:///path` or `tcp://host:port`; null: DOCKER_HOST, else the default socket */
 	host: string | null;

@@ -22,7 +22,7 @@ import type {
 	ExecutionStep,
 	ProducedFile,
 	Step
-} from "./protocol";
+} from "../documents/agent-protocol";
 
 /**
  * Makes a directory that did not exist, or replaces one left by an earlier run of the same

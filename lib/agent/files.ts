@@ -2,12 +2,7 @@ import crypto from "crypto";
 import fs from "fs";
 import path from "path";
 import readline from "readline";
-
-/** True when `child` is `parent` or lies under it (both absolute and normalised). */
-export function isInside(parent: string, child: string): boolean {
-	const rel = path.relative(parent, child);
-	return rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
-}
+import { isInside } from "../paths";
 
 /**
  * A plain file name: no directory part, not `.` or `..`, no NUL. Staged inputs and products keep

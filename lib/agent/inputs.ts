@@ -3,7 +3,7 @@ import path from "path";
 import { ExecutionFailure } from "./execution-failure";
 import { isPlainFileName } from "./files";
 import type { TaskIdentity } from "./launcher";
-import type { ExecutionSpec, StagedFile } from "./protocol";
+import type { ExecutionSpec, StagedFile } from "../documents/agent-protocol";
 
 /**
  * Copies each staged file of an execution to `<inputsDir>/<input name>/<file name>` and answers

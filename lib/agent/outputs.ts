@@ -6,9 +6,10 @@ import {
 	type ResultsManifest
 } from "../documents/results-manifest";
 import { ExecutionFailure } from "./execution-failure";
-import { isInside, isPlainFileName, resolveConfined } from "./files";
-import { mediaTypeOf } from "./media-types";
-import type { ExecutionSpec, OutputWorkspace, ProducedFile } from "./protocol";
+import { isPlainFileName, resolveConfined } from "./files";
+import { isInside } from "../paths";
+import { mediaTypeOf } from "../documents/media-types";
+import type { ExecutionSpec, OutputWorkspace, ProducedFile } from "../documents/agent-protocol";
 
 /**
  * An execution's outputs, for its post step (lib/agent/execution.ts): the results manifest read

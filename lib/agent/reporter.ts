@@ -1,6 +1,6 @@
 import { Errors } from "moleculer";
-import { callGroups } from "./call-groups";
-import type { ExecutionFinished, ExecutionStep } from "./protocol";
+import { callGroups } from "../documents/call-groups";
+import type { ExecutionFinished, ExecutionStep } from "../documents/agent-protocol";
 
 /** What the reporter needs of the node agent service that owns it. */
 export interface ReporterLink {

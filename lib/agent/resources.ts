@@ -2,7 +2,7 @@ import crypto from "crypto";
 import fs from "fs";
 import os from "os";
 import path from "path";
-import type { Resources } from "./protocol";
+import type { Resources } from "../documents/agent-protocol";
 
 const MiB = 1024 * 1024;
 

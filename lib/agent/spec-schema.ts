@@ -1,5 +1,5 @@
 /**
- * JSON Schemas of the control plane's calls to the agent (lib/agent/protocol.ts), for the
+ * JSON Schemas of the control plane's calls to the agent (lib/documents/agent-protocol.ts), for the
  * node-agent service's params. Unknown fields are allowed (a newer control plane may send more);
  * the interface is the normalised job interface the control plane stored, so only what the agent
  * uses is checked here.

@@ -1,6 +1,6 @@
 import fs from "fs";
 import path from "path";
-import { ALL_SERVICES } from "../config";
+import { ALL_SERVICES } from "../launch/config";
 import { EmbeddedPostgres } from "../db/embedded";
 import { createSequelize } from "../db/connection";
 import { migrate } from "../db/migrate";

@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { Iso8601Error, parseDatetime } from "../list/iso8601";
+import { Iso8601Error, parseDatetime } from "../validation/iso8601";
 import { assertSchema, compileChecker, type Checker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 

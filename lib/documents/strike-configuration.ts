@@ -1,7 +1,7 @@
 import path from "path";
 import { FieldError } from "../errors";
 import { assertSchema, compileChecker } from "../validation/schema";
-import { isNfsExport, nfsMountPoint } from "../storage/nfs";
+import { isNfsExport, nfsMountPoint } from "./nfs";
 import { checkStorableText } from "../validation/text";
 
 /**
@@ -11,7 +11,7 @@ import { checkStorableText } from "../validation/text";
  * is then recorded as given, an NFS export `host:/path` as in Scale), else `mount` itself, which
  * must then be that directory. This service mounts nothing: for Scale's configurations, which
  * name only the export, the operator may mount every export under one root on every node
- * (`NFS_MOUNT_ROOT`, lib/storage/nfs.ts), and `mount_on` is then filled in as
+ * (`NFS_MOUNT_ROOT`, lib/documents/nfs.ts), and `mount_on` is then filled in as
  * `<root>/<host>/<path>`.
  */
 export const STRIKE_CONFIGURATION_VERSION = "1.0";
@@ -195,3 +195,11 @@ export function matchFileName(
 	}
 	return null;
 }
+
+/**
+ * Strikes (Scale's ingest/views.py and models.py StrikeManager): a strike is saved together with
+ * its process, a job of the system job type `scale-strike` (migration 0007) whose one input is
+ * the strike's id, in one transaction. The scheduler places that job like any other; the agent
+ * that runs it runs the strike's monitor (lib/ingest/monitor.ts).
+ */
+export const STRIKE_JOB_TYPE = "scale-strike";

@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { Iso8601Error, parseDuration } from "../list/iso8601";
+import { Iso8601Error, parseDuration } from "../validation/iso8601";
 import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 import type { InputEntry, Warning } from "./types";

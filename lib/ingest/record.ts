@@ -7,7 +7,7 @@ import {
 	workspaceNamesIn,
 	type StrikeConfiguration
 } from "../documents/strike-configuration";
-import { mediaTypeOf } from "../agent/media-types";
+import { mediaTypeOf } from "../documents/media-types";
 import { ConflictError } from "../errors";
 import { Folder, isPlainName } from "./file-paths";
 import type {

@@ -2,27 +2,20 @@ import type { Sequelize, Transaction } from "sequelize";
 import { select, write } from "../db/connection";
 import {
 	parseStrikeConfiguration,
+	STRIKE_JOB_TYPE,
 	workspaceNamesIn,
 	type StrikeConfiguration,
 	type StrikeMountOptions
 } from "../documents/strike-configuration";
 import type { Warning } from "../documents/types";
 import { BadRequestError, FieldError, NotFoundError } from "../errors";
-import type { ListSource } from "../list/run";
-import { loadStrikeJobs, serializeStrike, type StrikeRow } from "../models/ingest";
-import { queueNewJobs } from "../queue/new-job";
-import { mountProblem, type ServiceDirectories } from "../storage/confined-mounts";
+import type { ListSource } from "../list/types";
+import { loadStrikeJobs, serializeStrike, type StrikeRow } from "../records/ingest";
+import { queueNewJobs } from "../jobs/new-job";
+import { mountProblem, type ServiceDirectories } from "../documents/confined-mounts";
 import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 import { watchedDirectory } from "./record";
-
-/**
- * Strikes (Scale's ingest/views.py and models.py StrikeManager): a strike is saved together with
- * its process, a job of the system job type `scale-strike` (migration 0007) whose one input is
- * the strike's id, in one transaction. The scheduler places that job like any other; the agent
- * that runs it runs the strike's monitor (lib/ingest/monitor.ts).
- */
-export const STRIKE_JOB_TYPE = "scale-strike";
 
 const NAME_MAX = 50;
 const TITLE_MAX = 50;
@@ -112,7 +105,7 @@ async function parseConfiguration(
 
 /**
  * Refuses a configuration whose monitor would watch a system directory or one of the service's
- * own (lib/storage/confined-mounts.ts), naming the field the client gave the directory in:
+ * own (lib/documents/confined-mounts.ts), naming the field the client gave the directory in:
  * `mount_on`, else `mount` (a path, or an export that NFS_MOUNT_ROOT maps to one). A `mount`
  * beside `mount_on` is not checked: it only records what the operator mounted there (an export,
  * a device under /dev), which the service never opens.

@@ -3,7 +3,8 @@ import { selectPrepared, selectPreparedIsoTimes } from "../db/connection";
 import { body, memberOpen, put, writeEnvelope, envelopeHead, type Members } from "./envelope";
 import { recordCache, type CachedRecord, type RecordCache, type Scope } from "./record-cache";
 import { filterValues, parseListQuery, type ParsedList } from "./params";
-import { countNeeded, pageCount, pageItemsSql, type ListRequest, type ListSource } from "./run";
+import { countNeeded, pageCount, pageItemsSql, type ListRequest } from "./run";
+import type { ListSource } from "./types";
 import {
 	embeddedGuess,
 	embeddedKeys,

@@ -1,4 +1,4 @@
-import type { ListSource } from "./run";
+import type { ListSource } from "./types";
 
 /**
  * What a kind of kept record of the lists (lib/list/cached-list.ts) is made from and when it is

@@ -1,7 +1,8 @@
 import type { Sequelize } from "sequelize";
 import { select, selectPrepared } from "../db/connection";
 import { buildEnvelope, type Envelope } from "./envelope";
-import { filterValues, parseListQuery, type ListSpec, type ParsedList } from "./params";
+import { filterValues, parseListQuery, type ParsedList } from "./params";
+import type { ListSource } from "./types";
 
 /**
  * Up to this many matching rows `count` is exact; beyond it, the planner's estimate. The exact
@@ -9,22 +10,6 @@ import { filterValues, parseListQuery, type ListSpec, type ParsedList } from "./
  * PostgreSQL a few tens of microseconds (docs/decisions.md, "Lists").
  */
 export const EXACT_COUNT_LIMIT = 1000;
-
-export interface ListSource extends ListSpec {
-	/** The list's table with its alias (`job j`), or a trusted sub-select; counts read only this. */
-	from: string;
-	/**
-	 * Joins that bring in what a row shows of the records it references (LEFT JOINs on primary
-	 * keys). A page's rows are chosen from `from` alone, then joined: a deep page skips its
-	 * offset's rows without joining them, and a count never joins. Filters must test `from`'s
-	 * own columns (a filter on a referenced record's column uses a `lookup`, see ListFilter).
-	 */
-	joins?: string;
-	/** `from`'s primary key (`j.id`): how a chosen page is joined back. Required with `joins`. */
-	key?: string;
-	/** SELECT list */
-	columns: string;
-}
 
 export interface ListRequest {
 	query: Record<string, unknown>;

@@ -3,10 +3,10 @@ import { select } from "../db/connection";
 import { FieldError } from "../errors";
 import { AnswerCache, generationsOf } from "../list/answer-cache";
 import { buildEnvelope } from "../list/envelope";
-import { formatDatetime, Iso8601Error, parseDatetime, parseDuration } from "../list/iso8601";
+import { formatDatetime, Iso8601Error, parseDatetime, parseDuration } from "../validation/iso8601";
 import { queryList } from "../list/params";
-import { serializeStrikeBase } from "../models/ingest";
-import { serializeJobTypeBase, type JobTypeRow } from "../models/job-type";
+import { serializeStrikeBase } from "../records/ingest";
+import { serializeJobTypeBase, type JobTypeRow } from "../records/job-type";
 import type { ListRequest } from "../list/run";
 import {
 	serializeMetricsType,

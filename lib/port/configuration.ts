@@ -2,10 +2,10 @@ import type { Sequelize, Transaction } from "sequelize";
 import { parseConfigurationImport } from "../documents/configuration";
 import { referencedJobTypes } from "../documents/recipe-definition";
 import type { Warning } from "../documents/types";
-import { exportErrors, importError } from "../models/error";
-import { exportJobTypes, findJobTypeId } from "../models/job-type";
-import { saveJobType } from "../models/job-type-save";
-import { exportRecipeTypes, findRecipeTypeId, saveRecipeType } from "../models/recipe-type";
+import { exportErrors, importError } from "../records/error";
+import { exportJobTypes, findJobTypeId } from "../records/job-type";
+import { saveJobType } from "../records/job-type-save";
+import { exportRecipeTypes, findRecipeTypeId, saveRecipeType } from "../records/recipe-type";
 
 export const INCLUDES = ["recipe_types", "job_types", "errors"] as const;
 export type Include = (typeof INCLUDES)[number];

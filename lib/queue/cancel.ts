@@ -1,9 +1,9 @@
 import type { Sequelize, Transaction } from "sequelize";
 import { select, write } from "../db/connection";
 import { BadRequestError, NotFoundError } from "../errors";
-import type { JobStatus } from "../models/job";
+import type { JobStatus } from "../records/job";
 import { blockRecipeJobs } from "../recipes/run";
-import { isConflictAbort, transactionSql } from "../scheduling/sql";
+import { isConflictAbort, transactionSql } from "../db/sql";
 
 /**
  * Canceling a job (Scale 3.0's Queue.handle_job_cancellation). A job can be canceled unless it

@@ -1,7 +1,7 @@
 import type { Sequelize, Transaction } from "sequelize";
 import { select, selectPrepared, write } from "../db/connection";
 import { buildEnvelope, type Envelope } from "../list/envelope";
-import { formatDatetime } from "../list/iso8601";
+import { formatDatetime } from "../validation/iso8601";
 import { parseBoundedRange } from "../list/bounded-range";
 import type { ListSpec } from "../list/params";
 

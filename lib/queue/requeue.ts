@@ -2,9 +2,9 @@ import type { Sequelize, Transaction } from "sequelize";
 import { select, write } from "../db/connection";
 import { NotFoundError } from "../errors";
 import { parseListQuery, type ListSpec } from "../list/params";
-import { JOB_FROM, type JobStatus } from "../models/job";
+import { JOB_FROM, type JobStatus } from "../records/job";
 import { advanceRecipes, unblockRecipeJobs } from "../recipes/run";
-import { transactionSql } from "../scheduling/sql";
+import { transactionSql } from "../db/sql";
 
 /**
  * Putting existing jobs (back) on the queue (Scale 3.0's Queue.requeue_jobs, _queue_jobs and

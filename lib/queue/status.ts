@@ -1,8 +1,8 @@
 import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
-import { formatDatetime } from "../list/iso8601";
-import { jobTypeBaseOf } from "../models/job";
-import { generationOf, jobTypesAt } from "../models/kept-records";
+import { formatDatetime } from "../validation/iso8601";
+import { jobTypeBaseOf } from "../records/job";
+import { generationOf, jobTypesAt } from "../records/kept-records";
 
 /** One entry of GET /queue/status/: the queued executions of one job type. */
 export interface QueueStatusEntry {
@@ -39,7 +39,7 @@ export async function getQueueStatus(db: Sequelize): Promise<{
 }> {
 	// Grouped on the queue alone, then ordered by its job types: ~30% less of PostgreSQL's time
 	// than grouping the join (2,635 queued executions of P4's database). The job types' fields
-	// come from the kept records (lib/models/kept-records.ts), at least as new as the counts.
+	// come from the kept records (lib/records/kept-records.ts), at least as new as the counts.
 	const rows = await selectPrepared<{
 		__generation: string;
 		job_type_id: number | null;

@@ -8,10 +8,10 @@ import {
 } from "../documents/recipe-data";
 import type { Warning } from "../documents/types";
 import { FieldError } from "../errors";
-import type { Sql } from "../scheduling/sql";
+import type { Sql } from "../db/sql";
 import { recipeJobData } from "./job-data";
 import { parseJobData } from "../documents/job-data";
-import { diskRequired, type JobTypeQueueFields } from "../queue/prepare-job";
+import { diskRequired, type JobTypeQueueFields } from "../jobs/prepare-job";
 import { inputBytes } from "./run";
 
 /**

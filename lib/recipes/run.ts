@@ -2,8 +2,8 @@ import { parseJobData, type JobData } from "../documents/job-data";
 import type { RecipeDefinition } from "../documents/recipe-definition";
 import type { RecipeData } from "../documents/recipe-data";
 import type { JobInterface } from "../documents/types";
-import { diskRequired } from "../queue/prepare-job";
-import type { Sql } from "../scheduling/sql";
+import { diskRequired } from "../jobs/prepare-job";
+import type { Sql } from "../db/sql";
 import { dependentsOf, readyJobs, recipeJobData, type ResultOutput } from "./job-data";
 
 /**
@@ -38,7 +38,7 @@ interface RecipeJobRow {
 /**
  * Locks the recipes of the jobs `jobIds` (an SQL int[] expression) FOR UPDATE, in id order, so
  * that the transactions that change their jobs read them in turn. A statement that completes
- * jobs takes these locks itself, after its updates (`complete` in lib/scheduling/finish.ts), and
+ * jobs takes these locks itself, after its updates (`complete` in lib/executions/finish.ts), and
  * its transaction then reads without locking again.
  */
 export function lockRecipesSql(jobIds: string): string {

@@ -9,9 +9,9 @@ import {
 	type QueuedRow,
 	type TypeLimits
 } from "./matching";
-import type { EndingExe } from "./finish";
-import { ImageSets, normalizeImage } from "./images";
-import type { Sql } from "./sql";
+import type { PlacedExe } from "../executions/placed-executions";
+import { ImageSets, normalizeImage } from "../documents/images";
+import type { Sql } from "../db/sql";
 
 /**
  * The scheduler's claim: queued executions are read from the narrow `queue` table in batches, in
@@ -67,34 +67,6 @@ export interface PassContext {
 	limits: TypeLimits;
 	/** the queued container job types no node offered here can run (in limits.unrunnable too) */
 	unrunnable: Unrunnable[];
-}
-
-/** A placed execution, as the claim statement answers it: what the agent's ExecutionSpec needs. */
-export interface PlacedExe {
-	id: number;
-	job_id: number;
-	timeout: number;
-	node_id: number;
-	agent_id: string;
-	cpus: number;
-	mem: number;
-	disk_total: number;
-	data: any;
-	interface: any;
-	job_type_id: number;
-	name: string;
-	version: string;
-	uses_docker: boolean;
-	docker_image: string | null;
-	docker_privileged: boolean;
-	is_long_running: boolean;
-	is_system: boolean;
-	/** what recording its end needs besides (PlacedExecutions, lib/scheduling/finish.ts) */
-	num_exes: number;
-	max_tries: number;
-	is_operational: boolean;
-	error_mapping: EndingExe["error_mapping"];
-	in_recipe: boolean;
 }
 
 /** Whether a job type's work needs a node that can run containers, and it has work queued. */
@@ -402,7 +374,7 @@ export async function schedulePass(
 	onPlaced: (placed: PlacedExe[]) => void = () => undefined
 ): Promise<PassResult> {
 	// The context and the first batch are sent together: on a pipelined connection (the leader's,
-	// lib/scheduling/leader.ts) one round trip for both, each a wait for a cpu under load.
+	// lib/db/leader.ts) one round trip for both, each a wait for a cpu under load.
 	const likely = [...(opts.likelyExcluded ?? [])];
 	const firstLimit = Math.max(1, Math.min(opts.batchSize, opts.maxScanRows));
 	const contextRead = loadPassContext(sql, opts);

@@ -1,8 +1,8 @@
-import { callGroups } from "../agent/call-groups";
-import type { ExecutionSpec } from "../agent/protocol";
-import type { PlacedExe } from "./claim";
-import { ERRORS, runFailureError } from "./failure";
-import type { FailureRequest } from "./finish";
+import { callGroups } from "../documents/call-groups";
+import type { ExecutionSpec } from "../documents/agent-protocol";
+import type { PlacedExe } from "../executions/placed-executions";
+import { ERRORS, runFailureError } from "../executions/failure";
+import type { FailureRequest } from "../executions/types";
 
 /** What handing placed executions to their agents needs of the scheduler service. */
 export interface DispatchLink {

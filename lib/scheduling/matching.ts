@@ -32,7 +32,7 @@ export interface NodeDocker {
 	pull: boolean;
 	/** the agent runs docker_privileged job types */
 	privileged: boolean;
-	/** the engine's images, normalised (lib/scheduling/images.ts) */
+	/** the engine's images, normalised (lib/documents/images.ts) */
 	images: ReadonlySet<string>;
 }
 

@@ -1,9 +1,9 @@
 import path from "path";
-import type { ExecutionSpec, OutputWorkspace, StagedFile } from "../agent/protocol";
+import type { ExecutionSpec, OutputWorkspace, StagedFile } from "../documents/agent-protocol";
 import type { JobInterface } from "../documents/types";
-import { STRIKE_JOB_TYPE } from "../ingest/strikes";
-import type { PlacedExe } from "./claim";
-import type { Sql } from "./sql";
+import { STRIKE_JOB_TYPE } from "../documents/strike-configuration";
+import type { PlacedExe } from "../executions/placed-executions";
+import type { Sql } from "../db/sql";
 
 /**
  * The ExecutionSpec each placed execution is sent to its agent with: everything the agent needs,

@@ -2,7 +2,7 @@ import { constants as fsConstants, promises as fs, type ReadStream } from "fs";
 import type { FileHandle } from "fs/promises";
 import path from "path";
 import type { Sequelize } from "sequelize";
-import { isInside } from "../agent/files";
+import { isInside } from "../paths";
 import { select } from "../db/connection";
 import { NotFoundError } from "../errors";
 

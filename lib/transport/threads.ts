@@ -24,7 +24,7 @@ export class JsonTextSerializer extends Serializers.Base {
 
 /**
  * A transporter between two brokers in threads of one process (`npm start`'s scheduler thread,
- * see lib/scheduler-thread.ts), over the two ends of a MessageChannel: every packet goes to the
+ * see lib/launch/scheduler-thread.ts), over the two ends of a MessageChannel: every packet goes to the
  * other broker, which keeps the topics it subscribed to. No server, no socket: the packets are
  * JsonTextSerializer's strings, which the port copies.
  */

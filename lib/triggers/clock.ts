@@ -3,7 +3,7 @@ import { select, write } from "../db/connection";
 import { isDue, type ClockTriggerConfiguration } from "../documents/trigger-configuration";
 import { computeDailyMetrics } from "../metrics/compute";
 import { recordJobLoad } from "../queue/load";
-import { foldFailedJobDeltas } from "../models/job-type-reports";
+import { foldFailedJobDeltas } from "../records/job-type-reports";
 
 /**
  * The clock (Scale's job/clock.py): every minute each active CLOCK rule whose schedule has come

@@ -2,10 +2,11 @@ import type { Sequelize } from "sequelize";
 import { intArray } from "../db/array-literal";
 import { select, write } from "../db/connection";
 import type { FileTriggerConfiguration } from "../documents/trigger-configuration";
-import { queueValidNewJobs, type NewJobRequest } from "../queue/new-job";
-import type { DataFacts } from "../queue/prepare-job";
+import { queueValidNewJobs } from "../jobs/new-job";
+import type { NewJobRequest } from "../jobs/types";
+import type { DataFacts } from "../jobs/prepare-job";
 import { createEachRecipe, createRecipes, type NewRecipeRequest } from "../recipes/create";
-import { transactionSql } from "../scheduling/sql";
+import { transactionSql } from "../db/sql";
 
 /**
  * The trigger events of ingests and parses turned into jobs (Scale's IngestTriggerHandler and

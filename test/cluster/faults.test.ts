@@ -4,7 +4,7 @@ import path from "path";
 import type { Sequelize } from "sequelize";
 import { LocalCluster } from "../../lib/cluster/cluster";
 import { createSequelize } from "../../lib/db/connection";
-import { schedulerLeader } from "../../lib/models/status";
+import { schedulerLeader } from "../../lib/records/status";
 import { ensureNatsServer } from "../helpers/nats";
 import { freePort, freePortRun } from "../helpers/ports";
 import { waitUntil } from "../helpers/process";

@@ -5,7 +5,7 @@ import { randomUUID } from "crypto";
 import { ServiceBroker } from "moleculer";
 import { connect, type NatsConnection } from "nats";
 import { brokerOptions } from "../../moleculer.config";
-import { loadConfig } from "../../lib/config";
+import { loadConfig } from "../../lib/launch/config";
 import { startNatsServer, type RunningNatsServer } from "../../lib/cluster/nats-server";
 import { identity, natsUsers, type Identity } from "../../lib/cluster/nats-identities";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";

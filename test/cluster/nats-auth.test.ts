@@ -4,7 +4,7 @@ import path from "path";
 import { execFileSync, spawnSync } from "child_process";
 import { ServiceBroker } from "moleculer";
 import { brokerOptions } from "../../moleculer.config";
-import { loadConfig } from "../../lib/config";
+import { loadConfig } from "../../lib/launch/config";
 import { startNatsServer, type RunningNatsServer } from "../../lib/cluster/nats-server";
 import { ensureNatsServer } from "../helpers/nats";
 import { freePort } from "../helpers/ports";

@@ -3,7 +3,7 @@ import os from "os";
 import path from "path";
 import { ServiceBroker, type Context } from "moleculer";
 import { brokerOptions } from "../../moleculer.config";
-import { loadConfig } from "../../lib/config";
+import { loadConfig } from "../../lib/launch/config";
 import { startNatsServer, type RunningNatsServer } from "../../lib/cluster/nats-server";
 import { ensureNatsServer } from "../helpers/nats";
 import { freePort } from "../helpers/ports";

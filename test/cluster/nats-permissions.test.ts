@@ -4,7 +4,7 @@ import path from "path";
 import { ServiceBroker } from "moleculer";
 import { connect, type NatsConnection, type Subscription } from "nats";
 import { brokerOptions } from "../../moleculer.config";
-import { loadConfig } from "../../lib/config";
+import { loadConfig } from "../../lib/launch/config";
 import { startNatsServer, type RunningNatsServer } from "../../lib/cluster/nats-server";
 import {
 	authorizationBlock,

@@ -4,7 +4,7 @@ import path from "path";
 import { spawnSync } from "child_process";
 import { ServiceBroker } from "moleculer";
 import { brokerOptions } from "../../moleculer.config";
-import { loadConfig } from "../../lib/config";
+import { loadConfig } from "../../lib/launch/config";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request } from "../helpers/broker";
 import { startNats, type NatsServer } from "../helpers/nats";

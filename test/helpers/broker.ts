@@ -1,7 +1,7 @@
 import { ServiceBroker } from "moleculer";
 import { brokerOptions } from "../../moleculer.config";
-import { loadConfig } from "../../lib/config";
-import { loadServiceSchemas } from "../../lib/services";
+import { loadConfig } from "../../lib/launch/config";
+import { loadServiceSchemas } from "../../lib/launch/services";
 
 export interface TestApi {
 	broker: ServiceBroker;

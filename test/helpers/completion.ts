@@ -1,8 +1,9 @@
 import type { Sequelize } from "sequelize";
-import type { ProducedFile } from "../../lib/agent/protocol";
+import type { ProducedFile } from "../../lib/documents/agent-protocol";
 import { parseJobInterface } from "../../lib/documents/job-interface";
-import { finishExecutions, type FinishResult } from "../../lib/scheduling/finish";
-import { poolTransaction } from "../../lib/scheduling/sql";
+import { finishExecutions } from "../../lib/executions/finish";
+import type { FinishResult } from "../../lib/executions/types";
+import { poolTransaction } from "../../lib/db/sql";
 import { request } from "./broker";
 
 /**

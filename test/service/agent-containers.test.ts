@@ -4,7 +4,7 @@ import path from "path";
 import Docker from "dockerode";
 import { NodeAgent } from "../../lib/agent/agent";
 import { DEFAULT_CONTAINER_SETTINGS, type ContainerSettings } from "../../lib/agent/containers";
-import type { ExecutionFinished, ExecutionSpec } from "../../lib/agent/protocol";
+import type { ExecutionFinished, ExecutionSpec } from "../../lib/documents/agent-protocol";
 import { removeTempDirs, spec, stagedFile, tempDir, type SpecOptions } from "../fixtures/agent";
 import { requireTestDocker } from "../helpers/dockerd";
 

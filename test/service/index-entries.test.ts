@@ -52,7 +52,7 @@ describe("index entries nobody reads (0020)", () => {
 	});
 
 	it("still serves the statements that read them", async () => {
-		// the products a new product supersedes (lib/models/product.ts)
+		// the products a new product supersedes (lib/records/product.ts)
 		expect(
 			await genericPlan(
 				`SELECT id FROM scale_file WHERE uuid = ANY($1::text[]) AND file_type = 'PRODUCT'
@@ -60,7 +60,7 @@ describe("index entries nobody reads (0020)", () => {
 				["'{a}'"]
 			)
 		).toMatch(/Index Scan (using|on) scale_file_uuid_idx/);
-		// the ingest status by data time (lib/models/ingest-status.ts)
+		// the ingest status by data time (lib/records/ingest-status.ts)
 		expect(
 			await genericPlan(
 				`SELECT id FROM scale_file f WHERE f.data_started >= $1::timestamptz

@@ -1,7 +1,7 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { addFileJobType } from "../helpers/completion";
 import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
-import { FOLD_DELTAS, foldFailedJobDeltas } from "../../lib/models/job-type-reports";
+import { FOLD_DELTAS, foldFailedJobDeltas } from "../../lib/records/job-type-reports";
 import * as migration from "../../migrations/0013-failed-job-counts";
 import * as generation from "../../migrations/0014-failed-job-count-generation";
 

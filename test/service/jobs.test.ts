@@ -3,8 +3,8 @@ import { Client } from "pg";
 import { parseJobInterface } from "../../lib/documents/job-interface";
 import { cancelJobTransaction } from "../../lib/queue/cancel";
 import { applyPlacements, claimBatch } from "../../lib/scheduling/claim";
-import { finishExecutions } from "../../lib/scheduling/finish";
-import { clientSql } from "../../lib/scheduling/sql";
+import { finishExecutions } from "../../lib/executions/finish";
+import { clientSql } from "../../lib/db/sql";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import {
 	request,

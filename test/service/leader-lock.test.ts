@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "child_process";
 import path from "path";
-import { LeaderLock } from "../../lib/scheduling/leader";
+import { LeaderLock } from "../../lib/db/leader";
 import { PROJECT_ROOT } from "../../lib/paths";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { freePort } from "../helpers/ports";

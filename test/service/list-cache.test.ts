@@ -7,8 +7,8 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
 import { addFileJobType, addNode, runToCompletion } from "../helpers/completion";
 import { runCachedList } from "../../lib/list/cached-list";
-import { INPUT_FILES } from "../../lib/models/file-records";
-import { JOB_UPDATES_LIST, JOB_UPDATE_RECORD } from "../../lib/models/job";
+import { INPUT_FILES } from "../../lib/records/file-records";
+import { JOB_UPDATES_LIST, JOB_UPDATE_RECORD } from "../../lib/records/job";
 
 /**
  * The lists answer records kept by version (lib/list/cached-list.ts): a record is answered from

@@ -3,14 +3,14 @@ import os from "os";
 import path from "path";
 import { Errors, ServiceBroker, type ServiceSchema } from "moleculer";
 import { brokerOptions } from "../../moleculer.config";
-import { loadConfig } from "../../lib/config";
-import { loadServiceSchemas } from "../../lib/services";
+import { loadConfig } from "../../lib/launch/config";
+import { loadServiceSchemas } from "../../lib/launch/services";
 import type {
 	ExecutionFinished,
 	ExecutionStep,
 	NodeHeartbeat,
 	NodeRegistration
-} from "../../lib/agent/protocol";
+} from "../../lib/documents/agent-protocol";
 import { startServices, type TestApi } from "../helpers/broker";
 import {
 	job,
@@ -25,7 +25,7 @@ import {
 
 /**
  * The agent's protocol peer: `nodes` and `scheduler` services that record what the agent sends
- * and answer as lib/agent/protocol.ts says (with switches to misbehave).
+ * and answer as lib/documents/agent-protocol.ts says (with switches to misbehave).
  */
 class ControlPlane {
 	registrations: NodeRegistration[] = [];

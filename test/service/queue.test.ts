@@ -1,6 +1,7 @@
 import type { ServiceBroker } from "moleculer";
 import { parseJobInterface } from "../../lib/documents/job-interface";
-import { queueNewJobs, type NewJobRequest } from "../../lib/queue/new-job";
+import { queueNewJobs } from "../../lib/jobs/new-job";
+import type { NewJobRequest } from "../../lib/jobs/types";
 import { queueExistingJobs } from "../../lib/queue/requeue";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import {

@@ -1,4 +1,4 @@
-import { getRecipeDetails, getRecipeDetailsOf } from "../../lib/models/recipe";
+import { getRecipeDetails, getRecipeDetailsOf } from "../../lib/records/recipe";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
 

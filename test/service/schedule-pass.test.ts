@@ -1,7 +1,7 @@
 import { Client } from "pg";
 import { loadPassContext, schedulePass, type PassOptions } from "../../lib/scheduling/claim";
-import { ImageSets, imagesHash, normalizeImages } from "../../lib/scheduling/images";
-import { clientSql, type Sql } from "../../lib/scheduling/sql";
+import { ImageSets, imagesHash, normalizeImages } from "../../lib/documents/images";
+import { clientSql, type Sql } from "../../lib/db/sql";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 
 /**

@@ -7,11 +7,11 @@ import type {
 	ExecutionSpec,
 	NodeDocker,
 	ProducedFile
-} from "../../lib/agent/protocol";
-import { loadConfig } from "../../lib/config";
+} from "../../lib/documents/agent-protocol";
+import { loadConfig } from "../../lib/launch/config";
 import { cancelJob } from "../../lib/queue/cancel";
-import { loadServiceSchemas } from "../../lib/services";
-import { intakeGateOf } from "../../lib/scheduling/intake-gate";
+import { loadServiceSchemas } from "../../lib/launch/services";
+import { intakeGateOf } from "../../lib/recipes/intake-gate";
 import { brokerOptions } from "../../moleculer.config";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request } from "../helpers/broker";
@@ -373,7 +373,7 @@ describe("placement", () => {
 		for (const j of [low, high, mid0, mid1])
 			expect((await job(j.jobId)).status).toBe("COMPLETED");
 		// its report flushes and passes over, the intake of new recipes does not wait for them
-		// (lib/scheduling/intake-gate.ts): each let go of the gate as often as it took it
+		// (lib/recipes/intake-gate.ts): each let go of the gate as often as it took it
 		let free = false;
 		void intakeGateOf(main.broker)
 			.quiet(60000)

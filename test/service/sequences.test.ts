@@ -2,7 +2,7 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db";
 
 /**
  * The statements that write new jobs and recipes draw their rows' ids from sequences they name
- * (lib/queue/new-job.ts, lib/recipes/create.ts): the same the columns' defaults draw from.
+ * (lib/jobs/new-job.ts, lib/recipes/create.ts): the same the columns' defaults draw from.
  */
 
 let test: TestDatabase;

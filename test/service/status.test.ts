@@ -1,7 +1,7 @@
 import os from "os";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
-import { LeaderLock } from "../../lib/scheduling/leader";
+import { LeaderLock } from "../../lib/db/leader";
 
 const QUIET = { retryMs: 60000, onAcquired: () => undefined, onLost: () => undefined };
 

@@ -1,7 +1,7 @@
 import fs from "fs";
 import path from "path";
 import { NodeAgent } from "../../lib/agent/agent";
-import type { ExecutionFinished, ExecutionSpec } from "../../lib/agent/protocol";
+import type { ExecutionFinished, ExecutionSpec } from "../../lib/documents/agent-protocol";
 import { processesIn, removeTempDirs, spec, tempDir } from "../fixtures/agent";
 
 /**

@@ -4,7 +4,7 @@ import path from "path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
 import { COPY_EVENTS_SQL, MARK_PROCESSED_SQL, processFileEvents } from "../../lib/triggers/process";
-import { queueValidNewJobs } from "../../lib/queue/new-job";
+import { queueValidNewJobs } from "../../lib/jobs/new-job";
 
 /**
  * The triggers' matching over real PostgreSQL (processFileEvents): rules made through the REST

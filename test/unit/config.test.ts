@@ -1,5 +1,11 @@
 import path from "path";
-import { ALL_SERVICES, ConfigError, loadConfig, natsRoleOf, needsDatabase } from "../../lib/config";
+import {
+	ALL_SERVICES,
+	ConfigError,
+	loadConfig,
+	natsRoleOf,
+	needsDatabase
+} from "../../lib/launch/config";
 
 describe("loadConfig", () => {
 	it("has defaults for an empty environment", () => {

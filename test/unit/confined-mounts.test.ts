@@ -1,7 +1,7 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { confinementProblem, mountProblem } from "../../lib/storage/confined-mounts";
+import { confinementProblem, mountProblem } from "../../lib/documents/confined-mounts";
 
 const OWN = { dataDir: "/work/main/data", agentWorkDir: "/srv/agent" };
 

@@ -1,15 +1,15 @@
 import { promises as fs } from "fs";
 import os from "os";
 import path from "path";
-import { productUpdate } from "../../lib/models/product-file";
+import { productUpdate } from "../../lib/records/product-file";
 import {
 	downloadUrl,
 	notFoundDetail,
 	parseFileRef,
 	serializeScaleFileBase,
 	type ScaleFileRow
-} from "../../lib/models/scale-file";
-import { sourceUpdate } from "../../lib/models/source-file";
+} from "../../lib/records/scale-file";
+import { sourceUpdate } from "../../lib/records/source-file";
 import { contentDisposition, openWorkspaceFile } from "../../lib/storage/download";
 
 const T1 = new Date("2024-01-01T01:00:00.000Z");

@@ -1,4 +1,9 @@
-import { Iso8601Error, formatDatetime, parseDatetime, parseDuration } from "../../lib/list/iso8601";
+import {
+	Iso8601Error,
+	formatDatetime,
+	parseDatetime,
+	parseDuration
+} from "../../lib/validation/iso8601";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -1,7 +1,7 @@
 import { ServiceBroker } from "moleculer";
 import { MessageChannel } from "worker_threads";
-import { loadConfig } from "../../lib/config";
-import { splitForSchedulerThread, wantsSchedulerThread } from "../../lib/scheduler-thread";
+import { loadConfig } from "../../lib/launch/config";
+import { splitForSchedulerThread, wantsSchedulerThread } from "../../lib/launch/scheduler-thread";
 import { JsonTextSerializer, ThreadTransporter } from "../../lib/transport/threads";
 
 describe("the scheduler thread's configuration", () => {

@@ -1,5 +1,5 @@
-import { loadConfig } from "../../lib/config";
-import { loadServiceSchemas } from "../../lib/services";
+import { loadConfig } from "../../lib/launch/config";
+import { loadServiceSchemas } from "../../lib/launch/services";
 
 describe("loadServiceSchemas", () => {
 	it("hands each service the settings its configuration names", () => {

@@ -6,8 +6,8 @@ import {
 	checkWorkspaceConfig,
 	parseWorkspaceConfig,
 	validateBroker
-} from "../../lib/storage/workspace-config";
-import { validateHostBroker } from "../../lib/storage/host-broker";
+} from "../../lib/documents/workspace-config";
+import { validateHostBroker } from "../../lib/documents/host-broker";
 import { textProblem } from "../../lib/validation/text";
 
 let dir: string;

@@ -2,7 +2,7 @@ import fs from "fs";
 import path from "path";
 import { NodeAgent, type AgentOptions } from "../../../lib/agent/agent";
 import { taskDirOf } from "../../../lib/agent/execution";
-import type { ExecutionFinished, ExecutionStep } from "../../../lib/agent/protocol";
+import type { ExecutionFinished, ExecutionStep } from "../../../lib/documents/agent-protocol";
 import {
 	job,
 	makeJobsExecutable,

@@ -4,7 +4,7 @@ import { Containers, DEFAULT_CONTAINER_SETTINGS } from "../../../lib/agent/conta
 import { Execution, type ExecutionContext } from "../../../lib/agent/execution";
 import { LauncherPool, type LauncherKind } from "../../../lib/agent/launcher";
 import { nativeLauncherBinary } from "../../../lib/agent/native-launcher";
-import type { ExecutionFinished, ExecutionStep } from "../../../lib/agent/protocol";
+import type { ExecutionFinished, ExecutionStep } from "../../../lib/documents/agent-protocol";
 import {
 	job,
 	makeJobsExecutable,

@@ -3,13 +3,13 @@ import path from "path";
 import {
 	artifactLines,
 	copyAtomically,
-	isInside,
 	isPlainFileName,
 	readTail,
 	SMALL_FILE,
 	resolveConfined
 } from "../../../lib/agent/files";
-import { mediaTypeOf } from "../../../lib/agent/media-types";
+import { isInside } from "../../../lib/paths";
+import { mediaTypeOf } from "../../../lib/documents/media-types";
 import { removeTempDirs, tempDir } from "../../fixtures/agent";
 
 afterAll(() => removeTempDirs());

@@ -1,6 +1,6 @@
 import { parseJobData } from "../../../lib/documents/job-data";
 import { parseJobInterface } from "../../../lib/documents/job-interface";
-import { checkDataFacts, diskRequired, type DataFacts } from "../../../lib/queue/prepare-job";
+import { checkDataFacts, diskRequired, type DataFacts } from "../../../lib/jobs/prepare-job";
 
 const MIB = 1024 * 1024;
 

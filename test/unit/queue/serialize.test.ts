@@ -1,6 +1,6 @@
-import { inputFileIds, serializeJobExeBase, type JobExeRow } from "../../../lib/models/job";
-import { currentLogUrl } from "../../../lib/models/job-exe";
-import { fileUrl, serializeScaleFile, type ScaleFileRow } from "../../../lib/models/scale-file";
+import { inputFileIds, serializeJobExeBase, type JobExeRow } from "../../../lib/records/job";
+import { currentLogUrl } from "../../../lib/records/job-exe";
+import { fileUrl, serializeScaleFile, type ScaleFileRow } from "../../../lib/records/scale-file";
 
 const T = new Date("2024-02-03T04:05:06.789Z");
 

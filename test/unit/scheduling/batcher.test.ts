@@ -1,4 +1,4 @@
-import { MicroBatcher } from "../../../lib/scheduling/batcher";
+import { MicroBatcher } from "../../../lib/db/batcher";
 
 describe("MicroBatcher", () => {
 	it("hands items that arrive together to one flush and answers each", async () => {

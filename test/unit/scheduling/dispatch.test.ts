@@ -1,8 +1,8 @@
-import type { ExecutionSpec } from "../../../lib/agent/protocol";
-import type { PlacedExe } from "../../../lib/scheduling/claim";
+import type { ExecutionSpec } from "../../../lib/documents/agent-protocol";
+import type { PlacedExe } from "../../../lib/executions/placed-executions";
 import { dispatchPlaced, type DispatchLink } from "../../../lib/scheduling/dispatch";
-import { ERRORS } from "../../../lib/scheduling/failure";
-import type { FailureRequest } from "../../../lib/scheduling/finish";
+import { ERRORS } from "../../../lib/executions/failure";
+import type { FailureRequest } from "../../../lib/executions/types";
 
 const placed = (id: number, agentId: string) =>
 	({ id, job_id: id * 10, node_id: 1, agent_id: agentId }) as PlacedExe;

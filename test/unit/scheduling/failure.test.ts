@@ -4,7 +4,7 @@ import {
 	isFreeRetry,
 	runFailureError,
 	shouldRequeue
-} from "../../../lib/scheduling/failure";
+} from "../../../lib/executions/failure";
 
 const mapping = {
 	version: "1.0" as const,

@@ -1,4 +1,4 @@
-import { centroid, GeoJsonError, parseGeoJson, toWkt } from "../../../lib/scheduling/geo";
+import { centroid, GeoJsonError, parseGeoJson, toWkt } from "../../../lib/documents/geo";
 
 const square = [
 	[0, 0],

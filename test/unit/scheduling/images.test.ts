@@ -4,7 +4,7 @@ import {
 	imagesHash,
 	normalizeImage,
 	normalizeImages
-} from "../../../lib/scheduling/images";
+} from "../../../lib/documents/images";
 
 describe("normalizeImage", () => {
 	it.each([

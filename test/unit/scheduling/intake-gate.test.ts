@@ -1,4 +1,4 @@
-import { IntakeGate, intakeGateOf } from "../../../lib/scheduling/intake-gate";
+import { IntakeGate, intakeGateOf } from "../../../lib/recipes/intake-gate";
 
 const settled = async (p: Promise<unknown>) => {
 	let done = false;

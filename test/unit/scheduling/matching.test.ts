@@ -12,7 +12,7 @@ import {
 	type QueuedRow,
 	type TypeLimits
 } from "../../../lib/scheduling/matching";
-import { normalizeImage, normalizeImages } from "../../../lib/scheduling/images";
+import { normalizeImage, normalizeImages } from "../../../lib/documents/images";
 
 let seq = 0;
 function row(extra: Partial<QueuedRow> = {}): QueuedRow {

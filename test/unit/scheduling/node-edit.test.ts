@@ -1,5 +1,5 @@
-import { parseBoolParam, parseNodeEdit, type NodeRow } from "../../../lib/models/node";
-import { isConnected } from "../../../lib/models/node-status";
+import { parseBoolParam, parseNodeEdit, type NodeRow } from "../../../lib/records/node";
+import { isConnected } from "../../../lib/records/node-status";
 
 function problem(fn: () => unknown): { message: string; code: number; plainText: boolean } {
 	try {

@@ -7,7 +7,7 @@ import {
 	planParseUpdates,
 	undoMoves,
 	type ParseTarget
-} from "../../../lib/scheduling/parse";
+} from "../../../lib/executions/parse";
 
 const source = (extra: Partial<ParseTarget> = {}): ParseTarget => ({
 	id: 1,

@@ -1,5 +1,4 @@
-import type { PlacedExe } from "../../../lib/scheduling/claim";
-import { PlacedExecutions } from "../../../lib/scheduling/placed-executions";
+import { PlacedExecutions, type PlacedExe } from "../../../lib/executions/placed-executions";
 
 const exe = (id: number): PlacedExe =>
 	({

@@ -1,4 +1,4 @@
-import type { ProducedFile } from "../../../lib/agent/protocol";
+import type { ProducedFile } from "../../../lib/documents/agent-protocol";
 import type { JobInterface } from "../../../lib/documents/types";
 import {
 	canonicalJson,
@@ -6,7 +6,7 @@ import {
 	productRow,
 	productUuid,
 	type ProducingExe
-} from "../../../lib/models/product";
+} from "../../../lib/records/product";
 
 const iface: JobInterface = {
 	version: "1.0",

@@ -1,10 +1,11 @@
-import { emptyResult, type FinishResult } from "../../../lib/scheduling/finish";
+import { emptyResult } from "../../../lib/executions/finish";
+import type { FinishResult } from "../../../lib/executions/types";
 import {
 	announceReports,
 	writeReportBatch,
 	type ReportItem,
 	type ReportNews
-} from "../../../lib/scheduling/reports";
+} from "../../../lib/executions/reports";
 
 const finished = (jobExeId: number): ReportItem => ({
 	kind: "finished",

@@ -1,4 +1,4 @@
-import type { PlacedExe } from "../../../lib/scheduling/claim";
+import type { PlacedExe } from "../../../lib/executions/placed-executions";
 import { referencedIds, specFor } from "../../../lib/scheduling/spec";
 
 const placed: PlacedExe = {

@@ -1,0 +1,233 @@
+/**
+ * The messages between the control plane (scheduler, nodes, job-executions services) and the
+ * node agents. Agents hold no database credentials: everything they need to run an execution
+ * arrives in an ExecutionSpec, and everything they learn goes back through these actions. All
+ * are Moleculer actions (acknowledged), never fire-and-forget events, because a lost message
+ * would lose a job; every receiver applies them as guarded transitions, so a repeat is harmless.
+ *
+ * Control plane → agent (always targeted: `ctx.call(name, params, { nodeID: agentId })`):
+ *   node-agent.run     { executions: ExecutionSpec[] } (or one ExecutionSpec)
+ *                                              → { accepted: true }   (returns at once; the
+ *                      scheduler sends the executions it placed on the agent together)
+ *   node-agent.cancel  { jobExeId }              → { found: boolean }   (SIGTERM, then SIGKILL;
+ *                      an id not held here is remembered for a minute: a run of it arriving
+ *                      meanwhile, overtaken by its cancel, is not started but reported CANCELED)
+ *   node-agent.logs    { jobExeId }              → ExecutionLogs
+ *
+ * Agent → control plane:
+ *   nodes.register     NodeRegistration         → NodeRegistrationAnswer
+ *   nodes.heartbeat    NodeHeartbeat            → NodeHeartbeatAnswer (the agent cancels the
+ *                      executions listed in `cancel`, and drains when `drain` says so)
+ *   nodes.drain        NodeDrain                → { ok: true, nodeId }  (the agent is shutting
+ *                      down: nothing new is placed on its node once this is answered)
+ *   scheduler.exeSteps { steps: ExecutionStep[] } → { ok: boolean }  (best effort; gathered for a
+ *                      moment, so a short execution's steps come only with its report)
+ *   scheduler.exeFinished { reports: ExecutionFinished[] } (or one ExecutionFinished)
+ *                                              → { ok: boolean }  (the agent sends the reports of
+ *                      executions that ended in the same turn of its event loop together, and
+ *                      retries until it gets an answer)
+ */
+
+export interface Resources {
+	cpus: number;
+	/** MiB */
+	mem: number;
+	/** MiB */
+	disk: number;
+}
+
+/**
+ * What a node's Docker engine offers, as its agent sees it (in NodeRegistration and in every
+ * NodeHeartbeat). Absent: no engine (as from agents older than this field). The scheduler places
+ * a container job type (uses_docker) only on a node whose engine answers, that has its image or
+ * pulls, and that allows privileged containers if the type is docker_privileged.
+ */
+/** How many image references a NodeDocker carries at most, and how long each may be. */
+export const NODE_DOCKER_LIMITS = { images: 10_000, length: 500 };
+
+export interface NodeDocker {
+	/** a Docker engine answers on the node */
+	engine: boolean;
+	/** the agent is configured to pull the images it lacks */
+	pull: boolean;
+	/**
+	 * the engine's images as it lists them: RepoTags ("busybox:latest",
+	 * "registry:5000/x/y:1.2") and RepoDigests ("x/y@sha256:..."); the control plane normalises
+	 * them (lib/documents/images.ts). At most 10,000, each at most 500 characters.
+	 */
+	images: string[];
+	/** the agent runs docker_privileged job types */
+	privileged: boolean;
+}
+
+export interface NodeRegistration {
+	/** the agent's Moleculer nodeID: where the control plane sends run/cancel/logs */
+	agentId: string;
+	/** stable across agent restarts on one machine (kept in the agent's work directory) */
+	slaveId: string;
+	hostname: string;
+	port: number;
+	/** what this node offers in all (after configured caps) */
+	resources: Resources;
+	/** its Docker engine (absent: none) */
+	docker?: NodeDocker;
+	/** the agent is shutting down (draining): a registration during its drain keeps the node's */
+	draining?: boolean;
+}
+
+/** The answer to nodes.register; `drain`: the node is to drain (a user's drain of it stands). */
+export interface NodeRegistrationAnswer {
+	nodeId: number;
+	drain?: true;
+}
+
+/** An agent shutting down says so (nodes.drain), before it lets its executions end. */
+export interface NodeDrain {
+	agentId: string;
+	slaveId: string;
+}
+
+export interface NodeHeartbeat {
+	agentId: string;
+	slaveId: string;
+	resources: Resources;
+	/** its Docker engine now (absent: none); stored only when it changed */
+	docker?: NodeDocker;
+	/**
+	 * executions the agent holds now: running, or finished with the report not yet acknowledged
+	 * (the control plane fails the ones it thinks run there but are not listed)
+	 */
+	running: number[];
+	/** the agent is shutting down (draining): its node drains, if it did not already */
+	draining?: boolean;
+}
+
+export interface NodeHeartbeatAnswer {
+	ok: true;
+	nodeId: number;
+	/**
+	 * among `running`, the executions that must not run (ended in the database, CANCELED,
+	 * FAILED or COMPLETED, unknown to it, or running elsewhere): the agent cancels them. This
+	 * catches a cancel that never reached the agent, or reached it before the run and was
+	 * forgotten by then.
+	 */
+	cancel: number[];
+	/**
+	 * present when the node is draining (its agent's shutdown, or a user's drain: PATCH
+	 * /nodes/{id}/ is_draining): the agent takes no new run and lets its executions end within
+	 * its drain time. Absent: not draining, and a user's drain the agent follows is over.
+	 */
+	drain?: true;
+}
+
+/** A file input staged from a workspace: the agent copies `hostPath` into the task directory. */
+export interface StagedFile {
+	fileId: number;
+	/** absolute path of the file in its (host-mounted) workspace */
+	hostPath: string;
+	fileName: string;
+	mediaType: string;
+	size: number;
+}
+
+export interface OutputWorkspace {
+	workspaceId: number;
+	/** absolute directory of the workspace on the host */
+	hostPath: string;
+}
+
+export interface ExecutionSpec {
+	jobExeId: number;
+	jobId: number;
+	jobType: {
+		id: number;
+		name: string;
+		version: string;
+		usesDocker: boolean;
+		dockerImage: string | null;
+		dockerPrivileged: boolean;
+		isLongRunning: boolean;
+	};
+	/** the job type revision's interface (job interface 1.0, normalised) */
+	interface: import("./types").JobInterface;
+	/** property inputs → value; file inputs → one file; files inputs → several */
+	inputs: Record<string, { value: string } | { files: StagedFile[] }>;
+	/** output name → where its files go */
+	outputWorkspaces: Record<string, OutputWorkspace>;
+	/** seconds; 0 or a long-running type = no timeout */
+	timeout: number;
+	resources: Resources;
+	/** what the agent runs itself instead of the interface's command (a system job type's work) */
+	task?: BuiltinTask;
+}
+
+/** A strike's monitor (lib/ingest/monitor.ts), for the system job type `scale-strike`. */
+export interface BuiltinTask {
+	kind: "strike";
+	strikeId: number;
+}
+
+export type Step = "pre" | "main" | "post";
+
+export interface ExecutionStep {
+	jobExeId: number;
+	agentId: string;
+	step: Step;
+	event: "started" | "completed";
+	/** ISO-8601 */
+	at: string;
+	exitCode?: number | null;
+	/** after pre: the substituted command line (arguments joined for display) */
+	commandArguments?: string;
+}
+
+/** A product file the agent has copied into its output workspace. */
+export interface ProducedFile {
+	outputName: string;
+	workspaceId: number;
+	/** path relative to the workspace root */
+	filePath: string;
+	fileName: string;
+	/** from the manifest or the interface, else from the extension */
+	mediaType: string;
+	size: number;
+	dataStarted?: string | null;
+	dataEnded?: string | null;
+	/** GeoJSON geometry from the manifest's geo_metadata, as given */
+	geoJson?: unknown;
+}
+
+export interface ExecutionFinished {
+	jobExeId: number;
+	agentId: string;
+	status: "COMPLETED" | "FAILED" | "CANCELED";
+	/** exit code of the main process (null when it never ran or was killed by a signal) */
+	exitCode: number | null;
+	/**
+	 * the SYSTEM error the agent itself diagnosed (`timeout`, `task-launch`,
+	 * `docker-task-launch`, `filesystem-io`, ...) or, with exitCode set and no errorName, an
+	 * algorithm failure the control plane maps through the job type's error mapping
+	 */
+	errorName?: string | null;
+	/** a human sentence for the log of what went wrong */
+	errorDetail?: string | null;
+	products: ProducedFile[];
+	/** the results manifest as read (1.1 shape), with ARTIFACT lines merged */
+	resultsManifest: unknown | null;
+	/** the manifest's parse_results, applied by the control plane to source inputs */
+	parseResults: unknown[];
+	stdout: string;
+	stderr: string;
+	/** after pre: the substituted command line (as in the pre step's completion) */
+	commandArguments?: string;
+	/** ISO-8601 of each step, for the execution record */
+	steps: Partial<
+		Record<Step, { started?: string; completed?: string; exitCode?: number | null }>
+	>;
+}
+
+export interface ExecutionLogs {
+	stdout: string;
+	stderr: string;
+	is_finished: boolean;
+}

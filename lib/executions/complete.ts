@@ -1,0 +1,219 @@
+import type { ExecutionFinished, ProducedFile } from "../documents/agent-protocol";
+import { buildJobResults, type JobResults } from "../documents/job-results";
+import {
+	insertProducts,
+	linkAncestry,
+	productRow,
+	type AncestryEntry,
+	type ProductRow
+} from "../records/product";
+import { lockRecipesSql, type HeldRecipeLocks } from "../recipes/run";
+import type { FinishOptions, FinishResult } from "./types";
+import type { EndingExe } from "./placed-executions";
+import {
+	applyParseUpdates,
+	moveSourceFiles,
+	planParseUpdates,
+	type ParseTarget,
+	type RawParseResult
+} from "./parse";
+import type { Sql } from "../db/sql";
+import { stepUnnest, type StepColumns } from "./steps";
+
+/**
+ * Completions, inside finishExecutions' transaction: the executions and their jobs COMPLETED,
+ * their products stored with their ancestry, each execution's results document, and parse
+ * results applied to the input source files.
+ */
+
+/** The file ids the inputs of a job data document name, each once. */
+function inputFileIds(data: any): number[] {
+	const ids: number[] = [];
+	for (const input of data?.input_data ?? []) {
+		if (Number.isInteger(input.file_id)) ids.push(input.file_id);
+		for (const id of input.file_ids ?? []) if (Number.isInteger(id)) ids.push(id);
+	}
+	return [...new Set(ids)];
+}
+
+/** The results document of an execution from the products stored per output. */
+function resultsOf(exe: EndingExe, made: { output: string; id: number }[]): JobResults {
+	return buildJobResults(
+		(exe.interface?.output_data ?? []).map(o => ({
+			name: o.name,
+			multiple: o.type === "files",
+			fileIds: made.filter(m => m.output === o.name).map(m => m.id)
+		}))
+	);
+}
+
+/**
+ * Completes executions (and the jobs they end); answers the recipe locks it took: those of the
+ * jobs it completed in its first statement.
+ */
+export async function complete(
+	sql: Sql,
+	completions: { exe: EndingExe; f: ExecutionFinished; products: ProducedFile[] }[],
+	stepCols: Map<number, StepColumns>,
+	result: FinishResult,
+	opts: FinishOptions,
+	/** called once the completing statement is sent, to send more behind it */
+	afterSending: () => void = () => undefined
+): Promise<HeldRecipeLocks> {
+	// The transition, with the jobs of executions that made no products (their results are
+	// known already); those with products get their results once the products are stored.
+	const ids = completions.map(c => c.exe.id);
+	const final = completions.map(c => c.products.length === 0);
+	const u = stepUnnest(ids, stepCols, [
+		{
+			name: "results",
+			type: "jsonb",
+			values: completions.map((c, i) =>
+				final[i] ? JSON.stringify(resultsOf(c.exe, [])) : null
+			)
+		},
+		{
+			name: "manifest",
+			type: "jsonb",
+			values: completions.map(c =>
+				c.f.resultsManifest === undefined || c.f.resultsManifest === null
+					? null
+					: JSON.stringify(c.f.resultsManifest)
+			)
+		},
+		{ name: "final", type: "boolean", values: final }
+	]);
+	// Jobs are named by id (from the arrays, for the planner) among the executions updated.
+	const jobIds = completions.map(c => c.exe.job_id);
+	const completing = sql.query<{ id: number | null; job_id: number }>(
+		`WITH e AS (
+			UPDATE job_exe e SET status = 'COMPLETED', ended = now(), results = u.results,
+				results_manifest = u.manifest, ${u.set}, last_modified = now()
+			FROM ${u.from} WHERE e.id = ANY($1::int[]) AND e.id = u.id AND e.status = 'RUNNING'
+			RETURNING e.id, e.job_id, u.final
+		),
+		j AS (
+			UPDATE job SET status = 'COMPLETED', ended = now(), last_status_change = now(),
+				error_id = NULL, results = r.results, last_modified = now()
+			FROM unnest($${u.binds.length + 1}::int[], $${u.binds.length + 2}::jsonb[])
+				AS r(id, results)
+			WHERE job.id = ANY($${u.binds.length + 1}::int[]) AND job.id = r.id
+				AND job.id = ANY(ARRAY(SELECT job_id FROM e WHERE final))
+				AND job.status = 'RUNNING'
+			RETURNING job.id
+		),
+		-- their recipes locked here, after the updates (ARRAY(...) runs j to its end first), as
+		-- advanceRecipes would lock them: a round trip less between A's completion and B's queueing
+		l AS (${lockRecipesSql("ARRAY(SELECT id FROM j)")})
+		SELECT id, job_id FROM e UNION ALL SELECT NULL, id FROM j
+		UNION ALL SELECT -1, count(*)::int FROM l`,
+		[...u.binds, jobIds, u.binds[1]]
+	);
+	afterSending();
+	const rows = await completing;
+	const won = rows.filter(r => r.id !== null && r.id >= 0) as { id: number; job_id: number }[];
+	const locked = { jobs: new Set<number>(), recipes: 0 };
+	for (const row of rows)
+		if (row.id === null) {
+			result.completedJobs.push(row.job_id);
+			locked.jobs.add(row.job_id);
+		} else if (row.id === -1) locked.recipes = row.job_id;
+	const wonIds = new Set(won.map(w => w.id));
+	for (const row of won) result.ended.add(row.id);
+	const mine = completions.filter(c => wonIds.has(c.exe.id));
+
+	// The input files, when products or parse results need them (operational flag, parse targets).
+	const needInputs = mine.filter(
+		c => c.products.length > 0 || (Array.isArray(c.f.parseResults) && c.f.parseResults.length)
+	);
+	const inputIds = [...new Set(needInputs.flatMap(c => inputFileIds(c.exe.data)))];
+	const files = new Map<number, any>();
+	if (inputIds.length > 0) {
+		const rows = await sql.query(
+			`SELECT f.id, f.file_type, f.file_name, f.file_path, f.is_operational,
+				w.json_config->'broker'->>'host_path' AS workspace_host_path, w.is_move_enabled
+			 FROM scale_file f JOIN workspace w ON w.id = f.workspace_id
+			 WHERE f.id = ANY($1::int[])`,
+			[inputIds]
+		);
+		for (const row of rows) files.set(row.id, row);
+	}
+
+	// Products, in the order given, then each execution's results document.
+	const productRows: ProductRow[] = [];
+	for (const { exe, products } of mine) {
+		const inputs = inputFileIds(exe.data)
+			.map(id => files.get(id))
+			.filter(Boolean);
+		const operational =
+			exe.is_operational && inputs.every(f => f.file_type !== "PRODUCT" || f.is_operational);
+		for (const product of products)
+			productRows.push(
+				productRow(
+					{
+						jobExeId: exe.id,
+						jobId: exe.job_id,
+						jobTypeId: exe.job_type_id,
+						jobTypeName: exe.name,
+						jobTypeVersion: exe.version,
+						isOperational: operational,
+						jobData: exe.data,
+						iface: exe.interface!
+					},
+					product
+				)
+			);
+	}
+	const productIds = await insertProducts(sql, productRows);
+	const byExe = new Map<number, { output: string; id: number }[]>();
+	productRows.forEach((row, i) => {
+		const list = byExe.get(row.job_exe_id) ?? [];
+		list.push({ output: row.output_name, id: productIds[i] });
+		byExe.set(row.job_exe_id, list);
+	});
+	const ancestry: AncestryEntry[] = mine.map(({ exe }) => ({
+		jobExeId: exe.id,
+		jobId: exe.job_id,
+		inputFileIds: inputFileIds(exe.data),
+		productIds: (byExe.get(exe.id) ?? []).map(m => m.id)
+	}));
+	await linkAncestry(sql, ancestry);
+
+	const withProducts = mine.filter(c => c.products.length > 0);
+	if (withProducts.length > 0) {
+		const docs = withProducts.map(c =>
+			JSON.stringify(resultsOf(c.exe, byExe.get(c.exe.id) ?? []))
+		);
+		await sql.query(
+			`UPDATE job_exe e SET results = u.results
+			 FROM unnest($1::int[], $2::jsonb[]) AS u(id, results)
+			 WHERE e.id = ANY($1::int[]) AND e.id = u.id`,
+			[withProducts.map(c => c.exe.id), docs]
+		);
+		const done = await sql.query<{ id: number }>(
+			`UPDATE job SET status = 'COMPLETED', ended = now(), last_status_change = now(),
+				error_id = NULL, results = u.results, last_modified = now()
+			 FROM unnest($1::int[], $2::jsonb[]) AS u(id, results)
+			 WHERE job.id = ANY($1::int[]) AND job.id = u.id AND job.status = 'RUNNING'
+			 RETURNING job.id`,
+			[withProducts.map(c => c.exe.job_id), docs]
+		);
+		result.completedJobs.push(...done.map(r => r.id));
+	}
+
+	// parse_results: applied to the job's input source files.
+	const updates = needInputs.flatMap(({ exe, f }) => {
+		if (!Array.isArray(f.parseResults) || f.parseResults.length === 0) return [];
+		const sources: ParseTarget[] = inputFileIds(exe.data)
+			.map(id => files.get(id))
+			.filter(file => file && file.file_type === "SOURCE");
+		return planParseUpdates(f.parseResults as RawParseResult[], sources);
+	});
+	if (updates.length > 0) {
+		const sources = [...files.values()].filter(f => f.file_type === "SOURCE") as ParseTarget[];
+		const moves = await moveSourceFiles(updates, sources, opts.warn ?? (() => undefined));
+		opts.moves?.push(...moves);
+		result.parseEvents.push(...(await applyParseUpdates(sql, updates)));
+	}
+	return locked;
+}

@@ -1,0 +1,38 @@
+import type { ServiceSchema } from "moleculer";
+import type { Config } from "./config";
+
+/** Settings each service takes from the configuration. */
+function settingsFor(name: string, config: Config): Record<string, unknown> {
+	switch (name) {
+		case "api":
+			return {
+				port: config.port,
+				ip: config.host,
+				apiTokens: config.apiTokens,
+				publicUrl: config.publicUrl,
+				trustProxy: config.trustProxy
+			};
+		case "status":
+			return { apiPort: config.port };
+		case "ingest":
+		case "workspaces":
+			return {
+				nfsMountRoot: config.nfsMountRoot,
+				dataDir: config.dataDir,
+				agentWorkDir: config.agent.workDir
+			};
+		case "node-agent":
+			return { agent: config.agent, port: config.port };
+		default:
+			return {};
+	}
+}
+
+/** Loads the schemas of the configured services (each `services/<name>.service`), configured. */
+export function loadServiceSchemas(config: Config): ServiceSchema[] {
+	return config.services.map(name => {
+		const mod = require(`../../services/${name}.service`);
+		const schema = (mod.default || mod) as ServiceSchema;
+		return { ...schema, settings: { ...schema.settings, ...settingsFor(name, config) } };
+	});
+}

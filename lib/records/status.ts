@@ -1,0 +1,65 @@
+import type { Sequelize } from "sequelize";
+import { select } from "../db/connection";
+import { LEADER_APPLICATION_NAME, SCHEDULER_LOCK_KEY } from "../db/leader";
+
+export interface Resources {
+	cpus: number;
+	mem: number;
+	disk: number;
+}
+
+export interface ClusterStatus {
+	master: { hostname: string; port: number; is_online: boolean };
+	scheduler: { hostname: string | null; is_online: boolean; is_paused: boolean };
+	queue_depth: number;
+	resources: { total: Resources; scheduled: Resources; used: Resources };
+}
+
+/** The advisory lock holder's nodeID: the query below, on its own. */
+const LEADER_SQL = `SELECT substr(a.application_name, length($1) + 1) AS leader
+	FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+	WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $2
+		AND l.objsubid = 1
+		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND a.application_name LIKE $1 || '%'
+	LIMIT 1`;
+
+/** The nodeID of the scheduler replica that leads now (holds the lock), or null. */
+export async function schedulerLeader(db: Sequelize): Promise<string | null> {
+	const rows = await select<{ leader: string }>(db, LEADER_SQL, [
+		LEADER_APPLICATION_NAME,
+		SCHEDULER_LOCK_KEY
+	]);
+	return rows[0]?.leader ?? null;
+}
+
+/**
+ * The database half of the cluster status, in one round trip: the scheduler pause, the queue
+ * depth, and the resources offered by active nodes and scheduled to running executions.
+ */
+export async function readClusterState(db: Sequelize) {
+	const [row] = await select<Record<string, string | boolean | null>>(
+		db,
+		`SELECT
+			(SELECT is_paused FROM scheduler WHERE id = 1) AS is_paused,
+			(${LEADER_SQL}) AS leader,
+			(SELECT count(*) FROM queue) AS queue_depth,
+			n.cpus, n.mem, n.disk, e.cpus AS s_cpus, e.mem AS s_mem, e.disk AS s_disk
+		 FROM
+			(SELECT coalesce(sum(cpus_total), 0) AS cpus, coalesce(sum(mem_total), 0) AS mem,
+			        coalesce(sum(disk_total), 0) AS disk
+			   FROM node WHERE is_active) n,
+			(SELECT coalesce(sum(cpus_scheduled), 0) AS cpus, coalesce(sum(mem_scheduled), 0) AS mem,
+			        coalesce(sum(disk_total_scheduled), 0) AS disk
+			   FROM job_exe WHERE status = 'RUNNING') e`,
+		[LEADER_APPLICATION_NAME, SCHEDULER_LOCK_KEY]
+	);
+	return {
+		isPaused: !!row.is_paused,
+		/** the nodeID of the replica holding the scheduler's leadership lock, if any */
+		leader: (row.leader as string | null) ?? null,
+		queueDepth: Number(row.queue_depth),
+		total: { cpus: Number(row.cpus), mem: Number(row.mem), disk: Number(row.disk) },
+		scheduled: { cpus: Number(row.s_cpus), mem: Number(row.s_mem), disk: Number(row.s_disk) }
+	};
+}
