@@ -31,7 +31,7 @@ describe("a scheduler leader killed in the middle of a statement", () => {
 	it("leaves the lock to another replica within seconds", async () => {
 		// a replica's process: leads, then runs a long statement on the leader's connection
 		const script = `
-			const { LeaderLock } = require(${JSON.stringify(path.join(PROJECT_ROOT, "dist", "lib", "scheduling", "leader.js"))});
+			const { LeaderLock } = require(${JSON.stringify(path.join(PROJECT_ROOT, "dist", "lib", "db", "leader.js"))});
 			const lock = new LeaderLock({
 				url: ${JSON.stringify(tdb.url)}, name: "doomed", retryMs: 60000,
 				onAcquired: client => {
