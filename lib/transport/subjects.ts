@@ -7,7 +7,7 @@
  * packet whose `sender` field is not its subject's (lib/transport/bound-nats.ts).
  */
 
-/** `MOL-<namespace>`: the namespace of brokerOptions (moleculer.config.ts). */
+/** `MOL-<namespace>`: the namespace of brokerOptions (lib/launch/broker-options.ts). */
 export const MOLECULER_PREFIX = "MOL-scale";
 
 /**
