@@ -19,7 +19,6 @@ const STEPS = [
 	["POST /queue/new-job/", "lib/validation/text.ts", "checkBodyDepth"],
 	["POST /queue/new-job/", "services/queue.service.ts", "newJob"],
 	["POST /queue/new-job/", "lib/db/batcher.ts", "MicroBatcher"],
-	["POST /queue/new-job/", "lib/db/sql.ts", "withRetry"],
 	["POST /queue/new-job/", "lib/jobs/new-job.ts", "queueEachNewJob"],
 	["POST /queue/new-job/", "lib/jobs/prepare-job.ts", "prepareEachNewJob"],
 	["POST /queue/new-job/", "lib/documents/job-data.ts", "parseJobData"],
