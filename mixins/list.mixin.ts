@@ -1,4 +1,5 @@
 import type { ActionSchema, Context, Service, ServiceSchema } from "moleculer";
+import type { RestRoute } from "../lib/http/aliases";
 import { runCachedList } from "../lib/list/cached-list";
 import type { Embedded } from "../lib/list/embedded";
 import type { RecordSpec } from "../lib/list/record-spec";
@@ -111,10 +112,11 @@ export function jsonAnswer(ctx: Context<unknown, RequestMeta>, json: Buffer): un
 	return JSON.parse(json.toString());
 }
 
-/** Gives a service a `list` action (see listAction) over `source`. */
+/** Gives a service a `list` action (see listAction) over `source`, served on `rest`. */
 export function ListMixin<Row>(
 	source: ListSource,
-	serialize: (rows: Row[]) => unknown[] | Promise<unknown[]>
+	serialize: (rows: Row[]) => unknown[] | Promise<unknown[]>,
+	rest: RestRoute
 ): Partial<ServiceSchema> {
-	return { actions: { list: listAction<Row>(source, rows => serialize(rows)) } };
+	return { actions: { list: { rest, ...listAction<Row>(source, rows => serialize(rows)) } } };
 }

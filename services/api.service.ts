@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from "http";
 import type { AddressInfo } from "net";
 import type { Context, Service, ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
-import { ALIASES, answersInPlainText, ID_PARAMS } from "../lib/http/aliases";
+import { ALL_SERVICES } from "../lib/config";
+import { aliasesFrom, answersInPlainText, ID_PARAMS } from "../lib/http/aliases";
 import { toHttpError } from "../lib/http/errors";
 import { forwardedBaseUrl, listeningUrl } from "../lib/http/public-url";
 import {
@@ -41,6 +42,17 @@ type Req = IncomingMessage & {
 };
 
 const BODY_METHODS = ["POST", "PUT", "PATCH"];
+
+/**
+ * The routes: the `rest:` of every other service's actions, whether it runs here or elsewhere
+ * (lib/http/aliases.ts says why the table is fixed at start rather than moleculer-web's
+ * autoAliases).
+ */
+export const ALIASES = aliasesFrom(
+	ALL_SERVICES.filter(name => name !== "api").map(
+		name => require(`./${name}.service`).default as ServiceSchema
+	)
+);
 
 /** The gateway as its hooks see it: a service with the methods below. */
 type ApiThis = Service<ApiSettings> & {

@@ -7,6 +7,7 @@ import {
 	type ExportFilter
 } from "../lib/port/configuration";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
+import { uploadAsImport } from "../lib/http/upload";
 import type { RequestMeta } from "../types/meta";
 
 const IDS = { type: "array", items: { type: "integer", minimum: 1, maximum: 2147483647 } };
@@ -58,6 +59,7 @@ const ConfigurationService: ServiceSchema = {
 
 	actions: {
 		export: {
+			rest: "GET /configuration",
 			params: EXPORT_PARAMS as any,
 			handler(this: Service, ctx: Context<ExportParams>) {
 				return exportConfiguration(this.db, exportFilter(ctx.params));
@@ -65,6 +67,7 @@ const ConfigurationService: ServiceSchema = {
 		},
 
 		download: {
+			rest: "GET /configuration/download",
 			params: EXPORT_PARAMS as any,
 			async handler(
 				this: Service,
@@ -79,6 +82,10 @@ const ConfigurationService: ServiceSchema = {
 		},
 
 		import: {
+			rest: [
+				"POST /configuration",
+				{ method: "POST", path: "/configuration/upload", handler: uploadAsImport }
+			],
 			params: IMPORT_PARAMS as any,
 			async handler(this: Service, ctx: Context<{ import: unknown }>) {
 				const warnings = await importConfiguration(this.db, ctx.params.import, {
@@ -90,6 +97,7 @@ const ConfigurationService: ServiceSchema = {
 		},
 
 		validate: {
+			rest: "POST /configuration/validation",
 			params: IMPORT_PARAMS as any,
 			async handler(this: Service, ctx: Context<{ import: unknown }>) {
 				return {

@@ -22,10 +22,14 @@ const ID = { type: "integer", minimum: 1 };
 
 const ErrorsService: ServiceSchema = {
 	name: "errors",
-	mixins: [DbMixin(), ListMixin<ErrorRow>(ERROR_LIST, rows => rows.map(serializeError))],
+	mixins: [
+		DbMixin(),
+		ListMixin<ErrorRow>(ERROR_LIST, rows => rows.map(serializeError), "GET /errors")
+	],
 
 	actions: {
 		create: {
+			rest: "POST /errors",
 			params: {
 				type: "object",
 				required: ["name", "category"],
@@ -45,6 +49,7 @@ const ErrorsService: ServiceSchema = {
 		},
 
 		get: {
+			rest: "GET /errors/:id",
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return serializeError(await getError(this.db, ctx.params.id));
@@ -52,6 +57,7 @@ const ErrorsService: ServiceSchema = {
 		},
 
 		update: {
+			rest: "PATCH /errors/:id",
 			params: {
 				type: "object",
 				required: ["id"],

@@ -14,6 +14,7 @@ const FilesService: ServiceSchema = {
 	actions: {
 		/** Streams the file from its workspace; the gateway pipes the stream to the client. */
 		download: {
+			rest: "GET /files/:id/download",
 			params: {
 				type: "object",
 				required: ["id"],

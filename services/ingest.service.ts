@@ -152,14 +152,18 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 	actions: {
 		// ---- ingests -------------------------------------------------------------------------
-		list: listAction(
-			INGEST_LIST,
-			(rows: Parameters<typeof serializeIngests>[0], ctx) =>
-				serializeIngests(rows, ctx.meta.apiRoot),
-			"/api/ingests/"
-		),
+		list: {
+			rest: "GET /ingests",
+			...listAction(
+				INGEST_LIST,
+				(rows: Parameters<typeof serializeIngests>[0], ctx) =>
+					serializeIngests(rows, ctx.meta.apiRoot),
+				"/api/ingests/"
+			)
+		},
 
 		status: {
+			rest: "GET /ingests/status",
 			params: {
 				[QUERY_SCHEMA]: true,
 				type: "object",
@@ -178,6 +182,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		/** By id, or by file name (Scale's second URL pattern for the same view). */
 		get: {
+			rest: "GET /ingests/:ref",
 			params: {
 				type: "object",
 				required: ["ref"],
@@ -189,16 +194,20 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		},
 
 		// ---- strikes -------------------------------------------------------------------------
-		strikes: listAction(
-			STRIKE_LIST,
-			function (this: IngestThis, rows: StrikeRow[]) {
-				return serializeStrikes(this.db, rows);
-			},
-			"/api/strikes/"
-		),
+		strikes: {
+			rest: "GET /strikes",
+			...listAction(
+				STRIKE_LIST,
+				function (this: IngestThis, rows: StrikeRow[]) {
+					return serializeStrikes(this.db, rows);
+				},
+				"/api/strikes/"
+			)
+		},
 
 		/** POST /strike/create/, as the spec says: 200 {strike_id}. */
 		createStrike: {
+			rest: "POST /strike/create",
 			params: BODY as any,
 			async handler(this: IngestThis, ctx: Context<Record<string, unknown>>) {
 				return { strike_id: await this.createStrike(ctx.params) };
@@ -207,6 +216,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		/** POST /strikes/, as Scale 3.0 answered it: 201, Location and the strike's details. */
 		addStrike: {
+			rest: "POST /strikes",
 			params: BODY as any,
 			async handler(this: IngestThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const strikeId = await this.createStrike(ctx.params);
@@ -217,6 +227,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		},
 
 		validateStrike: {
+			rest: "POST /strikes/validation",
 			params: BODY as any,
 			handler(this: IngestThis, ctx: Context<Record<string, unknown>>) {
 				return validateStrike(this.db, ctx.params, this.settings);
@@ -224,6 +235,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		},
 
 		getStrike: {
+			rest: "GET /strikes/:id",
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			handler(this: IngestThis, ctx: Context<{ id: number }>) {
 				return getStrikeDetails(this.db, ctx.params.id);
@@ -232,6 +244,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		/** Title, description, configuration; the running monitor is told of a new configuration. */
 		updateStrike: {
+			rest: "PATCH /strikes/:id",
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			async handler(
 				this: IngestThis,

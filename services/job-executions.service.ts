@@ -42,9 +42,13 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 	mixins: [DbMixin()],
 
 	actions: {
-		list: cachedListAction(JOB_EXE_LIST, JOB_EXE_RECORD, "/api/job-executions/"),
+		list: {
+			rest: "GET /job-executions",
+			...cachedListAction(JOB_EXE_LIST, JOB_EXE_RECORD, "/api/job-executions/")
+		},
 
 		get: {
+			rest: "GET /job-executions/:id",
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			async handler(this: JobExecutionsThis, ctx: Context<{ id: number }, RequestMeta>) {
 				return getJobExeDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
@@ -52,6 +56,7 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 		},
 
 		logs: {
+			rest: "GET /job-executions/:id/logs",
 			params: {
 				[QUERY_SCHEMA]: true,
 				type: "object",

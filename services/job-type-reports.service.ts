@@ -38,6 +38,7 @@ const JobTypeReportsService: ServiceSchema = {
 
 	actions: {
 		status: {
+			rest: "GET /job-types/status",
 			params: reportParams(true),
 			async handler(this: Service, ctx: ReportContext) {
 				const request = listRequest(ctx, "/api/job-types/status/");
@@ -46,6 +47,7 @@ const JobTypeReportsService: ServiceSchema = {
 		},
 
 		running: {
+			rest: "GET /job-types/running",
 			params: reportParams(false),
 			handler(this: Service, ctx: ReportContext) {
 				return getRunningJobTypes(this.db, listRequest(ctx, "/api/job-types/running/"));
@@ -53,6 +55,7 @@ const JobTypeReportsService: ServiceSchema = {
 		},
 
 		systemFailures: {
+			rest: "GET /job-types/system-failures",
 			params: reportParams(false),
 			async handler(this: Service, ctx: ReportContext) {
 				const request = listRequest(ctx, "/api/job-types/system-failures/");

@@ -26,10 +26,14 @@ const ID = { type: "integer", minimum: 1 };
  */
 const JobTypesService: ServiceSchema = {
 	name: "job-types",
-	mixins: [DbMixin(), ListMixin<JobTypeRow>(JOB_TYPE_LIST, rows => rows.map(serializeJobType))],
+	mixins: [
+		DbMixin(),
+		ListMixin<JobTypeRow>(JOB_TYPE_LIST, rows => rows.map(serializeJobType), "GET /job-types")
+	],
 
 	actions: {
 		create: {
+			rest: "POST /job-types",
 			params: NEW_JOB_TYPE_SCHEMA as any,
 			async handler(this: Service, ctx: Context<JobTypeSpec, RequestMeta>) {
 				const { id } = await this.db.transaction((t: Transaction) =>
@@ -42,6 +46,7 @@ const JobTypesService: ServiceSchema = {
 		},
 
 		validate: {
+			rest: "POST /job-types/validation",
 			params: NEW_JOB_TYPE_SCHEMA as any,
 			async handler(this: Service, ctx: Context<JobTypeSpec>) {
 				return { warnings: await validateJobType(this.db, ctx.params) };
@@ -49,6 +54,7 @@ const JobTypesService: ServiceSchema = {
 		},
 
 		get: {
+			rest: "GET /job-types/:id",
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return getJobTypeDetails(this.db, ctx.params.id);
@@ -56,6 +62,7 @@ const JobTypesService: ServiceSchema = {
 		},
 
 		update: {
+			rest: "PATCH /job-types/:id",
 			params: {
 				type: "object",
 				required: ["id"],

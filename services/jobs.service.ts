@@ -35,16 +35,20 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 	mixins: [DbMixin()],
 
 	actions: {
-		list: cachedListAction(JOB_LIST, JOB_RECORD, "/api/jobs/"),
+		list: { rest: "GET /jobs", ...cachedListAction(JOB_LIST, JOB_RECORD, "/api/jobs/") },
 
-		updates: cachedListAction(
-			JOB_UPDATES_LIST,
-			JOB_UPDATE_RECORD,
-			"/api/jobs/updates/",
-			INPUT_FILES
-		),
+		updates: {
+			rest: "GET /jobs/updates",
+			...cachedListAction(
+				JOB_UPDATES_LIST,
+				JOB_UPDATE_RECORD,
+				"/api/jobs/updates/",
+				INPUT_FILES
+			)
+		},
 
 		get: {
+			rest: "GET /jobs/:id",
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			async handler(this: JobsThis, ctx: Context<{ id: number }, RequestMeta>) {
 				return getJobDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
@@ -58,6 +62,7 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 		 * and 500 for anything unexpected).
 		 */
 		update: {
+			rest: "PATCH /jobs/:id",
 			async handler(this: JobsThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const { id, ...body } = ctx.params;
 				checkJobUpdate(body);

@@ -59,6 +59,7 @@ const MetricsService: ServiceSchema = {
 		},
 
 		list: {
+			rest: "GET /metrics",
 			params: {
 				[QUERY_SCHEMA]: true,
 				type: "object",
@@ -85,6 +86,7 @@ const MetricsService: ServiceSchema = {
 		},
 
 		get: {
+			rest: "GET /metrics/:name",
 			params: NAME as any,
 			async handler(this: Service, ctx: Context<{ name: string }, RequestMeta>) {
 				return jsonAnswer(
@@ -95,6 +97,7 @@ const MetricsService: ServiceSchema = {
 		},
 
 		plotData: {
+			rest: "GET /metrics/:name/plot-data",
 			params: {
 				...listParamsSchema({
 					choice_id: REPEATABLE,

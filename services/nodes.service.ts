@@ -94,6 +94,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 	actions: {
 		list: {
+			rest: "GET /nodes",
 			params: listParamsSchema({ include_inactive: {} }) as any,
 			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const query = ctx.meta.query ?? ctx.params;
@@ -112,6 +113,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		},
 
 		status: {
+			rest: "GET /nodes/status",
 			params: listParamsSchema() as any,
 			async handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const json = await getNodesStatus(
@@ -128,6 +130,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		},
 
 		get: {
+			rest: "GET /nodes/:id",
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			handler(this: NodesThis, ctx: Context<{ id: number }>) {
 				return getNodeDetails(this.db, ctx.params.id, this.connectivity());
@@ -135,6 +138,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		},
 
 		replace: {
+			rest: "PUT /nodes/:id",
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return this.edit(ctx, "replace");
@@ -142,6 +146,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		},
 
 		update: {
+			rest: "PATCH /nodes/:id",
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return this.edit(ctx, "update");

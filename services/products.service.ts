@@ -22,17 +22,24 @@ const ProductsService: ServiceSchema = {
 	mixins: [DbMixin()],
 
 	actions: {
-		list: cachedListAction(PRODUCT_LIST, PRODUCT_RECORD, "/api/products/"),
+		list: {
+			rest: "GET /products",
+			...cachedListAction(PRODUCT_LIST, PRODUCT_RECORD, "/api/products/")
+		},
 
-		updates: cachedListAction(
-			PRODUCT_UPDATES_LIST,
-			PRODUCT_UPDATE_RECORD,
-			"/api/products/updates/",
-			SOURCE_FILES
-		),
+		updates: {
+			rest: "GET /products/updates",
+			...cachedListAction(
+				PRODUCT_UPDATES_LIST,
+				PRODUCT_UPDATE_RECORD,
+				"/api/products/updates/",
+				SOURCE_FILES
+			)
+		},
 
 		/** By id, or by file name (Scale's second URL pattern for the same view). */
 		get: {
+			rest: "GET /products/:ref",
 			params: {
 				type: "object",
 				required: ["ref"],

@@ -110,6 +110,7 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 
 	actions: {
 		newJob: {
+			rest: "POST /queue/new-job",
 			params: {
 				type: "object",
 				required: ["job_type_id"],
@@ -148,6 +149,7 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 		 * queued, in one statement (lib/recipes/create.ts); 201 with the recipe's details.
 		 */
 		newRecipe: {
+			rest: "POST /queue/new-recipe",
 			params: {
 				type: "object",
 				required: ["recipe_type_id"],
@@ -186,6 +188,7 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 		},
 
 		requeueJobs: {
+			rest: "POST /queue/requeue-jobs",
 			params: REQUEUE_SCHEMA as any,
 			async handler(this: QueueThis, ctx: Context<RequeueFilters, RequestMeta>) {
 				// run again after a deadlock: the requeue takes its jobs' rows, then their recipes'
@@ -200,12 +203,14 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 		},
 
 		status: {
+			rest: "GET /queue/status",
 			async handler(this: QueueThis) {
 				return getQueueStatus(this.db);
 			}
 		},
 
 		load: {
+			rest: "GET /load",
 			params: listParamsSchema(
 				Object.fromEntries(LOAD_FILTERS.map(name => [name, REPEATABLE]))
 			) as any,

@@ -25,11 +25,16 @@ const RecipeTypesService: ServiceSchema = {
 	name: "recipe-types",
 	mixins: [
 		DbMixin(),
-		ListMixin<RecipeTypeRow>(RECIPE_TYPE_LIST, rows => rows.map(serializeRecipeType))
+		ListMixin<RecipeTypeRow>(
+			RECIPE_TYPE_LIST,
+			rows => rows.map(serializeRecipeType),
+			"GET /recipe-types"
+		)
 	],
 
 	actions: {
 		create: {
+			rest: "POST /recipe-types",
 			params: NEW_RECIPE_TYPE_SCHEMA as any,
 			async handler(this: Service, ctx: Context<RecipeTypeSpec, RequestMeta>) {
 				const { id } = await this.db.transaction((t: Transaction) =>
@@ -42,6 +47,7 @@ const RecipeTypesService: ServiceSchema = {
 		},
 
 		validate: {
+			rest: "POST /recipe-types/validation",
 			params: NEW_RECIPE_TYPE_SCHEMA as any,
 			async handler(this: Service, ctx: Context<RecipeTypeSpec>) {
 				return { warnings: await validateRecipeType(this.db, ctx.params) };
@@ -49,6 +55,7 @@ const RecipeTypesService: ServiceSchema = {
 		},
 
 		get: {
+			rest: "GET /recipe-types/:id",
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return getRecipeTypeDetails(this.db, ctx.params.id);
@@ -56,6 +63,7 @@ const RecipeTypesService: ServiceSchema = {
 		},
 
 		update: {
+			rest: "PATCH /recipe-types/:id",
 			params: {
 				type: "object",
 				required: ["id"],

@@ -16,9 +16,13 @@ const RecipesService: ServiceSchema = {
 	mixins: [DbMixin()],
 
 	actions: {
-		list: listAction<RecipeListRow>(RECIPE_LIST, rows => rows.map(serializeRecipe)),
+		list: {
+			rest: "GET /recipes",
+			...listAction<RecipeListRow>(RECIPE_LIST, rows => rows.map(serializeRecipe))
+		},
 
 		get: {
+			rest: "GET /recipes/:id",
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			handler(this: Service, ctx: Context<{ id: number }, RequestMeta>) {
 				return getRecipeDetails(this.db, ctx.params.id, ctx.meta.apiRoot);

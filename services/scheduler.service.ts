@@ -116,6 +116,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 	actions: {
 		get: {
+			rest: "GET /scheduler",
 			params: { type: "object" } as any,
 			async handler(this: SchedulerThis) {
 				return getSchedulerSettings(poolSql(this.db));
@@ -123,6 +124,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		},
 
 		update: {
+			rest: "PATCH /scheduler",
 			params: { type: "object" } as any,
 			async handler(this: SchedulerThis, ctx: Context<Record<string, unknown>>) {
 				const edit = parseSettingsEdit(ctx.params);

@@ -21,16 +21,19 @@ const SourcesService: ServiceSchema = {
 	mixins: [DbMixin()],
 
 	actions: {
-		list: cachedListAction(SOURCE_LIST, SOURCE_RECORD, "/api/sources/"),
+		list: {
+			rest: "GET /sources",
+			...cachedListAction(SOURCE_LIST, SOURCE_RECORD, "/api/sources/")
+		},
 
-		updates: cachedListAction(
-			SOURCE_UPDATES_LIST,
-			SOURCE_UPDATE_RECORD,
-			"/api/sources/updates/"
-		),
+		updates: {
+			rest: "GET /sources/updates",
+			...cachedListAction(SOURCE_UPDATES_LIST, SOURCE_UPDATE_RECORD, "/api/sources/updates/")
+		},
 
 		/** By id, or by file name (Scale's second URL pattern for the same view). */
 		get: {
+			rest: "GET /sources/:ref",
 			params: {
 				type: "object",
 				required: ["ref"],

@@ -18,6 +18,7 @@ const StatusService: ServiceSchema<StatusSettings> = {
 
 	actions: {
 		get: {
+			rest: "GET /status",
 			params: { type: "object" } as any,
 			async handler(this: Service<StatusSettings>, _ctx: Context): Promise<ClusterStatus> {
 				const state = await readClusterState(this.db);
@@ -45,6 +46,7 @@ const StatusService: ServiceSchema<StatusSettings> = {
 		},
 
 		version: {
+			rest: "GET /version",
 			params: { type: "object" } as any,
 			handler() {
 				return { version: VERSION };

@@ -54,7 +54,11 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 	name: "workspaces",
 	mixins: [
 		DbMixin(),
-		ListMixin<WorkspaceRow>(WORKSPACE_LIST, rows => rows.map(serializeWorkspace))
+		ListMixin<WorkspaceRow>(
+			WORKSPACE_LIST,
+			rows => rows.map(serializeWorkspace),
+			"GET /workspaces"
+		)
 	],
 
 	settings: {
@@ -66,6 +70,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 
 	actions: {
 		create: {
+			rest: "POST /workspaces",
 			params: NEW_WORKSPACE as any,
 			async handler(this: WorkspacesThis, ctx: Context<NewWorkspace, RequestMeta>) {
 				const row = await createWorkspace(this.db, ctx.params, this.settings);
@@ -76,6 +81,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 		},
 
 		validate: {
+			rest: "POST /workspaces/validation",
 			params: NEW_WORKSPACE as any,
 			async handler(this: WorkspacesThis, ctx: Context<NewWorkspace>) {
 				return { warnings: await validateWorkspace(this.db, ctx.params, this.settings) };
@@ -83,6 +89,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 		},
 
 		get: {
+			rest: "GET /workspaces/:id",
 			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
 			async handler(this: WorkspacesThis, ctx: Context<{ id: number }>) {
 				return serializeWorkspaceDetails(await getWorkspace(this.db, ctx.params.id));
@@ -90,6 +97,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 		},
 
 		update: {
+			rest: "PATCH /workspaces/:id",
 			params: {
 				type: "object",
 				required: ["id"],
