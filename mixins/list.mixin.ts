@@ -6,6 +6,7 @@ import type { RecordSpec } from "../lib/list/record-spec";
 import { runList, type ListRequest, type ListSource } from "../lib/list/run";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * A repeatable query parameter. qs turns one repeated more than 20 times into an object keyed
@@ -58,7 +59,7 @@ export function listAction<Row, S extends Service<any> = Service>(
 		Object.keys(source.filters).map(name => [name, REPEATABLE])
 	);
 	return {
-		params: listParamsSchema(filterParams) as any,
+		params: jsonParams(listParamsSchema(filterParams)),
 		handler(this: S, ctx: ListContext) {
 			return runList(
 				this.db,
@@ -85,7 +86,7 @@ export function cachedListAction<Row>(
 		Object.keys(source.filters).map(name => [name, REPEATABLE])
 	);
 	return {
-		params: listParamsSchema(filterParams) as any,
+		params: jsonParams(listParamsSchema(filterParams)),
 		async handler(this: Service, ctx: ListContext) {
 			const json = await runCachedList(
 				this.db,

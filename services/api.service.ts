@@ -63,7 +63,7 @@ type ApiThis = Service<ApiSettings> & {
 };
 
 /** moleculer-web's own request handler, which the gateway's runs after its token check. */
-const gatewayHttpHandler = (ApiGateway as any).methods.httpHandler as (
+const gatewayHttpHandler = ApiGateway.methods!.httpHandler as (
 	this: ApiThis,
 	req: Req,
 	res: ServerResponse,
@@ -233,7 +233,7 @@ function route(path: string) {
 
 const ApiService: ServiceSchema<ApiSettings> = {
 	name: "api",
-	mixins: [ApiGateway as any],
+	mixins: [ApiGateway],
 
 	// moleculer-web's own actions would let any peer on NATS reshape or list the public gateway;
 	// routes are fixed at start, so they are removed (`rest` is private already).
@@ -241,7 +241,7 @@ const ApiService: ServiceSchema<ApiSettings> = {
 		addRoute: false,
 		removeRoute: false,
 		listAliases: false
-	} as any,
+	},
 
 	settings: {
 		port: 8000,

@@ -9,6 +9,7 @@ import {
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import { uploadAsImport } from "../lib/http/upload";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const IDS = { type: "array", items: { type: "integer", minimum: 1, maximum: 2147483647 } };
 const NAMES = { type: "array", items: { type: "string" } };
@@ -60,7 +61,7 @@ const ConfigurationService: ServiceSchema = {
 	actions: {
 		export: {
 			rest: "GET /configuration",
-			params: EXPORT_PARAMS as any,
+			params: jsonParams(EXPORT_PARAMS),
 			handler(this: Service, ctx: Context<ExportParams>) {
 				return exportConfiguration(this.db, exportFilter(ctx.params));
 			}
@@ -68,7 +69,7 @@ const ConfigurationService: ServiceSchema = {
 
 		download: {
 			rest: "GET /configuration/download",
-			params: EXPORT_PARAMS as any,
+			params: jsonParams(EXPORT_PARAMS),
 			async handler(
 				this: Service,
 				ctx: Context<ExportParams, RequestMeta & { $responseHeaders?: object }>
@@ -86,7 +87,7 @@ const ConfigurationService: ServiceSchema = {
 				"POST /configuration",
 				{ method: "POST", path: "/configuration/upload", handler: uploadAsImport }
 			],
-			params: IMPORT_PARAMS as any,
+			params: jsonParams(IMPORT_PARAMS),
 			async handler(this: Service, ctx: Context<{ import: unknown }>) {
 				const warnings = await importConfiguration(this.db, ctx.params.import, {
 					dryRun: false
@@ -98,7 +99,7 @@ const ConfigurationService: ServiceSchema = {
 
 		validate: {
 			rest: "POST /configuration/validation",
-			params: IMPORT_PARAMS as any,
+			params: jsonParams(IMPORT_PARAMS),
 			async handler(this: Service, ctx: Context<{ import: unknown }>) {
 				return {
 					warnings: await importConfiguration(this.db, ctx.params.import, {

@@ -12,6 +12,7 @@ import {
 	type NewError
 } from "../lib/models/error";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
 // No NUL: PostgreSQL text cannot hold it, and Sequelize would silently store "\0" instead.
@@ -30,7 +31,7 @@ const ErrorsService: ServiceSchema = {
 	actions: {
 		create: {
 			rest: "POST /errors",
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["name", "category"],
 				properties: {
@@ -39,7 +40,7 @@ const ErrorsService: ServiceSchema = {
 					description: DESCRIPTION,
 					category: { enum: ["ALGORITHM", "DATA"] }
 				}
-			} as any,
+			}),
 			async handler(this: Service, ctx: Context<NewError, RequestMeta>) {
 				const row = await createError(this.db, ctx.params);
 				ctx.meta.$statusCode = 201;
@@ -50,7 +51,7 @@ const ErrorsService: ServiceSchema = {
 
 		get: {
 			rest: "GET /errors/:id",
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return serializeError(await getError(this.db, ctx.params.id));
 			}
@@ -58,7 +59,7 @@ const ErrorsService: ServiceSchema = {
 
 		update: {
 			rest: "PATCH /errors/:id",
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["id"],
 				properties: {
@@ -67,7 +68,7 @@ const ErrorsService: ServiceSchema = {
 					description: DESCRIPTION,
 					category: { enum: ["SYSTEM", "ALGORITHM", "DATA"] }
 				}
-			} as any,
+			}),
 			async handler(this: Service, ctx: Context<ErrorEdit & { id: number }>) {
 				const { id, ...fields } = ctx.params;
 				const edit: ErrorEdit = {};

@@ -31,6 +31,7 @@ import { parseFileRef } from "../lib/models/scale-file";
 import type { ServiceDirectories } from "../lib/storage/confined-mounts";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * Ingest: strikes (create, list, details, edit, validation), the ingests' list, details and
@@ -164,7 +165,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		status: {
 			rest: "GET /ingests/status",
-			params: {
+			params: jsonParams({
 				[QUERY_SCHEMA]: true,
 				type: "object",
 				properties: {
@@ -174,7 +175,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 					ended: LIST_PARAMS.ended,
 					use_ingest_time: { type: "string" }
 				}
-			} as any,
+			}),
 			handler(this: IngestThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return getIngestStatus(this.db, listRequest(ctx, "/api/ingests/status/"));
 			}
@@ -183,11 +184,11 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		/** By id, or by file name (Scale's second URL pattern for the same view). */
 		get: {
 			rest: "GET /ingests/:ref",
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["ref"],
 				properties: { ref: { type: "string" } }
-			} as any,
+			}),
 			handler(this: IngestThis, ctx: Context<{ ref: string }, RequestMeta>) {
 				return getIngestDetails(this.db, parseFileRef(ctx.params.ref), ctx.meta.apiRoot);
 			}
@@ -208,7 +209,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		/** POST /strike/create/, as the spec says: 200 {strike_id}. */
 		createStrike: {
 			rest: "POST /strike/create",
-			params: BODY as any,
+			params: jsonParams(BODY),
 			async handler(this: IngestThis, ctx: Context<Record<string, unknown>>) {
 				return { strike_id: await this.createStrike(ctx.params) };
 			}
@@ -217,7 +218,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		/** POST /strikes/, as Scale 3.0 answered it: 201, Location and the strike's details. */
 		addStrike: {
 			rest: "POST /strikes",
-			params: BODY as any,
+			params: jsonParams(BODY),
 			async handler(this: IngestThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const strikeId = await this.createStrike(ctx.params);
 				ctx.meta.$statusCode = 201;
@@ -228,7 +229,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		validateStrike: {
 			rest: "POST /strikes/validation",
-			params: BODY as any,
+			params: jsonParams(BODY),
 			handler(this: IngestThis, ctx: Context<Record<string, unknown>>) {
 				return validateStrike(this.db, ctx.params, this.settings);
 			}
@@ -236,7 +237,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		getStrike: {
 			rest: "GET /strikes/:id",
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			handler(this: IngestThis, ctx: Context<{ id: number }>) {
 				return getStrikeDetails(this.db, ctx.params.id);
 			}
@@ -245,7 +246,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		/** Title, description, configuration; the running monitor is told of a new configuration. */
 		updateStrike: {
 			rest: "PATCH /strikes/:id",
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(
 				this: IngestThis,
 				ctx: Context<{ id: number } & Record<string, unknown>>
@@ -261,7 +262,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		// ---- the monitors' side (lib/ingest/protocol.ts), internal ---------------------------
 		monitorSetup: {
 			visibility: "public",
-			params: monitorParams() as any,
+			params: jsonParams(monitorParams()),
 			handler(this: IngestThis, ctx: MonitorContext<unknown>) {
 				return monitorSetup(this.db, ctx.params, ctx.nodeID ?? this.broker.nodeID);
 			}
@@ -269,7 +270,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		transferring: {
 			visibility: "public",
-			params: TRANSFERRING_PARAMS as any,
+			params: jsonParams(TRANSFERRING_PARAMS),
 			async handler(this: IngestThis, ctx: MonitorContext<{ files: TransferringFile[] }>) {
 				await recordTransferring(
 					this.db,
@@ -283,7 +284,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		arrived: {
 			visibility: "public",
-			params: ARRIVED_PARAMS as any,
+			params: jsonParams(ARRIVED_PARAMS),
 			async handler(this: IngestThis, ctx: MonitorContext<{ files: ArrivedFile[] }>) {
 				const decisions = await recordArrivals(
 					this.db,
@@ -297,7 +298,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		ingesting: {
 			visibility: "public",
-			params: INGESTING_PARAMS as any,
+			params: jsonParams(INGESTING_PARAMS),
 			async handler(this: IngestThis, ctx: MonitorContext<{ ingestIds: number[] }>) {
 				await recordIngesting(
 					this.db,
@@ -311,7 +312,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		settle: {
 			visibility: "public",
-			params: SETTLE_PARAMS as any,
+			params: jsonParams(SETTLE_PARAMS),
 			async handler(this: IngestThis, ctx: MonitorContext<{ results: Settled[] }>) {
 				const { answers, events } = await settleIngests(
 					this.db,

@@ -15,6 +15,7 @@ import {
 	type JobExeListRow
 } from "../lib/models/job-exe";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const ID = { type: "integer", minimum: 1 };
 /** How long the logs view waits for a running execution's agent. */
@@ -49,7 +50,7 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 
 		get: {
 			rest: "GET /job-executions/:id",
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(this: JobExecutionsThis, ctx: Context<{ id: number }, RequestMeta>) {
 				return getJobExeDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
 			}
@@ -57,12 +58,12 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 
 		logs: {
 			rest: "GET /job-executions/:id/logs",
-			params: {
+			params: jsonParams({
 				[QUERY_SCHEMA]: true,
 				type: "object",
 				required: ["id"],
 				properties: { id: ID, stream: { type: "string", enum: ["stdout", "stderr"] } }
-			} as any,
+			}),
 			async handler(this: JobExecutionsThis, ctx: Context<LogsParams, RequestMeta>) {
 				let row: JobExeListRow = await getJobExeListRow(this.db, ctx.params.id);
 				let logs: ExecutionLogs | null = null;

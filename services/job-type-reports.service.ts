@@ -7,6 +7,7 @@ import {
 	getSystemFailures
 } from "../lib/models/job-type-reports";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
+import { jsonParams } from "../lib/validation/params";
 import type { RequestMeta } from "../types/meta";
 
 /**
@@ -21,7 +22,7 @@ type ReportContext = Context<Record<string, unknown>, RequestMeta>;
 
 /** A query-string params schema of paging, and started/ended where the report takes a range. */
 function reportParams(withRange: boolean) {
-	return {
+	return jsonParams({
 		[QUERY_SCHEMA]: true,
 		type: "object",
 		properties: {
@@ -29,7 +30,7 @@ function reportParams(withRange: boolean) {
 			page_size: LIST_PARAMS.page_size,
 			...(withRange ? { started: LIST_PARAMS.started, ended: LIST_PARAMS.ended } : {})
 		}
-	} as any;
+	});
 }
 
 const JobTypeReportsService: ServiceSchema = {

@@ -16,6 +16,7 @@ import {
 	type JobTypeSpec
 } from "../lib/models/job-type-save";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const ID = { type: "integer", minimum: 1 };
 
@@ -34,7 +35,7 @@ const JobTypesService: ServiceSchema = {
 	actions: {
 		create: {
 			rest: "POST /job-types",
-			params: NEW_JOB_TYPE_SCHEMA as any,
+			params: jsonParams(NEW_JOB_TYPE_SCHEMA),
 			async handler(this: Service, ctx: Context<JobTypeSpec, RequestMeta>) {
 				const { id } = await this.db.transaction((t: Transaction) =>
 					saveJobType(this.db, ctx.params, t)
@@ -47,7 +48,7 @@ const JobTypesService: ServiceSchema = {
 
 		validate: {
 			rest: "POST /job-types/validation",
-			params: NEW_JOB_TYPE_SCHEMA as any,
+			params: jsonParams(NEW_JOB_TYPE_SCHEMA),
 			async handler(this: Service, ctx: Context<JobTypeSpec>) {
 				return { warnings: await validateJobType(this.db, ctx.params) };
 			}
@@ -55,7 +56,7 @@ const JobTypesService: ServiceSchema = {
 
 		get: {
 			rest: "GET /job-types/:id",
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return getJobTypeDetails(this.db, ctx.params.id);
 			}
@@ -63,11 +64,11 @@ const JobTypesService: ServiceSchema = {
 
 		update: {
 			rest: "PATCH /job-types/:id",
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["id"],
 				properties: { id: ID, ...JOB_TYPE_FIELDS }
-			} as any,
+			}),
 			async handler(this: Service, ctx: Context<JobTypeSpec & { id: number }>) {
 				const { id, ...spec } = ctx.params;
 				await this.db.transaction((t: Transaction) =>

@@ -13,6 +13,7 @@ import { JOB_LIST, JOB_RECORD, JOB_UPDATE_RECORD, JOB_UPDATES_LIST } from "../li
 import { getJobDetails } from "../lib/models/job-details";
 import { cancelJobTransaction, checkJobUpdate } from "../lib/queue/cancel";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const ID = { type: "integer", minimum: 1 };
 /** The spec answers job update errors in text/plain. */
@@ -49,7 +50,7 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 
 		get: {
 			rest: "GET /jobs/:id",
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(this: JobsThis, ctx: Context<{ id: number }, RequestMeta>) {
 				return getJobDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
 			}

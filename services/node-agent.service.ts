@@ -21,6 +21,7 @@ import type {
 	NodeRegistration,
 	NodeRegistrationAnswer
 } from "../lib/agent/protocol";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * The node agent: one per machine, no database. Registers its node and heartbeats to the
@@ -176,7 +177,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 		 * placed here together) and runs them in the background; a repeat is accepted and ignored.
 		 */
 		run: {
-			params: RUN_PARAMS as any,
+			params: jsonParams(RUN_PARAMS),
 			async handler(
 				this: AgentThis,
 				ctx: Context<ExecutionSpec | { executions: ExecutionSpec[] }>
@@ -194,7 +195,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 
 		/** SIGTERM, then SIGKILL after killGraceMs; the execution ends CANCELED. */
 		cancel: {
-			params: JOB_EXE_ID_SCHEMA as any,
+			params: jsonParams(JOB_EXE_ID_SCHEMA),
 			async handler(this: AgentThis, ctx: Context<{ jobExeId: number }>) {
 				const { jobExeId } = ctx.params;
 				if (!isLocalCall(ctx)) {
@@ -215,7 +216,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 
 		/** Live stdout/stderr (their tails); NOT_FOUND when the execution is not held here. */
 		logs: {
-			params: JOB_EXE_ID_SCHEMA as any,
+			params: jsonParams(JOB_EXE_ID_SCHEMA),
 			async handler(this: AgentThis, ctx: Context<{ jobExeId: number }>) {
 				const sender = ctx.nodeID as string;
 				const readers = this.broker.registry
@@ -253,7 +254,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 
 		/** A strike's configuration changed: its monitor, if it runs here, reads it again. */
 		"strike.changed": {
-			params: STRIKE_ID_SCHEMA as any,
+			params: jsonParams(STRIKE_ID_SCHEMA),
 			handler(this: AgentThis, ctx: Context<{ strikeId: number }>) {
 				const monitor: StrikeMonitor | undefined = this.monitors.get(ctx.params.strikeId);
 				if (monitor) void monitor.reload();

@@ -33,6 +33,7 @@ import { finishExecutions } from "../lib/scheduling/finish";
 import { findForgottenExecutions } from "../lib/scheduling/lost";
 import { poolSql, poolTransaction, withRetry } from "../lib/scheduling/sql";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 export interface NodesSettings {
 	/** a node whose agent has not sent a heartbeat for this long is disconnected */
@@ -95,7 +96,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 	actions: {
 		list: {
 			rest: "GET /nodes",
-			params: listParamsSchema({ include_inactive: {} }) as any,
+			params: jsonParams(listParamsSchema({ include_inactive: {} })),
 			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const query = ctx.meta.query ?? ctx.params;
 				const all = parseBoolParam(query.include_inactive, "include_inactive", false);
@@ -114,7 +115,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		status: {
 			rest: "GET /nodes/status",
-			params: listParamsSchema() as any,
+			params: jsonParams(listParamsSchema()),
 			async handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const json = await getNodesStatus(
 					this.db,
@@ -131,7 +132,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		get: {
 			rest: "GET /nodes/:id",
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			handler(this: NodesThis, ctx: Context<{ id: number }>) {
 				return getNodeDetails(this.db, ctx.params.id, this.connectivity());
 			}
@@ -139,7 +140,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		replace: {
 			rest: "PUT /nodes/:id",
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return this.edit(ctx, "replace");
 			}
@@ -147,7 +148,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		update: {
 			rest: "PATCH /nodes/:id",
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return this.edit(ctx, "update");
 			}
@@ -155,7 +156,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		/** Agent → control plane: an agent announces its node and what it offers. */
 		register: {
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["agentId", "slaveId", "hostname", "resources"],
 				properties: {
@@ -167,7 +168,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 					docker: DOCKER,
 					draining: { type: "boolean" }
 				}
-			} as any,
+			}),
 			async handler(
 				this: NodesThis,
 				ctx: Context<NodeRegistration>
@@ -187,7 +188,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		 * registers again.
 		 */
 		heartbeat: {
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["agentId", "slaveId", "resources"],
 				properties: {
@@ -198,7 +199,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 					docker: DOCKER,
 					draining: { type: "boolean" }
 				}
-			} as any,
+			}),
 			async handler(
 				this: NodesThis,
 				ctx: Context<NodeHeartbeat>
@@ -234,11 +235,11 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		 * not registered (the agent registers again, saying it drains).
 		 */
 		drain: {
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["agentId", "slaveId"],
 				properties: { agentId: AGENT_ID, slaveId: AGENT_ID }
-			} as any,
+			}),
 			async handler(this: NodesThis, ctx: Context<NodeDrain>) {
 				requireSender(ctx, ctx.params.agentId, "a drain");
 				const node = await drainNode(this.db, ctx.params);
@@ -257,7 +258,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		/** Agent → control plane: which node leads the scheduler now (an agent runs only its runs). */
 		leader: {
-			params: { type: "object" } as any,
+			params: jsonParams({ type: "object" }),
 			async handler(this: NodesThis): Promise<{ leader: string | null }> {
 				return { leader: await schedulerLeader(this.db) };
 			}
@@ -268,11 +269,11 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		 * (a cancel is obeyed only when the database says so).
 		 */
 		mustStop: {
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["jobExeIds"],
 				properties: { jobExeIds: { type: "array", maxItems: 10000, items: ID } }
-			} as any,
+			}),
 			async handler(this: NodesThis, ctx: Context<{ jobExeIds: number[] }>) {
 				return {
 					jobExeIds: await executionsToStop(

@@ -11,6 +11,7 @@ import {
 } from "../lib/models/product-file";
 import { parseFileRef } from "../lib/models/scale-file";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * Products: the list, its updates view and the details (lib/models/product-file). Records'
@@ -40,11 +41,11 @@ const ProductsService: ServiceSchema = {
 		/** By id, or by file name (Scale's second URL pattern for the same view). */
 		get: {
 			rest: "GET /products/:ref",
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["ref"],
 				properties: { ref: { type: "string" } }
-			} as any,
+			}),
 			handler(this: Service, ctx: Context<{ ref: string }, RequestMeta>) {
 				return getProductDetails(this.db, parseFileRef(ctx.params.ref), ctx.meta.apiRoot);
 			}

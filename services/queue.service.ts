@@ -23,6 +23,7 @@ import { plannedPoolSql, withRetry } from "../lib/scheduling/sql";
 import { getRecipeDetailsOf } from "../lib/models/recipe";
 import { NotFoundError } from "../lib/errors";
 import { intakeGateOf } from "../lib/scheduling/intake-gate";
+import { jsonParams } from "../lib/validation/params";
 
 /** A new job posted through REST, with the API root its request used. */
 interface PostedJob {
@@ -111,11 +112,11 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 	actions: {
 		newJob: {
 			rest: "POST /queue/new-job",
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["job_type_id"],
 				properties: { job_type_id: ID, job_data: { type: "object" } }
-			} as any,
+			}),
 			async handler(
 				this: QueueThis,
 				ctx: Context<{ job_type_id: number; job_data?: unknown }, RequestMeta>
@@ -150,11 +151,11 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 		 */
 		newRecipe: {
 			rest: "POST /queue/new-recipe",
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["recipe_type_id"],
 				properties: { recipe_type_id: ID, recipe_data: { type: "object" } }
-			} as any,
+			}),
 			async handler(
 				this: QueueThis,
 				ctx: Context<{ recipe_type_id: number; recipe_data?: unknown }, RequestMeta>
@@ -189,7 +190,7 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 
 		requeueJobs: {
 			rest: "POST /queue/requeue-jobs",
-			params: REQUEUE_SCHEMA as any,
+			params: jsonParams(REQUEUE_SCHEMA),
 			async handler(this: QueueThis, ctx: Context<RequeueFilters, RequestMeta>) {
 				// run again after a deadlock: the requeue takes its jobs' rows, then their recipes'
 				// (unblockRecipeJobs); a report ending a job of the same recipe, the other way round
@@ -211,9 +212,9 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 
 		load: {
 			rest: "GET /load",
-			params: listParamsSchema(
-				Object.fromEntries(LOAD_FILTERS.map(name => [name, REPEATABLE]))
-			) as any,
+			params: jsonParams(
+				listParamsSchema(Object.fromEntries(LOAD_FILTERS.map(name => [name, REPEATABLE])))
+			),
 			handler(this: QueueThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return getJobLoad(this.db, {
 					query: ctx.meta.query ?? ctx.params,

@@ -14,6 +14,7 @@ import {
 	type RecipeTypeSpec
 } from "../lib/models/recipe-type";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const ID = { type: "integer", minimum: 1 };
 
@@ -35,7 +36,7 @@ const RecipeTypesService: ServiceSchema = {
 	actions: {
 		create: {
 			rest: "POST /recipe-types",
-			params: NEW_RECIPE_TYPE_SCHEMA as any,
+			params: jsonParams(NEW_RECIPE_TYPE_SCHEMA),
 			async handler(this: Service, ctx: Context<RecipeTypeSpec, RequestMeta>) {
 				const { id } = await this.db.transaction((t: Transaction) =>
 					saveRecipeType(this.db, ctx.params, t)
@@ -48,7 +49,7 @@ const RecipeTypesService: ServiceSchema = {
 
 		validate: {
 			rest: "POST /recipe-types/validation",
-			params: NEW_RECIPE_TYPE_SCHEMA as any,
+			params: jsonParams(NEW_RECIPE_TYPE_SCHEMA),
 			async handler(this: Service, ctx: Context<RecipeTypeSpec>) {
 				return { warnings: await validateRecipeType(this.db, ctx.params) };
 			}
@@ -56,7 +57,7 @@ const RecipeTypesService: ServiceSchema = {
 
 		get: {
 			rest: "GET /recipe-types/:id",
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return getRecipeTypeDetails(this.db, ctx.params.id);
 			}
@@ -64,11 +65,11 @@ const RecipeTypesService: ServiceSchema = {
 
 		update: {
 			rest: "PATCH /recipe-types/:id",
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["id"],
 				properties: { id: ID, ...RECIPE_TYPE_FIELDS }
-			} as any,
+			}),
 			async handler(this: Service, ctx: Context<RecipeTypeSpec & { id: number }>) {
 				const { id, ...spec } = ctx.params;
 				await this.db.transaction((t: Transaction) =>

@@ -4,6 +4,7 @@ import { listAction } from "../mixins/list.mixin";
 import { getRecipeDetails, RECIPE_LIST } from "../lib/models/recipe";
 import { serializeRecipe, type RecipeListRow } from "../lib/models/recipe-record";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const ID = { type: "integer", minimum: 1 };
 
@@ -23,7 +24,7 @@ const RecipesService: ServiceSchema = {
 
 		get: {
 			rest: "GET /recipes/:id",
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			handler(this: Service, ctx: Context<{ id: number }, RequestMeta>) {
 				return getRecipeDetails(this.db, ctx.params.id, ctx.meta.apiRoot);
 			}

@@ -24,9 +24,10 @@ import {
 import { databaseUrlOf } from "../lib/db/broker-database";
 import { AgentReachability } from "../lib/scheduling/reachability";
 import { requireSender } from "../lib/agent/callers";
-import { METRICS, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
+import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { buildSpecs } from "../lib/scheduling/spec";
 import { clientSql, poolSql, poolTransaction, withRetry, type Sql } from "../lib/scheduling/sql";
+import { jsonParams } from "../lib/validation/params";
 
 export interface SchedulerSettings {
 	/** an agent not heard from for this long has lost its node (its executions fail: node-lost) */
@@ -117,7 +118,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 	actions: {
 		get: {
 			rest: "GET /scheduler",
-			params: { type: "object" } as any,
+			params: jsonParams({ type: "object" }),
 			async handler(this: SchedulerThis) {
 				return getSchedulerSettings(poolSql(this.db));
 			}
@@ -125,7 +126,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 		update: {
 			rest: "PATCH /scheduler",
-			params: { type: "object" } as any,
+			params: jsonParams({ type: "object" }),
 			async handler(this: SchedulerThis, ctx: Context<Record<string, unknown>>) {
 				const edit = parseSettingsEdit(ctx.params);
 				const settings = await updateSchedulerSettings(poolSql(this.db), edit);
@@ -139,11 +140,11 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		 * when one of them was not recorded (its execution is not running any more).
 		 */
 		exeSteps: {
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["steps"],
 				properties: { steps: { type: "array", maxItems: 100000, items: STEP_SCHEMA } }
-			} as any,
+			}),
 			async handler(this: SchedulerThis, ctx: Context<{ steps: ExecutionStep[] }>) {
 				for (const step of ctx.params.steps)
 					requireSender(ctx, step.agentId, "a step report");
@@ -156,7 +157,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 		/** Agent → control plane: executions ended. Repeats are harmless. */
 		exeFinished: {
-			params: FINISHED_PARAMS as any,
+			params: jsonParams(FINISHED_PARAMS),
 			async handler(
 				this: SchedulerThis,
 				ctx: Context<ExecutionFinished | { reports: ExecutionFinished[] }>
@@ -264,7 +265,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		/** A wake-up hint: the leader wakes; another replica passes on a hint meant for one. */
 		onHint(ctx: Context) {
 			if (this.isLeader()) this.wake();
-			else if ((ctx as any).eventType === "emit") this.broker.broadcast("scheduler.wake");
+			else if (ctx.eventType === "emit") this.broker.broadcast("scheduler.wake");
 		},
 
 		/** Wakes the leader wherever it runs. */
@@ -604,8 +605,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			error: (fields, message) => this.logger.error(fields, message)
 		} satisfies DispatchLink;
 		this.metered = this.broker.isMetricsEnabled();
-		if (this.metered)
-			for (const def of SCHEDULER_DEFINITIONS) this.broker.metrics.register(def as any);
+		if (this.metered) registerMetrics(this.broker.metrics, SCHEDULER_DEFINITIONS);
 		this.reports = new MicroBatcher<ReportItem, boolean>(items => this.flushReports(items), {
 			delayMs: this.settings.flushMs,
 			maxItems: this.settings.flushMaxItems,

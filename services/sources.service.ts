@@ -10,6 +10,7 @@ import {
 	SOURCE_UPDATES_LIST
 } from "../lib/models/source-file";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * Source files: the list, its updates view and the details (lib/models/source-file). Records'
@@ -34,11 +35,11 @@ const SourcesService: ServiceSchema = {
 		/** By id, or by file name (Scale's second URL pattern for the same view). */
 		get: {
 			rest: "GET /sources/:ref",
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["ref"],
 				properties: { ref: { type: "string" } }
-			} as any,
+			}),
 			handler(this: Service, ctx: Context<{ ref: string }, RequestMeta>) {
 				return getSourceDetails(this.db, parseFileRef(ctx.params.ref), ctx.meta.apiRoot);
 			}

@@ -5,6 +5,7 @@ import { PrometheusGaugesMixin } from "../mixins/prometheus-gauges.mixin";
 import { readClusterState, type ClusterStatus } from "../lib/models/status";
 
 import { VERSION } from "../lib/paths";
+import { jsonParams } from "../lib/validation/params";
 
 interface StatusSettings {
 	/** the REST API port, reported as the master's */
@@ -19,7 +20,7 @@ const StatusService: ServiceSchema<StatusSettings> = {
 	actions: {
 		get: {
 			rest: "GET /status",
-			params: { type: "object" } as any,
+			params: jsonParams({ type: "object" }),
 			async handler(this: Service<StatusSettings>, _ctx: Context): Promise<ClusterStatus> {
 				const state = await readClusterState(this.db);
 				return {
@@ -47,7 +48,7 @@ const StatusService: ServiceSchema<StatusSettings> = {
 
 		version: {
 			rest: "GET /version",
-			params: { type: "object" } as any,
+			params: jsonParams({ type: "object" }),
 			handler() {
 				return { version: VERSION };
 			}

@@ -16,6 +16,7 @@ import {
 } from "../lib/models/workspace";
 import type { ServiceDirectories } from "../lib/storage/confined-mounts";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
 const TITLE = { type: ["string", "null"], maxLength: 50 };
@@ -71,7 +72,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 	actions: {
 		create: {
 			rest: "POST /workspaces",
-			params: NEW_WORKSPACE as any,
+			params: jsonParams(NEW_WORKSPACE),
 			async handler(this: WorkspacesThis, ctx: Context<NewWorkspace, RequestMeta>) {
 				const row = await createWorkspace(this.db, ctx.params, this.settings);
 				ctx.meta.$statusCode = 201;
@@ -82,7 +83,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 
 		validate: {
 			rest: "POST /workspaces/validation",
-			params: NEW_WORKSPACE as any,
+			params: jsonParams(NEW_WORKSPACE),
 			async handler(this: WorkspacesThis, ctx: Context<NewWorkspace>) {
 				return { warnings: await validateWorkspace(this.db, ctx.params, this.settings) };
 			}
@@ -90,7 +91,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 
 		get: {
 			rest: "GET /workspaces/:id",
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(this: WorkspacesThis, ctx: Context<{ id: number }>) {
 				return serializeWorkspaceDetails(await getWorkspace(this.db, ctx.params.id));
 			}
@@ -98,7 +99,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 
 		update: {
 			rest: "PATCH /workspaces/:id",
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["id"],
 				properties: {
@@ -109,7 +110,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 					is_active: IS_ACTIVE,
 					json_config: JSON_CONFIG
 				}
-			} as any,
+			}),
 			async handler(this: WorkspacesThis, ctx: Context<WorkspaceFields & { id: number }>) {
 				const edit: Record<string, unknown> = {};
 				for (const field of EDITABLE)
