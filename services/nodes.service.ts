@@ -7,7 +7,6 @@ import {
 	type NodeRegistration,
 	type NodeRegistrationAnswer
 } from "../lib/agent/protocol";
-import { requireSender } from "../lib/agent/callers";
 import { NotFoundError } from "../lib/errors";
 import { schedulerLeader } from "../lib/models/status";
 import { runList } from "../lib/list/run";
@@ -156,6 +155,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		/** Agent → control plane: an agent announces its node and what it offers. */
 		register: {
+			caller: { agentNamed: "a registration" },
 			params: jsonParams({
 				type: "object",
 				required: ["agentId", "slaveId", "hostname", "resources"],
@@ -173,7 +173,6 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 				this: NodesThis,
 				ctx: Context<NodeRegistration>
 			): Promise<NodeRegistrationAnswer> {
-				requireSender(ctx, ctx.params.agentId, "a registration");
 				const { id, drain } = await registerNode(this.db, ctx.params);
 				this.broker.broadcast("nodes.changed", { nodeIds: [id] });
 				return drain ? { nodeId: id, drain: true } : { nodeId: id };
@@ -188,6 +187,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		 * registers again.
 		 */
 		heartbeat: {
+			caller: { agentNamed: "a heartbeat" },
 			params: jsonParams({
 				type: "object",
 				required: ["agentId", "slaveId", "resources"],
@@ -205,7 +205,6 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 				ctx: Context<NodeHeartbeat>
 			): Promise<NodeHeartbeatAnswer> {
 				const hb = ctx.params;
-				requireSender(ctx, hb.agentId, "a heartbeat");
 				const change = await heartbeatNode(this.db, hb, this.settings.leaseMs);
 				if (!change)
 					throw new NotFoundError(
@@ -235,13 +234,13 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		 * not registered (the agent registers again, saying it drains).
 		 */
 		drain: {
+			caller: { agentNamed: "a drain" },
 			params: jsonParams({
 				type: "object",
 				required: ["agentId", "slaveId"],
 				properties: { agentId: AGENT_ID, slaveId: AGENT_ID }
 			}),
 			async handler(this: NodesThis, ctx: Context<NodeDrain>) {
-				requireSender(ctx, ctx.params.agentId, "a drain");
 				const node = await drainNode(this.db, ctx.params);
 				if (!node)
 					throw new NotFoundError(

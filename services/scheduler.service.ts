@@ -23,7 +23,6 @@ import {
 } from "../lib/scheduling/settings";
 import { databaseUrlOf } from "../lib/db/broker-database";
 import { AgentReachability } from "../lib/scheduling/reachability";
-import { requireSender } from "../lib/agent/callers";
 import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { buildSpecs } from "../lib/scheduling/spec";
 import { clientSql, poolSql, poolTransaction, withRetry, type Sql } from "../lib/scheduling/sql";
@@ -140,14 +139,13 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		 * when one of them was not recorded (its execution is not running any more).
 		 */
 		exeSteps: {
+			caller: { agentNamed: "a step report", each: "steps" },
 			params: jsonParams({
 				type: "object",
 				required: ["steps"],
 				properties: { steps: { type: "array", maxItems: 100000, items: STEP_SCHEMA } }
 			}),
 			async handler(this: SchedulerThis, ctx: Context<{ steps: ExecutionStep[] }>) {
-				for (const step of ctx.params.steps)
-					requireSender(ctx, step.agentId, "a step report");
 				const recorded: boolean[] = await Promise.all(
 					ctx.params.steps.map(step => this.reports.add({ kind: "step", step }))
 				);
@@ -157,13 +155,13 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 		/** Agent → control plane: executions ended. Repeats are harmless. */
 		exeFinished: {
+			caller: { agentNamed: "a finish report", each: "reports" },
 			params: jsonParams(FINISHED_PARAMS),
 			async handler(
 				this: SchedulerThis,
 				ctx: Context<ExecutionFinished | { reports: ExecutionFinished[] }>
 			) {
 				const reports = "reports" in ctx.params ? ctx.params.reports : [ctx.params];
-				for (const report of reports) requireSender(ctx, report.agentId, "a finish report");
 				await Promise.all(
 					reports.map(finished => this.reports.add({ kind: "finished", finished }))
 				);
