@@ -1,4 +1,5 @@
 import type { ActionSchema, Context, Service, ServiceSchema } from "moleculer";
+import type { RestRoute } from "../lib/http/aliases";
 import { runCachedList } from "../lib/list/cached-list";
 import type { Embedded } from "../lib/list/embedded";
 import type { RecordSpec } from "../lib/list/record-spec";
@@ -6,6 +7,7 @@ import { runList, type ListRequest } from "../lib/list/run";
 import type { ListSource } from "../lib/list/types";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * A repeatable query parameter. qs turns one repeated more than 20 times into an object keyed
@@ -58,7 +60,7 @@ export function listAction<Row, S extends Service<any> = Service>(
 		Object.keys(source.filters).map(name => [name, REPEATABLE])
 	);
 	return {
-		params: listParamsSchema(filterParams) as any,
+		params: jsonParams(listParamsSchema(filterParams)),
 		handler(this: S, ctx: ListContext) {
 			return runList(
 				this.db,
@@ -85,7 +87,7 @@ export function cachedListAction<Row>(
 		Object.keys(source.filters).map(name => [name, REPEATABLE])
 	);
 	return {
-		params: listParamsSchema(filterParams) as any,
+		params: jsonParams(listParamsSchema(filterParams)),
 		async handler(this: Service, ctx: ListContext) {
 			const json = await runCachedList(
 				this.db,
@@ -112,10 +114,11 @@ export function jsonAnswer(ctx: Context<unknown, RequestMeta>, json: Buffer): un
 	return JSON.parse(json.toString());
 }
 
-/** Gives a service a `list` action (see listAction) over `source`. */
+/** Gives a service a `list` action (see listAction) over `source`, served on `rest`. */
 export function ListMixin<Row>(
 	source: ListSource,
-	serialize: (rows: Row[]) => unknown[] | Promise<unknown[]>
+	serialize: (rows: Row[]) => unknown[] | Promise<unknown[]>,
+	rest: RestRoute
 ): Partial<ServiceSchema> {
-	return { actions: { list: listAction<Row>(source, rows => serialize(rows)) } };
+	return { actions: { list: { rest, ...listAction<Row>(source, rows => serialize(rows)) } } };
 }

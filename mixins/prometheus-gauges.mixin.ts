@@ -1,6 +1,7 @@
 import type { ServiceSchema } from "moleculer";
 import {
 	GAUGE_DEFINITIONS,
+	registerMetrics,
 	METRICS,
 	readGauges,
 	type GaugeValues
@@ -16,7 +17,7 @@ export function PrometheusGaugesMixin(gaugeRefreshMs = 5000): Partial<ServiceSch
 	return {
 		created() {
 			if (!this.broker.isMetricsEnabled()) return;
-			for (const def of GAUGE_DEFINITIONS) this.broker.metrics.register(def as any);
+			registerMetrics(this.broker.metrics, GAUGE_DEFINITIONS);
 			this.queuedTypes = new Set<string>();
 		},
 

@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from "http";
 import type { AddressInfo } from "net";
 import type { Context, Service, ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
-import { ALIASES, answersInPlainText, ID_PARAMS } from "../lib/http/aliases";
+import { ALL_SERVICES } from "../lib/launch/config";
+import { aliasesFrom, answersInPlainText, ID_PARAMS } from "../lib/http/aliases";
 import { toHttpError } from "../lib/http/errors";
 import { forwardedBaseUrl, listeningUrl } from "../lib/http/public-url";
 import {
@@ -42,6 +43,17 @@ type Req = IncomingMessage & {
 
 const BODY_METHODS = ["POST", "PUT", "PATCH"];
 
+/**
+ * The routes: the `rest:` of every other service's actions, whether it runs here or elsewhere
+ * (lib/http/aliases.ts says why the table is fixed at start rather than moleculer-web's
+ * autoAliases).
+ */
+export const ALIASES = aliasesFrom(
+	ALL_SERVICES.filter(name => name !== "api").map(
+		name => require(`./${name}.service`).default as ServiceSchema
+	)
+);
+
 /** The gateway as its hooks see it: a service with the methods below. */
 type ApiThis = Service<ApiSettings> & {
 	authenticate(req: Req): { token: string } | null;
@@ -51,7 +63,7 @@ type ApiThis = Service<ApiSettings> & {
 };
 
 /** moleculer-web's own request handler, which the gateway's runs after its token check. */
-const gatewayHttpHandler = (ApiGateway as any).methods.httpHandler as (
+const gatewayHttpHandler = ApiGateway.methods!.httpHandler as (
 	this: ApiThis,
 	req: Req,
 	res: ServerResponse,
@@ -221,7 +233,7 @@ function route(path: string) {
 
 const ApiService: ServiceSchema<ApiSettings> = {
 	name: "api",
-	mixins: [ApiGateway as any],
+	mixins: [ApiGateway],
 
 	// moleculer-web's own actions would let any peer on NATS reshape or list the public gateway;
 	// routes are fixed at start, so they are removed (`rest` is private already).
@@ -229,7 +241,7 @@ const ApiService: ServiceSchema<ApiSettings> = {
 		addRoute: false,
 		removeRoute: false,
 		listAliases: false
-	} as any,
+	},
 
 	settings: {
 		port: 8000,

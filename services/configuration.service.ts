@@ -7,7 +7,9 @@ import {
 	type ExportFilter
 } from "../lib/port/configuration";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
+import { uploadAsImport } from "../lib/http/upload";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const IDS = { type: "array", items: { type: "integer", minimum: 1, maximum: 2147483647 } };
 const NAMES = { type: "array", items: { type: "string" } };
@@ -58,14 +60,16 @@ const ConfigurationService: ServiceSchema = {
 
 	actions: {
 		export: {
-			params: EXPORT_PARAMS as any,
+			rest: "GET /configuration",
+			params: jsonParams(EXPORT_PARAMS),
 			handler(this: Service, ctx: Context<ExportParams>) {
 				return exportConfiguration(this.db, exportFilter(ctx.params));
 			}
 		},
 
 		download: {
-			params: EXPORT_PARAMS as any,
+			rest: "GET /configuration/download",
+			params: jsonParams(EXPORT_PARAMS),
 			async handler(
 				this: Service,
 				ctx: Context<ExportParams, RequestMeta & { $responseHeaders?: object }>
@@ -79,7 +83,11 @@ const ConfigurationService: ServiceSchema = {
 		},
 
 		import: {
-			params: IMPORT_PARAMS as any,
+			rest: [
+				"POST /configuration",
+				{ method: "POST", path: "/configuration/upload", handler: uploadAsImport }
+			],
+			params: jsonParams(IMPORT_PARAMS),
 			async handler(this: Service, ctx: Context<{ import: unknown }>) {
 				const warnings = await importConfiguration(this.db, ctx.params.import, {
 					dryRun: false
@@ -90,7 +98,8 @@ const ConfigurationService: ServiceSchema = {
 		},
 
 		validate: {
-			params: IMPORT_PARAMS as any,
+			rest: "POST /configuration/validation",
+			params: jsonParams(IMPORT_PARAMS),
 			async handler(this: Service, ctx: Context<{ import: unknown }>) {
 				return {
 					warnings: await importConfiguration(this.db, ctx.params.import, {

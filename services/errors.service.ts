@@ -12,6 +12,7 @@ import {
 	type NewError
 } from "../lib/records/error";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
 // No NUL: PostgreSQL text cannot hold it, and Sequelize would silently store "\0" instead.
@@ -22,11 +23,15 @@ const ID = { type: "integer", minimum: 1 };
 
 const ErrorsService: ServiceSchema = {
 	name: "errors",
-	mixins: [DbMixin(), ListMixin<ErrorRow>(ERROR_LIST, rows => rows.map(serializeError))],
+	mixins: [
+		DbMixin(),
+		ListMixin<ErrorRow>(ERROR_LIST, rows => rows.map(serializeError), "GET /errors")
+	],
 
 	actions: {
 		create: {
-			params: {
+			rest: "POST /errors",
+			params: jsonParams({
 				type: "object",
 				required: ["name", "category"],
 				properties: {
@@ -35,7 +40,7 @@ const ErrorsService: ServiceSchema = {
 					description: DESCRIPTION,
 					category: { enum: ["ALGORITHM", "DATA"] }
 				}
-			} as any,
+			}),
 			async handler(this: Service, ctx: Context<NewError, RequestMeta>) {
 				const row = await createError(this.db, ctx.params);
 				ctx.meta.$statusCode = 201;
@@ -45,14 +50,16 @@ const ErrorsService: ServiceSchema = {
 		},
 
 		get: {
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			rest: "GET /errors/:id",
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return serializeError(await getError(this.db, ctx.params.id));
 			}
 		},
 
 		update: {
-			params: {
+			rest: "PATCH /errors/:id",
+			params: jsonParams({
 				type: "object",
 				required: ["id"],
 				properties: {
@@ -61,7 +68,7 @@ const ErrorsService: ServiceSchema = {
 					description: DESCRIPTION,
 					category: { enum: ["SYSTEM", "ALGORITHM", "DATA"] }
 				}
-			} as any,
+			}),
 			async handler(this: Service, ctx: Context<ErrorEdit & { id: number }>) {
 				const { id, ...fields } = ctx.params;
 				const edit: ErrorEdit = {};

@@ -2,6 +2,7 @@ import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { contentDisposition, openDownload } from "../lib/storage/download";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * Files of any kind: the download route that file records' `url` points at when their workspace
@@ -14,11 +15,12 @@ const FilesService: ServiceSchema = {
 	actions: {
 		/** Streams the file from its workspace; the gateway pipes the stream to the client. */
 		download: {
-			params: {
+			rest: "GET /files/:id/download",
+			params: jsonParams({
 				type: "object",
 				required: ["id"],
 				properties: { id: { type: "integer", minimum: 1 } }
-			} as any,
+			}),
 			async handler(this: Service, ctx: Context<{ id: number }, RequestMeta>) {
 				const file = await openDownload(this.db, ctx.params.id);
 				ctx.meta.$responseType = file.mediaType;

@@ -31,6 +31,7 @@ import { parseFileRef } from "../lib/records/scale-file";
 import type { ServiceDirectories } from "../lib/documents/confined-mounts";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * Ingest: strikes (create, list, details, edit, validation), the ingests' list, details and
@@ -152,15 +153,19 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 	actions: {
 		// ---- ingests -------------------------------------------------------------------------
-		list: listAction(
-			INGEST_LIST,
-			(rows: Parameters<typeof serializeIngests>[0], ctx) =>
-				serializeIngests(rows, ctx.meta.apiRoot),
-			"/api/ingests/"
-		),
+		list: {
+			rest: "GET /ingests",
+			...listAction(
+				INGEST_LIST,
+				(rows: Parameters<typeof serializeIngests>[0], ctx) =>
+					serializeIngests(rows, ctx.meta.apiRoot),
+				"/api/ingests/"
+			)
+		},
 
 		status: {
-			params: {
+			rest: "GET /ingests/status",
+			params: jsonParams({
 				[QUERY_SCHEMA]: true,
 				type: "object",
 				properties: {
@@ -170,7 +175,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 					ended: LIST_PARAMS.ended,
 					use_ingest_time: { type: "string" }
 				}
-			} as any,
+			}),
 			handler(this: IngestThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return getIngestStatus(this.db, listRequest(ctx, "/api/ingests/status/"));
 			}
@@ -178,28 +183,33 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		/** By id, or by file name (Scale's second URL pattern for the same view). */
 		get: {
-			params: {
+			rest: "GET /ingests/:ref",
+			params: jsonParams({
 				type: "object",
 				required: ["ref"],
 				properties: { ref: { type: "string" } }
-			} as any,
+			}),
 			handler(this: IngestThis, ctx: Context<{ ref: string }, RequestMeta>) {
 				return getIngestDetails(this.db, parseFileRef(ctx.params.ref), ctx.meta.apiRoot);
 			}
 		},
 
 		// ---- strikes -------------------------------------------------------------------------
-		strikes: listAction(
-			STRIKE_LIST,
-			function (this: IngestThis, rows: StrikeRow[]) {
-				return serializeStrikes(this.db, rows);
-			},
-			"/api/strikes/"
-		),
+		strikes: {
+			rest: "GET /strikes",
+			...listAction(
+				STRIKE_LIST,
+				function (this: IngestThis, rows: StrikeRow[]) {
+					return serializeStrikes(this.db, rows);
+				},
+				"/api/strikes/"
+			)
+		},
 
 		/** POST /strike/create/, as the spec says: 200 {strike_id}. */
 		createStrike: {
-			params: BODY as any,
+			rest: "POST /strike/create",
+			params: jsonParams(BODY),
 			async handler(this: IngestThis, ctx: Context<Record<string, unknown>>) {
 				return { strike_id: await this.createStrike(ctx.params) };
 			}
@@ -207,7 +217,8 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		/** POST /strikes/, as Scale 3.0 answered it: 201, Location and the strike's details. */
 		addStrike: {
-			params: BODY as any,
+			rest: "POST /strikes",
+			params: jsonParams(BODY),
 			async handler(this: IngestThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const strikeId = await this.createStrike(ctx.params);
 				ctx.meta.$statusCode = 201;
@@ -217,14 +228,16 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		},
 
 		validateStrike: {
-			params: BODY as any,
+			rest: "POST /strikes/validation",
+			params: jsonParams(BODY),
 			handler(this: IngestThis, ctx: Context<Record<string, unknown>>) {
 				return validateStrike(this.db, ctx.params, this.settings);
 			}
 		},
 
 		getStrike: {
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			rest: "GET /strikes/:id",
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			handler(this: IngestThis, ctx: Context<{ id: number }>) {
 				return getStrikeDetails(this.db, ctx.params.id);
 			}
@@ -232,7 +245,8 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		/** Title, description, configuration; the running monitor is told of a new configuration. */
 		updateStrike: {
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			rest: "PATCH /strikes/:id",
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(
 				this: IngestThis,
 				ctx: Context<{ id: number } & Record<string, unknown>>
@@ -248,7 +262,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		// ---- the monitors' side (lib/ingest/protocol.ts), internal ---------------------------
 		monitorSetup: {
 			visibility: "public",
-			params: monitorParams() as any,
+			params: jsonParams(monitorParams()),
 			handler(this: IngestThis, ctx: MonitorContext<unknown>) {
 				return monitorSetup(this.db, ctx.params, ctx.nodeID ?? this.broker.nodeID);
 			}
@@ -256,7 +270,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		transferring: {
 			visibility: "public",
-			params: TRANSFERRING_PARAMS as any,
+			params: jsonParams(TRANSFERRING_PARAMS),
 			async handler(this: IngestThis, ctx: MonitorContext<{ files: TransferringFile[] }>) {
 				await recordTransferring(
 					this.db,
@@ -270,7 +284,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		arrived: {
 			visibility: "public",
-			params: ARRIVED_PARAMS as any,
+			params: jsonParams(ARRIVED_PARAMS),
 			async handler(this: IngestThis, ctx: MonitorContext<{ files: ArrivedFile[] }>) {
 				const decisions = await recordArrivals(
 					this.db,
@@ -284,7 +298,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		ingesting: {
 			visibility: "public",
-			params: INGESTING_PARAMS as any,
+			params: jsonParams(INGESTING_PARAMS),
 			async handler(this: IngestThis, ctx: MonitorContext<{ ingestIds: number[] }>) {
 				await recordIngesting(
 					this.db,
@@ -298,7 +312,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		settle: {
 			visibility: "public",
-			params: SETTLE_PARAMS as any,
+			params: jsonParams(SETTLE_PARAMS),
 			async handler(this: IngestThis, ctx: MonitorContext<{ results: Settled[] }>) {
 				const { answers, events } = await settleIngests(
 					this.db,

@@ -15,6 +15,7 @@ import {
 	type JobExeListRow
 } from "../lib/records/job-exe";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const ID = { type: "integer", minimum: 1 };
 /** How long the logs view waits for a running execution's agent. */
@@ -42,22 +43,27 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 	mixins: [DbMixin()],
 
 	actions: {
-		list: cachedListAction(JOB_EXE_LIST, JOB_EXE_RECORD, "/api/job-executions/"),
+		list: {
+			rest: "GET /job-executions",
+			...cachedListAction(JOB_EXE_LIST, JOB_EXE_RECORD, "/api/job-executions/")
+		},
 
 		get: {
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			rest: "GET /job-executions/:id",
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(this: JobExecutionsThis, ctx: Context<{ id: number }, RequestMeta>) {
 				return getJobExeDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
 			}
 		},
 
 		logs: {
-			params: {
+			rest: "GET /job-executions/:id/logs",
+			params: jsonParams({
 				[QUERY_SCHEMA]: true,
 				type: "object",
 				required: ["id"],
 				properties: { id: ID, stream: { type: "string", enum: ["stdout", "stderr"] } }
-			} as any,
+			}),
 			async handler(this: JobExecutionsThis, ctx: Context<LogsParams, RequestMeta>) {
 				let row: JobExeListRow = await getJobExeListRow(this.db, ctx.params.id);
 				let logs: ExecutionLogs | null = null;

@@ -7,6 +7,7 @@ import {
 	getSystemFailures
 } from "../lib/records/job-type-reports";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
+import { jsonParams } from "../lib/validation/params";
 import type { RequestMeta } from "../types/meta";
 
 /**
@@ -21,7 +22,7 @@ type ReportContext = Context<Record<string, unknown>, RequestMeta>;
 
 /** A query-string params schema of paging, and started/ended where the report takes a range. */
 function reportParams(withRange: boolean) {
-	return {
+	return jsonParams({
 		[QUERY_SCHEMA]: true,
 		type: "object",
 		properties: {
@@ -29,7 +30,7 @@ function reportParams(withRange: boolean) {
 			page_size: LIST_PARAMS.page_size,
 			...(withRange ? { started: LIST_PARAMS.started, ended: LIST_PARAMS.ended } : {})
 		}
-	} as any;
+	});
 }
 
 const JobTypeReportsService: ServiceSchema = {
@@ -38,6 +39,7 @@ const JobTypeReportsService: ServiceSchema = {
 
 	actions: {
 		status: {
+			rest: "GET /job-types/status",
 			params: reportParams(true),
 			async handler(this: Service, ctx: ReportContext) {
 				const request = listRequest(ctx, "/api/job-types/status/");
@@ -46,6 +48,7 @@ const JobTypeReportsService: ServiceSchema = {
 		},
 
 		running: {
+			rest: "GET /job-types/running",
 			params: reportParams(false),
 			handler(this: Service, ctx: ReportContext) {
 				return getRunningJobTypes(this.db, listRequest(ctx, "/api/job-types/running/"));
@@ -53,6 +56,7 @@ const JobTypeReportsService: ServiceSchema = {
 		},
 
 		systemFailures: {
+			rest: "GET /job-types/system-failures",
 			params: reportParams(false),
 			async handler(this: Service, ctx: ReportContext) {
 				const request = listRequest(ctx, "/api/job-types/system-failures/");

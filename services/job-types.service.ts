@@ -16,6 +16,7 @@ import {
 	type JobTypeSpec
 } from "../lib/records/job-type-save";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const ID = { type: "integer", minimum: 1 };
 
@@ -26,11 +27,15 @@ const ID = { type: "integer", minimum: 1 };
  */
 const JobTypesService: ServiceSchema = {
 	name: "job-types",
-	mixins: [DbMixin(), ListMixin<JobTypeRow>(JOB_TYPE_LIST, rows => rows.map(serializeJobType))],
+	mixins: [
+		DbMixin(),
+		ListMixin<JobTypeRow>(JOB_TYPE_LIST, rows => rows.map(serializeJobType), "GET /job-types")
+	],
 
 	actions: {
 		create: {
-			params: NEW_JOB_TYPE_SCHEMA as any,
+			rest: "POST /job-types",
+			params: jsonParams(NEW_JOB_TYPE_SCHEMA),
 			async handler(this: Service, ctx: Context<JobTypeSpec, RequestMeta>) {
 				const { id } = await this.db.transaction((t: Transaction) =>
 					saveJobType(this.db, ctx.params, t)
@@ -42,25 +47,28 @@ const JobTypesService: ServiceSchema = {
 		},
 
 		validate: {
-			params: NEW_JOB_TYPE_SCHEMA as any,
+			rest: "POST /job-types/validation",
+			params: jsonParams(NEW_JOB_TYPE_SCHEMA),
 			async handler(this: Service, ctx: Context<JobTypeSpec>) {
 				return { warnings: await validateJobType(this.db, ctx.params) };
 			}
 		},
 
 		get: {
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			rest: "GET /job-types/:id",
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return getJobTypeDetails(this.db, ctx.params.id);
 			}
 		},
 
 		update: {
-			params: {
+			rest: "PATCH /job-types/:id",
+			params: jsonParams({
 				type: "object",
 				required: ["id"],
 				properties: { id: ID, ...JOB_TYPE_FIELDS }
-			} as any,
+			}),
 			async handler(this: Service, ctx: Context<JobTypeSpec & { id: number }>) {
 				const { id, ...spec } = ctx.params;
 				await this.db.transaction((t: Transaction) =>

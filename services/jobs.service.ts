@@ -13,6 +13,7 @@ import { JOB_LIST, JOB_RECORD, JOB_UPDATE_RECORD, JOB_UPDATES_LIST } from "../li
 import { getJobDetails } from "../lib/records/job-details";
 import { cancelJobTransaction, checkJobUpdate } from "../lib/queue/cancel";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const ID = { type: "integer", minimum: 1 };
 /** The spec answers job update errors in text/plain. */
@@ -35,17 +36,21 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 	mixins: [DbMixin()],
 
 	actions: {
-		list: cachedListAction(JOB_LIST, JOB_RECORD, "/api/jobs/"),
+		list: { rest: "GET /jobs", ...cachedListAction(JOB_LIST, JOB_RECORD, "/api/jobs/") },
 
-		updates: cachedListAction(
-			JOB_UPDATES_LIST,
-			JOB_UPDATE_RECORD,
-			"/api/jobs/updates/",
-			INPUT_FILES
-		),
+		updates: {
+			rest: "GET /jobs/updates",
+			...cachedListAction(
+				JOB_UPDATES_LIST,
+				JOB_UPDATE_RECORD,
+				"/api/jobs/updates/",
+				INPUT_FILES
+			)
+		},
 
 		get: {
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			rest: "GET /jobs/:id",
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(this: JobsThis, ctx: Context<{ id: number }, RequestMeta>) {
 				return getJobDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
 			}
@@ -58,6 +63,7 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 		 * and 500 for anything unexpected).
 		 */
 		update: {
+			rest: "PATCH /jobs/:id",
 			async handler(this: JobsThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const { id, ...body } = ctx.params;
 				checkJobUpdate(body);

@@ -14,6 +14,7 @@ import { getMetricsDetails, getPlotData, parsePlotQuery } from "../lib/metrics/p
 import { findMetricsType, METRICS_TYPES, serializeMetricsType } from "../lib/metrics/types";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * Metrics (Scale 3.0's scale/metrics/views.py): the metrics types, a type's details with the
@@ -46,11 +47,11 @@ const MetricsService: ServiceSchema = {
 		 * it for each day after midnight. Computing a day again replaces its rows.
 		 */
 		compute: {
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["day"],
 				properties: { day: { type: "string" } }
-			} as any,
+			}),
 			async handler(this: Service, ctx: Context<{ day: string }>) {
 				const rows = await computeDailyMetrics(this.db, ctx.params.day);
 				this.logger.info({ day: ctx.params.day, ...rows }, "daily metrics computed");
@@ -59,11 +60,12 @@ const MetricsService: ServiceSchema = {
 		},
 
 		list: {
-			params: {
+			rest: "GET /metrics",
+			params: jsonParams({
 				[QUERY_SCHEMA]: true,
 				type: "object",
 				properties: { page: LIST_PARAMS.page, page_size: LIST_PARAMS.page_size }
-			} as any,
+			}),
 			handler(this: Service, ctx: Context<Query, RequestMeta>) {
 				const request = listRequest(ctx, "/api/metrics/");
 				const page = Number(ctx.params.page ?? 1);
@@ -85,7 +87,8 @@ const MetricsService: ServiceSchema = {
 		},
 
 		get: {
-			params: NAME as any,
+			rest: "GET /metrics/:name",
+			params: jsonParams(NAME),
 			async handler(this: Service, ctx: Context<{ name: string }, RequestMeta>) {
 				return jsonAnswer(
 					ctx,
@@ -95,7 +98,8 @@ const MetricsService: ServiceSchema = {
 		},
 
 		plotData: {
-			params: {
+			rest: "GET /metrics/:name/plot-data",
+			params: jsonParams({
 				...listParamsSchema({
 					choice_id: REPEATABLE,
 					column: REPEATABLE,
@@ -109,7 +113,7 @@ const MetricsService: ServiceSchema = {
 					column: REPEATABLE,
 					group: REPEATABLE
 				}
-			} as any,
+			}),
 			async handler(this: Service, ctx: Context<Query & { name: string }, RequestMeta>) {
 				const type = typeNamed(ctx.params.name);
 				const request = listRequest(ctx, `/api/metrics/${type.name}/plot-data/`);

@@ -2,8 +2,8 @@ import os from "os";
 import path from "path";
 import type { Context, Service, ServiceBroker, ServiceSchema } from "moleculer";
 import { DEFAULT_DRAIN_S, type AgentConfig } from "../lib/launch/config";
-import { ForbiddenError, NotFoundError } from "../lib/errors";
-import { isLocalCall, LeaderView } from "../lib/agent/callers";
+import { NotFoundError } from "../lib/errors";
+import { LeaderView } from "../lib/agent/callers";
 import { NodeAgent, type DrainOutcome } from "../lib/agent/agent";
 import { DEFAULT_CONTAINER_SETTINGS } from "../lib/agent/containers";
 import { DEFAULT_TASK_UIDS } from "../lib/agent/task-identities";
@@ -21,6 +21,7 @@ import type {
 	NodeRegistration,
 	NodeRegistrationAnswer
 } from "../lib/documents/agent-protocol";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * The node agent: one per machine, no database. Registers its node and heartbeats to the
@@ -176,17 +177,13 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 		 * placed here together) and runs them in the background; a repeat is accepted and ignored.
 		 */
 		run: {
-			params: RUN_PARAMS as any,
+			caller: "scheduler-leader",
+			params: jsonParams(RUN_PARAMS),
 			async handler(
 				this: AgentThis,
 				ctx: Context<ExecutionSpec | { executions: ExecutionSpec[] }>
 			) {
 				const specs = "executions" in ctx.params ? ctx.params.executions : [ctx.params];
-				const sender = ctx.nodeID as string;
-				if (!isLocalCall(ctx) && !(await this.leaders.isLeader(sender)))
-					throw new ForbiddenError(
-						`node "${sender}" does not lead the scheduler: execution${specs.length > 1 ? "s" : ""} ${specs.map(s => s.jobExeId).join(", ")} not run`
-					);
 				for (const spec of specs) this.runOne(spec);
 				return { accepted: true };
 			}
@@ -194,38 +191,18 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 
 		/** SIGTERM, then SIGKILL after killGraceMs; the execution ends CANCELED. */
 		cancel: {
-			params: JOB_EXE_ID_SCHEMA as any,
+			caller: "stop-confirmed",
+			params: jsonParams(JOB_EXE_ID_SCHEMA),
 			async handler(this: AgentThis, ctx: Context<{ jobExeId: number }>) {
-				const { jobExeId } = ctx.params;
-				if (!isLocalCall(ctx)) {
-					// obeyed only when the database says the execution must not run here
-					const answer = await this.broker.call<{ jobExeIds: number[] }, unknown>(
-						"nodes.mustStop",
-						{ jobExeIds: [jobExeId] },
-						{ timeout: this.settings.callTimeoutMs }
-					);
-					if (!answer?.jobExeIds?.includes(jobExeId))
-						throw new ForbiddenError(
-							`execution ${jobExeId} is to run here as far as the control plane knows: cancel from "${ctx.nodeID}" refused`
-						);
-				}
-				return { found: this.agent.cancel(jobExeId) };
+				return { found: this.agent.cancel(ctx.params.jobExeId) };
 			}
 		},
 
 		/** Live stdout/stderr (their tails); NOT_FOUND when the execution is not held here. */
 		logs: {
-			params: JOB_EXE_ID_SCHEMA as any,
+			caller: "execution-reader",
+			params: jsonParams(JOB_EXE_ID_SCHEMA),
 			async handler(this: AgentThis, ctx: Context<{ jobExeId: number }>) {
-				const sender = ctx.nodeID as string;
-				const readers = this.broker.registry
-					.getServiceList({ onlyAvailable: true })
-					.filter(svc => svc.name === "job-executions")
-					.map(svc => svc.nodeID);
-				if (!isLocalCall(ctx) && !readers.includes(sender))
-					throw new ForbiddenError(
-						`node "${sender}" runs no job-executions service: logs are not sent to it`
-					);
 				const logs = await this.agent.logs(ctx.params.jobExeId);
 				if (!logs)
 					throw new NotFoundError(
@@ -253,7 +230,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 
 		/** A strike's configuration changed: its monitor, if it runs here, reads it again. */
 		"strike.changed": {
-			params: STRIKE_ID_SCHEMA as any,
+			params: jsonParams(STRIKE_ID_SCHEMA),
 			handler(this: AgentThis, ctx: Context<{ strikeId: number }>) {
 				const monitor: StrikeMonitor | undefined = this.monitors.get(ctx.params.strikeId);
 				if (monitor) void monitor.reload();

@@ -7,7 +7,6 @@ import {
 	type NodeRegistration,
 	type NodeRegistrationAnswer
 } from "../lib/documents/agent-protocol";
-import { requireSender } from "../lib/agent/callers";
 import { NotFoundError } from "../lib/errors";
 import { schedulerLeader } from "../lib/records/status";
 import { runList } from "../lib/list/run";
@@ -33,6 +32,7 @@ import { finishExecutions } from "../lib/executions/finish";
 import { findForgottenExecutions } from "../lib/scheduling/lost";
 import { poolSql, poolTransaction, withRetry } from "../lib/db/sql";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 export interface NodesSettings {
 	/** a node whose agent has not sent a heartbeat for this long is disconnected */
@@ -94,7 +94,8 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 	actions: {
 		list: {
-			params: listParamsSchema({ include_inactive: {} }) as any,
+			rest: "GET /nodes",
+			params: jsonParams(listParamsSchema({ include_inactive: {} })),
 			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const query = ctx.meta.query ?? ctx.params;
 				const all = parseBoolParam(query.include_inactive, "include_inactive", false);
@@ -112,7 +113,8 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		},
 
 		status: {
-			params: listParamsSchema() as any,
+			rest: "GET /nodes/status",
+			params: jsonParams(listParamsSchema()),
 			async handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				const json = await getNodesStatus(
 					this.db,
@@ -128,21 +130,24 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		},
 
 		get: {
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			rest: "GET /nodes/:id",
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			handler(this: NodesThis, ctx: Context<{ id: number }>) {
 				return getNodeDetails(this.db, ctx.params.id, this.connectivity());
 			}
 		},
 
 		replace: {
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			rest: "PUT /nodes/:id",
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return this.edit(ctx, "replace");
 			}
 		},
 
 		update: {
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			rest: "PATCH /nodes/:id",
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return this.edit(ctx, "update");
 			}
@@ -150,7 +155,8 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		/** Agent → control plane: an agent announces its node and what it offers. */
 		register: {
-			params: {
+			caller: { agentNamed: "a registration" },
+			params: jsonParams({
 				type: "object",
 				required: ["agentId", "slaveId", "hostname", "resources"],
 				properties: {
@@ -162,12 +168,11 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 					docker: DOCKER,
 					draining: { type: "boolean" }
 				}
-			} as any,
+			}),
 			async handler(
 				this: NodesThis,
 				ctx: Context<NodeRegistration>
 			): Promise<NodeRegistrationAnswer> {
-				requireSender(ctx, ctx.params.agentId, "a registration");
 				const { id, drain } = await registerNode(this.db, ctx.params);
 				this.broker.broadcast("nodes.changed", { nodeIds: [id] });
 				return drain ? { nodeId: id, drain: true } : { nodeId: id };
@@ -182,7 +187,8 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		 * registers again.
 		 */
 		heartbeat: {
-			params: {
+			caller: { agentNamed: "a heartbeat" },
+			params: jsonParams({
 				type: "object",
 				required: ["agentId", "slaveId", "resources"],
 				properties: {
@@ -193,13 +199,12 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 					docker: DOCKER,
 					draining: { type: "boolean" }
 				}
-			} as any,
+			}),
 			async handler(
 				this: NodesThis,
 				ctx: Context<NodeHeartbeat>
 			): Promise<NodeHeartbeatAnswer> {
 				const hb = ctx.params;
-				requireSender(ctx, hb.agentId, "a heartbeat");
 				const change = await heartbeatNode(this.db, hb, this.settings.leaseMs);
 				if (!change)
 					throw new NotFoundError(
@@ -229,13 +234,13 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		 * not registered (the agent registers again, saying it drains).
 		 */
 		drain: {
-			params: {
+			caller: { agentNamed: "a drain" },
+			params: jsonParams({
 				type: "object",
 				required: ["agentId", "slaveId"],
 				properties: { agentId: AGENT_ID, slaveId: AGENT_ID }
-			} as any,
+			}),
 			async handler(this: NodesThis, ctx: Context<NodeDrain>) {
-				requireSender(ctx, ctx.params.agentId, "a drain");
 				const node = await drainNode(this.db, ctx.params);
 				if (!node)
 					throw new NotFoundError(
@@ -252,7 +257,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		/** Agent → control plane: which node leads the scheduler now (an agent runs only its runs). */
 		leader: {
-			params: { type: "object" } as any,
+			params: jsonParams({ type: "object" }),
 			async handler(this: NodesThis): Promise<{ leader: string | null }> {
 				return { leader: await schedulerLeader(this.db) };
 			}
@@ -263,11 +268,11 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		 * (a cancel is obeyed only when the database says so).
 		 */
 		mustStop: {
-			params: {
+			params: jsonParams({
 				type: "object",
 				required: ["jobExeIds"],
 				properties: { jobExeIds: { type: "array", maxItems: 10000, items: ID } }
-			} as any,
+			}),
 			async handler(this: NodesThis, ctx: Context<{ jobExeIds: number[] }>) {
 				return {
 					jobExeIds: await executionsToStop(

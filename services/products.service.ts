@@ -11,6 +11,7 @@ import {
 } from "../lib/records/product-file";
 import { parseFileRef } from "../lib/records/scale-file";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * Products: the list, its updates view and the details (lib/records/product-file). Records'
@@ -22,22 +23,29 @@ const ProductsService: ServiceSchema = {
 	mixins: [DbMixin()],
 
 	actions: {
-		list: cachedListAction(PRODUCT_LIST, PRODUCT_RECORD, "/api/products/"),
+		list: {
+			rest: "GET /products",
+			...cachedListAction(PRODUCT_LIST, PRODUCT_RECORD, "/api/products/")
+		},
 
-		updates: cachedListAction(
-			PRODUCT_UPDATES_LIST,
-			PRODUCT_UPDATE_RECORD,
-			"/api/products/updates/",
-			SOURCE_FILES
-		),
+		updates: {
+			rest: "GET /products/updates",
+			...cachedListAction(
+				PRODUCT_UPDATES_LIST,
+				PRODUCT_UPDATE_RECORD,
+				"/api/products/updates/",
+				SOURCE_FILES
+			)
+		},
 
 		/** By id, or by file name (Scale's second URL pattern for the same view). */
 		get: {
-			params: {
+			rest: "GET /products/:ref",
+			params: jsonParams({
 				type: "object",
 				required: ["ref"],
 				properties: { ref: { type: "string" } }
-			} as any,
+			}),
 			handler(this: Service, ctx: Context<{ ref: string }, RequestMeta>) {
 				return getProductDetails(this.db, parseFileRef(ctx.params.ref), ctx.meta.apiRoot);
 			}

@@ -24,6 +24,7 @@ import { plannedPoolSql, withRetry } from "../lib/db/sql";
 import { getRecipeDetailsOf } from "../lib/records/recipe";
 import { NotFoundError } from "../lib/errors";
 import { intakeGateOf } from "../lib/recipes/intake-gate";
+import { jsonParams } from "../lib/validation/params";
 
 /** A new job posted through REST, with the API root its request used. */
 interface PostedJob {
@@ -111,11 +112,12 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 
 	actions: {
 		newJob: {
-			params: {
+			rest: "POST /queue/new-job",
+			params: jsonParams({
 				type: "object",
 				required: ["job_type_id"],
 				properties: { job_type_id: ID, job_data: { type: "object" } }
-			} as any,
+			}),
 			async handler(
 				this: QueueThis,
 				ctx: Context<{ job_type_id: number; job_data?: unknown }, RequestMeta>
@@ -149,11 +151,12 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 		 * queued, in one statement (lib/recipes/create.ts); 201 with the recipe's details.
 		 */
 		newRecipe: {
-			params: {
+			rest: "POST /queue/new-recipe",
+			params: jsonParams({
 				type: "object",
 				required: ["recipe_type_id"],
 				properties: { recipe_type_id: ID, recipe_data: { type: "object" } }
-			} as any,
+			}),
 			async handler(
 				this: QueueThis,
 				ctx: Context<{ recipe_type_id: number; recipe_data?: unknown }, RequestMeta>
@@ -187,7 +190,8 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 		},
 
 		requeueJobs: {
-			params: REQUEUE_SCHEMA as any,
+			rest: "POST /queue/requeue-jobs",
+			params: jsonParams(REQUEUE_SCHEMA),
 			async handler(this: QueueThis, ctx: Context<RequeueFilters, RequestMeta>) {
 				// run again after a deadlock: the requeue takes its jobs' rows, then their recipes'
 				// (unblockRecipeJobs); a report ending a job of the same recipe, the other way round
@@ -201,15 +205,17 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 		},
 
 		status: {
+			rest: "GET /queue/status",
 			async handler(this: QueueThis) {
 				return getQueueStatus(this.db);
 			}
 		},
 
 		load: {
-			params: listParamsSchema(
-				Object.fromEntries(LOAD_FILTERS.map(name => [name, REPEATABLE]))
-			) as any,
+			rest: "GET /load",
+			params: jsonParams(
+				listParamsSchema(Object.fromEntries(LOAD_FILTERS.map(name => [name, REPEATABLE])))
+			),
 			handler(this: QueueThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return getJobLoad(this.db, {
 					query: ctx.meta.query ?? ctx.params,

@@ -14,6 +14,7 @@ import {
 	type RecipeTypeSpec
 } from "../lib/records/recipe-type";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const ID = { type: "integer", minimum: 1 };
 
@@ -25,12 +26,17 @@ const RecipeTypesService: ServiceSchema = {
 	name: "recipe-types",
 	mixins: [
 		DbMixin(),
-		ListMixin<RecipeTypeRow>(RECIPE_TYPE_LIST, rows => rows.map(serializeRecipeType))
+		ListMixin<RecipeTypeRow>(
+			RECIPE_TYPE_LIST,
+			rows => rows.map(serializeRecipeType),
+			"GET /recipe-types"
+		)
 	],
 
 	actions: {
 		create: {
-			params: NEW_RECIPE_TYPE_SCHEMA as any,
+			rest: "POST /recipe-types",
+			params: jsonParams(NEW_RECIPE_TYPE_SCHEMA),
 			async handler(this: Service, ctx: Context<RecipeTypeSpec, RequestMeta>) {
 				const { id } = await this.db.transaction((t: Transaction) =>
 					saveRecipeType(this.db, ctx.params, t)
@@ -42,25 +48,28 @@ const RecipeTypesService: ServiceSchema = {
 		},
 
 		validate: {
-			params: NEW_RECIPE_TYPE_SCHEMA as any,
+			rest: "POST /recipe-types/validation",
+			params: jsonParams(NEW_RECIPE_TYPE_SCHEMA),
 			async handler(this: Service, ctx: Context<RecipeTypeSpec>) {
 				return { warnings: await validateRecipeType(this.db, ctx.params) };
 			}
 		},
 
 		get: {
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			rest: "GET /recipe-types/:id",
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return getRecipeTypeDetails(this.db, ctx.params.id);
 			}
 		},
 
 		update: {
-			params: {
+			rest: "PATCH /recipe-types/:id",
+			params: jsonParams({
 				type: "object",
 				required: ["id"],
 				properties: { id: ID, ...RECIPE_TYPE_FIELDS }
-			} as any,
+			}),
 			async handler(this: Service, ctx: Context<RecipeTypeSpec & { id: number }>) {
 				const { id, ...spec } = ctx.params;
 				await this.db.transaction((t: Transaction) =>

@@ -4,6 +4,7 @@ import { listAction } from "../mixins/list.mixin";
 import { getRecipeDetails, RECIPE_LIST } from "../lib/records/recipe";
 import { serializeRecipe, type RecipeListRow } from "../lib/records/recipe-record";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const ID = { type: "integer", minimum: 1 };
 
@@ -16,10 +17,14 @@ const RecipesService: ServiceSchema = {
 	mixins: [DbMixin()],
 
 	actions: {
-		list: listAction<RecipeListRow>(RECIPE_LIST, rows => rows.map(serializeRecipe)),
+		list: {
+			rest: "GET /recipes",
+			...listAction<RecipeListRow>(RECIPE_LIST, rows => rows.map(serializeRecipe))
+		},
 
 		get: {
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			rest: "GET /recipes/:id",
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			handler(this: Service, ctx: Context<{ id: number }, RequestMeta>) {
 				return getRecipeDetails(this.db, ctx.params.id, ctx.meta.apiRoot);
 			}

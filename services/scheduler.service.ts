@@ -24,10 +24,10 @@ import {
 } from "../lib/scheduling/settings";
 import { databaseUrlOf } from "../lib/db/broker-database";
 import { AgentReachability } from "../lib/scheduling/reachability";
-import { requireSender } from "../lib/agent/callers";
-import { METRICS, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
+import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { buildSpecs } from "../lib/scheduling/spec";
 import { clientSql, poolSql, poolTransaction, withRetry, type Sql } from "../lib/db/sql";
+import { jsonParams } from "../lib/validation/params";
 
 export interface SchedulerSettings {
 	/** an agent not heard from for this long has lost its node (its executions fail: node-lost) */
@@ -117,14 +117,16 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 	actions: {
 		get: {
-			params: { type: "object" } as any,
+			rest: "GET /scheduler",
+			params: jsonParams({ type: "object" }),
 			async handler(this: SchedulerThis) {
 				return getSchedulerSettings(poolSql(this.db));
 			}
 		},
 
 		update: {
-			params: { type: "object" } as any,
+			rest: "PATCH /scheduler",
+			params: jsonParams({ type: "object" }),
 			async handler(this: SchedulerThis, ctx: Context<Record<string, unknown>>) {
 				const edit = parseSettingsEdit(ctx.params);
 				const settings = await updateSchedulerSettings(poolSql(this.db), edit);
@@ -138,14 +140,13 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		 * when one of them was not recorded (its execution is not running any more).
 		 */
 		exeSteps: {
-			params: {
+			caller: { agentNamed: "a step report", each: "steps" },
+			params: jsonParams({
 				type: "object",
 				required: ["steps"],
 				properties: { steps: { type: "array", maxItems: 100000, items: STEP_SCHEMA } }
-			} as any,
+			}),
 			async handler(this: SchedulerThis, ctx: Context<{ steps: ExecutionStep[] }>) {
-				for (const step of ctx.params.steps)
-					requireSender(ctx, step.agentId, "a step report");
 				const recorded: boolean[] = await Promise.all(
 					ctx.params.steps.map(step => this.reports.add({ kind: "step", step }))
 				);
@@ -155,13 +156,13 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 		/** Agent → control plane: executions ended. Repeats are harmless. */
 		exeFinished: {
-			params: FINISHED_PARAMS as any,
+			caller: { agentNamed: "a finish report", each: "reports" },
+			params: jsonParams(FINISHED_PARAMS),
 			async handler(
 				this: SchedulerThis,
 				ctx: Context<ExecutionFinished | { reports: ExecutionFinished[] }>
 			) {
 				const reports = "reports" in ctx.params ? ctx.params.reports : [ctx.params];
-				for (const report of reports) requireSender(ctx, report.agentId, "a finish report");
 				await Promise.all(
 					reports.map(finished => this.reports.add({ kind: "finished", finished }))
 				);
@@ -263,7 +264,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		/** A wake-up hint: the leader wakes; another replica passes on a hint meant for one. */
 		onHint(ctx: Context) {
 			if (this.isLeader()) this.wake();
-			else if ((ctx as any).eventType === "emit") this.broker.broadcast("scheduler.wake");
+			else if (ctx.eventType === "emit") this.broker.broadcast("scheduler.wake");
 		},
 
 		/** Wakes the leader wherever it runs. */
@@ -603,8 +604,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			error: (fields, message) => this.logger.error(fields, message)
 		} satisfies DispatchLink;
 		this.metered = this.broker.isMetricsEnabled();
-		if (this.metered)
-			for (const def of SCHEDULER_DEFINITIONS) this.broker.metrics.register(def as any);
+		if (this.metered) registerMetrics(this.broker.metrics, SCHEDULER_DEFINITIONS);
 		this.reports = new MicroBatcher<ReportItem, boolean>(items => this.flushReports(items), {
 			delayMs: this.settings.flushMs,
 			maxItems: this.settings.flushMaxItems,

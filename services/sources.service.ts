@@ -10,6 +10,7 @@ import {
 	SOURCE_UPDATES_LIST
 } from "../lib/records/source-file";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * Source files: the list, its updates view and the details (lib/records/source-file). Records'
@@ -21,21 +22,24 @@ const SourcesService: ServiceSchema = {
 	mixins: [DbMixin()],
 
 	actions: {
-		list: cachedListAction(SOURCE_LIST, SOURCE_RECORD, "/api/sources/"),
+		list: {
+			rest: "GET /sources",
+			...cachedListAction(SOURCE_LIST, SOURCE_RECORD, "/api/sources/")
+		},
 
-		updates: cachedListAction(
-			SOURCE_UPDATES_LIST,
-			SOURCE_UPDATE_RECORD,
-			"/api/sources/updates/"
-		),
+		updates: {
+			rest: "GET /sources/updates",
+			...cachedListAction(SOURCE_UPDATES_LIST, SOURCE_UPDATE_RECORD, "/api/sources/updates/")
+		},
 
 		/** By id, or by file name (Scale's second URL pattern for the same view). */
 		get: {
-			params: {
+			rest: "GET /sources/:ref",
+			params: jsonParams({
 				type: "object",
 				required: ["ref"],
 				properties: { ref: { type: "string" } }
-			} as any,
+			}),
 			handler(this: Service, ctx: Context<{ ref: string }, RequestMeta>) {
 				return getSourceDetails(this.db, parseFileRef(ctx.params.ref), ctx.meta.apiRoot);
 			}

@@ -5,6 +5,7 @@ import { PrometheusGaugesMixin } from "../mixins/prometheus-gauges.mixin";
 import { readClusterState, type ClusterStatus } from "../lib/records/status";
 
 import { VERSION } from "../lib/paths";
+import { jsonParams } from "../lib/validation/params";
 
 interface StatusSettings {
 	/** the REST API port, reported as the master's */
@@ -18,7 +19,8 @@ const StatusService: ServiceSchema<StatusSettings> = {
 
 	actions: {
 		get: {
-			params: { type: "object" } as any,
+			rest: "GET /status",
+			params: jsonParams({ type: "object" }),
 			async handler(this: Service<StatusSettings>, _ctx: Context): Promise<ClusterStatus> {
 				const state = await readClusterState(this.db);
 				return {
@@ -45,7 +47,8 @@ const StatusService: ServiceSchema<StatusSettings> = {
 		},
 
 		version: {
-			params: { type: "object" } as any,
+			rest: "GET /version",
+			params: jsonParams({ type: "object" }),
 			handler() {
 				return { version: VERSION };
 			}

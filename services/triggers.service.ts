@@ -4,6 +4,7 @@ import { DbMixin } from "../mixins/db.mixin";
 import { EVENT_BATCH, processFileEvents, type Processed } from "../lib/triggers/process";
 import { tickClock, type TickResult } from "../lib/triggers/clock";
 import { drainBatches } from "../lib/triggers/drain";
+import { jsonParams } from "../lib/validation/params";
 
 /**
  * Triggers: turns the INGEST and PARSE trigger events into the jobs their rules ask for
@@ -57,10 +58,10 @@ const TriggersService: ServiceSchema<Settings, Methods & Locals> = {
 
 		/** Runs one tick of the clock now (at `now`, an ISO-8601 time, when given). */
 		tick: {
-			params: {
+			params: jsonParams({
 				type: "object",
 				properties: { now: { type: "string", format: "date-time" } }
-			} as any,
+			}),
 			handler(this: This, ctx: Context<{ now?: string }>) {
 				return this.tick(ctx.params.now ? new Date(ctx.params.now) : undefined);
 			}
@@ -154,7 +155,7 @@ const TriggersService: ServiceSchema<Settings, Methods & Locals> = {
 						"the clock's tick failed (tried again at the next one)"
 					)
 				),
-			{ timezone: "UTC" } as any
+			{ timezone: "UTC" }
 		);
 		void this.drain();
 	},

@@ -16,6 +16,7 @@ import {
 } from "../lib/records/workspace";
 import type { ServiceDirectories } from "../lib/documents/confined-mounts";
 import type { RequestMeta } from "../types/meta";
+import { jsonParams } from "../lib/validation/params";
 
 const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
 const TITLE = { type: ["string", "null"], maxLength: 50 };
@@ -54,7 +55,11 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 	name: "workspaces",
 	mixins: [
 		DbMixin(),
-		ListMixin<WorkspaceRow>(WORKSPACE_LIST, rows => rows.map(serializeWorkspace))
+		ListMixin<WorkspaceRow>(
+			WORKSPACE_LIST,
+			rows => rows.map(serializeWorkspace),
+			"GET /workspaces"
+		)
 	],
 
 	settings: {
@@ -66,7 +71,8 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 
 	actions: {
 		create: {
-			params: NEW_WORKSPACE as any,
+			rest: "POST /workspaces",
+			params: jsonParams(NEW_WORKSPACE),
 			async handler(this: WorkspacesThis, ctx: Context<NewWorkspace, RequestMeta>) {
 				const row = await createWorkspace(this.db, ctx.params, this.settings);
 				ctx.meta.$statusCode = 201;
@@ -76,21 +82,24 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 		},
 
 		validate: {
-			params: NEW_WORKSPACE as any,
+			rest: "POST /workspaces/validation",
+			params: jsonParams(NEW_WORKSPACE),
 			async handler(this: WorkspacesThis, ctx: Context<NewWorkspace>) {
 				return { warnings: await validateWorkspace(this.db, ctx.params, this.settings) };
 			}
 		},
 
 		get: {
-			params: { type: "object", required: ["id"], properties: { id: ID } } as any,
+			rest: "GET /workspaces/:id",
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
 			async handler(this: WorkspacesThis, ctx: Context<{ id: number }>) {
 				return serializeWorkspaceDetails(await getWorkspace(this.db, ctx.params.id));
 			}
 		},
 
 		update: {
-			params: {
+			rest: "PATCH /workspaces/:id",
+			params: jsonParams({
 				type: "object",
 				required: ["id"],
 				properties: {
@@ -101,7 +110,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 					is_active: IS_ACTIVE,
 					json_config: JSON_CONFIG
 				}
-			} as any,
+			}),
 			async handler(this: WorkspacesThis, ctx: Context<WorkspaceFields & { id: number }>) {
 				const edit: Record<string, unknown> = {};
 				for (const field of EDITABLE)

@@ -1,3 +1,4 @@
+import type { ActionSchema, Context, Middleware, Service } from "moleculer";
 import { ForbiddenError } from "../errors";
 
 /**
@@ -25,6 +26,91 @@ export function requireSender(ctx: CallContext, agentId: string, what: string): 
 		throw new ForbiddenError(
 			`${what} names agent "${agentId}" but comes from node "${ctx.nodeID}": an agent reports only for itself`
 		);
+}
+
+/**
+ * Who may call an action (besides this process's own services), as metadata on the action:
+ * - `{ agentNamed: what }`: a report of the agent its params name (`agentId`; each item's, for
+ *   `each: "steps"` or `"reports"` when the params hold several), refused with requireSender's
+ *   error naming `what`;
+ * - `"scheduler-leader"`: the node leading the scheduler now, read through the service's
+ *   `leaders` (a LeaderView), for runs (`{ executions }` or one spec);
+ * - `"stop-confirmed"`: any node, when a control plane (`nodes.mustStop`) confirms the
+ *   execution (`jobExeId`) must not run here, asked with the service's `callTimeoutMs`;
+ * - `"execution-reader"`: a node running a `job-executions` service, for live logs.
+ */
+export type CallerRule =
+	| { agentNamed: string; each?: "steps" | "reports" }
+	| "scheduler-leader"
+	| "stop-confirmed"
+	| "execution-reader";
+
+declare module "moleculer" {
+	interface ActionSchema {
+		/** who may call the action: checked by CallerCheckMiddleware once its params are valid */
+		caller?: CallerRule;
+	}
+}
+
+type Params = Record<string, any>;
+type CallerService = Service & { leaders?: LeaderView; settings: { callTimeoutMs?: number } };
+
+/** Throws the refusal of `rule` for this call, from another node (the check as its handler had it). */
+async function checkCaller(rule: CallerRule, ctx: Context<Params>, service: CallerService) {
+	const params = ctx.params;
+	const sender = ctx.nodeID as string;
+	if (typeof rule === "object") {
+		const items: Params[] =
+			rule.each !== undefined && rule.each in params ? params[rule.each] : [params];
+		for (const item of items) requireSender(ctx, item.agentId, rule.agentNamed);
+	} else if (rule === "scheduler-leader") {
+		const specs: Params[] = "executions" in params ? params.executions : [params];
+		if (!(await (service.leaders as LeaderView).isLeader(sender)))
+			throw new ForbiddenError(
+				`node "${sender}" does not lead the scheduler: execution${specs.length > 1 ? "s" : ""} ${specs.map(s => s.jobExeId).join(", ")} not run`
+			);
+	} else if (rule === "stop-confirmed") {
+		const jobExeId: number = params.jobExeId;
+		// obeyed only when the database says the execution must not run here
+		const answer = await ctx.broker.call<{ jobExeIds: number[] }, unknown>(
+			"nodes.mustStop",
+			{ jobExeIds: [jobExeId] },
+			{ timeout: service.settings.callTimeoutMs }
+		);
+		if (!answer?.jobExeIds?.includes(jobExeId))
+			throw new ForbiddenError(
+				`execution ${jobExeId} is to run here as far as the control plane knows: cancel from "${sender}" refused`
+			);
+	} else {
+		const readers = ctx.broker.registry
+			.getServiceList({ onlyAvailable: true })
+			.filter(svc => svc.name === "job-executions")
+			.map(svc => svc.nodeID);
+		if (!readers.includes(sender))
+			throw new ForbiddenError(
+				`node "${sender}" runs no job-executions service: logs are not sent to it`
+			);
+	}
+}
+
+/**
+ * Enforces each action's `caller` rule before its handler runs; an action without one is not
+ * wrapped (no cost on the gateway's calls). Registered first in the broker's middlewares, so
+ * inside the validator: the params it reads have been checked.
+ */
+export function CallerCheckMiddleware(): Middleware {
+	return {
+		name: "CallerCheck",
+		localAction(next: (ctx: Context<Params>) => Promise<unknown>, action: ActionSchema) {
+			const rule = action.caller;
+			if (rule === undefined) return next;
+			const service = action.service as CallerService;
+			return async (ctx: Context<Params>) => {
+				if (!isLocalCall(ctx)) await checkCaller(rule, ctx, service);
+				return next(ctx);
+			};
+		}
+	};
 }
 
 /**

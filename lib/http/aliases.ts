@@ -1,99 +1,65 @@
 /**
- * The REST route table: `METHOD path` → action. Nothing else is exposed; internal actions stay
- * internal. Paths are written without the trailing slash: the gateway matches both forms.
+ * The REST route table, built from the `rest:` of each service's actions (Moleculer's
+ * TypeScript template style). Nothing else is exposed; internal actions stay internal. Paths are
+ * written without the trailing slash: the gateway matches both forms.
  */
-import { uploadAsImport } from "./upload";
+import type { ServiceSchema } from "moleculer";
 
-export const ALIASES: Record<string, string | unknown[]> = {
-	"GET errors": "errors.list",
-	"POST errors": "errors.create",
-	"GET errors/:id": "errors.get",
-	"PATCH errors/:id": "errors.update",
+/**
+ * An action's route, as moleculer-web's autoAliases reads it: `"METHOD /path"`, or an object
+ * whose `handler` runs before the action (a connect-style middleware). Paths are under the
+ * gateway's route (`/api`, `/api/v3`), not under the service's name.
+ */
+export type RestRoute =
+	| string
+	| {
+			method: string;
+			path: string;
+			handler?: (req: any, res: any, next: (err?: unknown) => void) => void;
+	  };
 
-	"GET workspaces": "workspaces.list",
-	"POST workspaces": "workspaces.create",
-	"POST workspaces/validation": "workspaces.validate",
-	"GET workspaces/:id": "workspaces.get",
-	"PATCH workspaces/:id": "workspaces.update",
+declare module "moleculer" {
+	interface ActionSchema {
+		/** the action's public route(s); an action without one is not reachable over HTTP */
+		rest?: RestRoute | RestRoute[];
+	}
+}
 
-	"GET job-types": "job-types.list",
-	"POST job-types": "job-types.create",
-	"POST job-types/validation": "job-types.validate",
-	"GET job-types/status": "job-type-reports.status",
-	"GET job-types/running": "job-type-reports.running",
-	"GET job-types/system-failures": "job-type-reports.systemFailures",
-	"GET job-types/:id": "job-types.get",
-	"PATCH job-types/:id": "job-types.update",
+/** moleculer-web's alias table: `"METHOD path"` → action, or [middleware, action]. */
+export type Aliases = Record<string, string | unknown[]>;
 
-	"GET recipe-types": "recipe-types.list",
-	"POST recipe-types": "recipe-types.create",
-	"POST recipe-types/validation": "recipe-types.validate",
-	"GET recipe-types/:id": "recipe-types.get",
-	"PATCH recipe-types/:id": "recipe-types.update",
-
-	"GET recipes": "recipes.list",
-	"GET recipes/:id": "recipes.get",
-
-	"GET configuration": "configuration.export",
-	"POST configuration": "configuration.import",
-	"POST configuration/validation": "configuration.validate",
-	"GET configuration/download": "configuration.download",
-	"POST configuration/upload": [uploadAsImport, "configuration.import"],
-
-	"POST queue/new-job": "queue.newJob",
-	"POST queue/new-recipe": "queue.newRecipe",
-	"POST queue/requeue-jobs": "queue.requeueJobs",
-	"GET queue/status": "queue.status",
-	"GET load": "queue.load",
-
-	"GET jobs": "jobs.list",
-	"GET jobs/updates": "jobs.updates",
-	"GET jobs/:id": "jobs.get",
-	"PATCH jobs/:id": "jobs.update",
-
-	"GET job-executions": "job-executions.list",
-	"GET job-executions/:id": "job-executions.get",
-	"GET job-executions/:id/logs": "job-executions.logs",
-
-	"GET sources": "sources.list",
-	"GET sources/updates": "sources.updates",
-	// an id or, as Scale also answered, a file name (parseFileRef)
-	"GET sources/:ref": "sources.get",
-
-	"GET products": "products.list",
-	"GET products/updates": "products.updates",
-	"GET products/:ref": "products.get",
-
-	"GET ingests": "ingest.list",
-	"GET ingests/status": "ingest.status",
-	// an id or, as Scale also answered, a file name (the ingest of that name created last)
-	"GET ingests/:ref": "ingest.get",
-
-	"POST strike/create": "ingest.createStrike",
-	"GET strikes": "ingest.strikes",
-	"POST strikes": "ingest.addStrike",
-	"POST strikes/validation": "ingest.validateStrike",
-	"GET strikes/:id": "ingest.getStrike",
-	"PATCH strikes/:id": "ingest.updateStrike",
-
-	"GET files/:id/download": "files.download",
-
-	"GET nodes": "nodes.list",
-	"GET nodes/status": "nodes.status",
-	"GET nodes/:id": "nodes.get",
-	"PUT nodes/:id": "nodes.replace",
-	"PATCH nodes/:id": "nodes.update",
-
-	"GET metrics": "metrics.list",
-	"GET metrics/:name": "metrics.get",
-	"GET metrics/:name/plot-data": "metrics.plotData",
-
-	"GET scheduler": "scheduler.get",
-	"PATCH scheduler": "scheduler.update",
-
-	"GET status": "status.get",
-	"GET version": "status.version"
-};
+/**
+ * The gateway's alias table from the services' schemas (their actions' and their mixins'
+ * `rest:`). Built once at start from every service the code holds, not from the services the
+ * registry lists (autoAliases): a route is served whether its service runs here, on another
+ * node or not yet, and no peer can add one by announcing a service.
+ */
+export function aliasesFrom(schemas: Partial<ServiceSchema>[]): Aliases {
+	const aliases: Aliases = {};
+	for (const schema of schemas) {
+		const actions = Object.assign(
+			{},
+			...(schema.mixins ?? []).map(mixin => mixin.actions ?? {}),
+			schema.actions ?? {}
+		);
+		for (const [name, action] of Object.entries(actions)) {
+			if (typeof action !== "object" || action === null || !("rest" in action)) continue;
+			const rest = action.rest as RestRoute | RestRoute[] | undefined;
+			const actionName = `${schema.name}.${name}`;
+			for (const route of rest === undefined ? [] : Array.isArray(rest) ? rest : [rest]) {
+				const [method, path] =
+					typeof route === "string" ? route.split(/\s+/) : [route.method, route.path];
+				const key = `${method} ${path.replace(/^\/+/, "")}`;
+				if (key in aliases) throw new Error(`Two actions claim the route ${key}`);
+				aliases[key] =
+					typeof route === "object" && route.handler
+						? [route.handler, actionName]
+						: actionName;
+			}
+		}
+	}
+	return aliases;
+}
 
 /** Path parameters that are integer ids: anything else in their place is a 404, as in Scale. */
 export const ID_PARAMS = ["id"];

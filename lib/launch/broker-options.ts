@@ -2,6 +2,7 @@ import os from "os";
 import type { BrokerOptions, ServiceBroker } from "moleculer";
 import { natsRoleOf, type Config } from "./config";
 import { AjvValidator } from "../../middlewares/ajv-validator";
+import { CallerCheckMiddleware } from "../agent/callers";
 import { DatabaseMiddleware } from "../db/broker-database";
 import { natsClientOptions } from "../transport/nats";
 import { BoundNatsTransporter } from "../transport/bound-nats";
@@ -46,8 +47,13 @@ export function brokerOptions(
 	return {
 		namespace: "scale",
 		nodeID: config.nodeId || `${os.hostname()}-${process.pid}`,
-		// RequestDeadline first: the innermost, around the transit's request itself
-		middlewares: [RequestDeadlineMiddleware(), DatabaseMiddleware(databaseUrl)],
+		// the first is the innermost: CallerCheck right around the handlers, RequestDeadline around
+		// the transit's request itself
+		middlewares: [
+			CallerCheckMiddleware(),
+			RequestDeadlineMiddleware(),
+			DatabaseMiddleware(databaseUrl)
+		],
 		transporter: config.transporter
 			? new BoundNatsTransporter(natsClientOptions(config.transporter), role)
 			: undefined,

@@ -1,3 +1,4 @@
+import type { MetricRegistry } from "moleculer";
 import type { Sequelize } from "sequelize";
 import { select } from "../db/connection";
 
@@ -20,6 +21,15 @@ export interface MetricDefinition {
 	buckets?: number[];
 	/** Moleculer's Prometheus reporter writes `_sum` and `_count` only beside quantiles */
 	quantiles?: number[];
+}
+
+/** Registers the definitions with Moleculer's registry (its typings take one metric type a call). */
+export function registerMetrics(metrics: MetricRegistry, defs: MetricDefinition[]): void {
+	for (const def of defs) {
+		if (def.type === "gauge") metrics.register({ ...def, type: "gauge" });
+		else if (def.type === "counter") metrics.register({ ...def, type: "counter" });
+		else metrics.register({ ...def, type: "histogram" });
+	}
 }
 
 /** The gauges read from PostgreSQL (the cluster's state, the same from any process). */

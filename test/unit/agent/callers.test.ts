@@ -1,4 +1,5 @@
-import { LeaderView, requireSender } from "../../../lib/agent/callers";
+import type { ActionSchema } from "moleculer";
+import { CallerCheckMiddleware, LeaderView, requireSender } from "../../../lib/agent/callers";
 
 describe("requireSender", () => {
 	it("accepts a report from the agent it names", () => {
@@ -92,5 +93,52 @@ describe("LeaderView", () => {
 		view.forget("control-1");
 		fail = true;
 		expect(await view.isLeader("control-1")).toBe(false);
+	});
+});
+
+describe("CallerCheckMiddleware", () => {
+	const wrap = (action: Partial<ActionSchema>, handler = jest.fn(async () => "done")) => ({
+		handler,
+		checked: (CallerCheckMiddleware() as any).localAction(handler, action)
+	});
+	const ctxFrom = (nodeID: string, params: unknown, extra: Record<string, unknown> = {}) =>
+		({ nodeID, params, broker: { nodeID: "control", ...extra } }) as any;
+
+	it("leaves an action without a rule as it is", () => {
+		const { handler, checked } = wrap({});
+		expect(checked).toBe(handler);
+	});
+
+	it("refuses a report naming another agent, in one or among several", async () => {
+		const { handler, checked } = wrap({
+			caller: { agentNamed: "a finish report", each: "reports" }
+		});
+		await expect(checked(ctxFrom("agent-1", { agentId: "agent-1" }))).resolves.toBe("done");
+		await expect(
+			checked(
+				ctxFrom("agent-1", { reports: [{ agentId: "agent-1" }, { agentId: "agent-2" }] })
+			)
+		).rejects.toMatchObject({
+			type: "FORBIDDEN",
+			code: 403,
+			message: expect.stringMatching(/a finish report names agent "agent-2"/)
+		});
+		await expect(checked(ctxFrom("control", { agentId: "agent-2" }))).resolves.toBe("done");
+		expect(handler).toHaveBeenCalledTimes(2);
+	});
+
+	it("sends live logs only to a node running job-executions", async () => {
+		const registry = {
+			getServiceList: () => [
+				{ name: "job-executions", nodeID: "control-2" },
+				{ name: "nodes", nodeID: "peer" }
+			]
+		};
+		const { checked } = wrap({ caller: "execution-reader" });
+		await expect(checked(ctxFrom("control-2", {}, { registry }))).resolves.toBe("done");
+		await expect(checked(ctxFrom("peer", {}, { registry }))).rejects.toMatchObject({
+			type: "FORBIDDEN",
+			message: 'node "peer" runs no job-executions service: logs are not sent to it'
+		});
 	});
 });
