@@ -10,8 +10,9 @@ import { QUERY_SCHEMA } from "../lib/validation/schema";
 import { uploadAsImport } from "../lib/http/upload";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { ID_SCHEMA } from "../lib/validation/ids";
 
-const IDS = { type: "array", items: { type: "integer", minimum: 1, maximum: 2147483647 } };
+const IDS = { type: "array", items: ID_SCHEMA };
 const NAMES = { type: "array", items: { type: "string" } };
 
 const EXPORT_PARAMS = {

@@ -13,13 +13,13 @@ import {
 } from "../lib/records/error";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { ID_SCHEMA } from "../lib/validation/ids";
 
 const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
 // No NUL: PostgreSQL text cannot hold it, and Sequelize would silently store "\0" instead.
 const NO_NUL = "^[^\\u0000]*$";
 const TITLE = { type: ["string", "null"], maxLength: 50, pattern: NO_NUL };
 const DESCRIPTION = { type: ["string", "null"], maxLength: 250, pattern: NO_NUL };
-const ID = { type: "integer", minimum: 1 };
 
 const ErrorsService: ServiceSchema = {
 	name: "errors",
@@ -51,7 +51,7 @@ const ErrorsService: ServiceSchema = {
 
 		get: {
 			rest: "GET /errors/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return serializeError(await getError(this.db, ctx.params.id));
 			}
@@ -63,7 +63,7 @@ const ErrorsService: ServiceSchema = {
 				type: "object",
 				required: ["id"],
 				properties: {
-					id: ID,
+					id: ID_SCHEMA,
 					title: TITLE,
 					description: DESCRIPTION,
 					category: { enum: ["SYSTEM", "ALGORITHM", "DATA"] }

@@ -32,6 +32,7 @@ import type { ServiceDirectories } from "../lib/documents/confined-mounts";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { ID_SCHEMA } from "../lib/validation/ids";
 
 /**
  * Ingest: strikes (create, list, details, edit, validation), the ingests' list, details and
@@ -40,7 +41,6 @@ import { jsonParams } from "../lib/validation/params";
  * records its INGEST trigger event; the `triggers` service is told after the commit.
  */
 
-const ID = { type: "integer", minimum: 1 };
 const TIME = { type: "string", minLength: 1, maxLength: 40 };
 const NAME = { type: "string", minLength: 1, maxLength: 250 };
 const SIZE = { type: "integer", minimum: 0 };
@@ -49,7 +49,7 @@ const BATCH = 5000;
 const monitorParams = (extra: Record<string, unknown> = {}, required: string[] = []) => ({
 	type: "object",
 	required: ["strikeId", "jobExeId", ...required],
-	properties: { strikeId: ID, jobExeId: ID, ...extra }
+	properties: { strikeId: ID_SCHEMA, jobExeId: ID_SCHEMA, ...extra }
 });
 
 const TRANSFERRING_PARAMS = monitorParams(
@@ -83,7 +83,7 @@ const ARRIVED_PARAMS = monitorParams(
 );
 
 const INGESTING_PARAMS = monitorParams(
-	{ ingestIds: { type: "array", maxItems: BATCH, items: ID } },
+	{ ingestIds: { type: "array", maxItems: BATCH, items: ID_SCHEMA } },
 	["ingestIds"]
 );
 
@@ -96,7 +96,7 @@ const SETTLE_PARAMS = monitorParams(
 				type: "object",
 				required: ["ingestId", "status"],
 				properties: {
-					ingestId: ID,
+					ingestId: ID_SCHEMA,
 					status: {
 						type: "string",
 						enum: ["INGESTED", "DEFERRED", "DUPLICATE", "ERRORED"]
@@ -237,7 +237,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 		getStrike: {
 			rest: "GET /strikes/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			handler(this: IngestThis, ctx: Context<{ id: number }>) {
 				return getStrikeDetails(this.db, ctx.params.id);
 			}
@@ -246,7 +246,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		/** Title, description, configuration; the running monitor is told of a new configuration. */
 		updateStrike: {
 			rest: "PATCH /strikes/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			async handler(
 				this: IngestThis,
 				ctx: Context<{ id: number } & Record<string, unknown>>

@@ -16,8 +16,8 @@ import {
 } from "../lib/records/job-exe";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { ID_SCHEMA } from "../lib/validation/ids";
 
-const ID = { type: "integer", minimum: 1 };
 /** How long the logs view waits for a running execution's agent. */
 const AGENT_LOGS_TIMEOUT_MS = 10000;
 
@@ -50,7 +50,7 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 
 		get: {
 			rest: "GET /job-executions/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			async handler(this: JobExecutionsThis, ctx: Context<{ id: number }, RequestMeta>) {
 				return getJobExeDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
 			}
@@ -62,7 +62,10 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 				[QUERY_SCHEMA]: true,
 				type: "object",
 				required: ["id"],
-				properties: { id: ID, stream: { type: "string", enum: ["stdout", "stderr"] } }
+				properties: {
+					id: ID_SCHEMA,
+					stream: { type: "string", enum: ["stdout", "stderr"] }
+				}
 			}),
 			async handler(this: JobExecutionsThis, ctx: Context<LogsParams, RequestMeta>) {
 				let row: JobExeListRow = await getJobExeListRow(this.db, ctx.params.id);

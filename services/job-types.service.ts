@@ -17,8 +17,7 @@ import {
 } from "../lib/records/job-type-save";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
-
-const ID = { type: "integer", minimum: 1 };
+import { ID_SCHEMA } from "../lib/validation/ids";
 
 /**
  * Job types: list, create, details, edit (including the trigger rule, pause and archive) and
@@ -56,7 +55,7 @@ const JobTypesService: ServiceSchema = {
 
 		get: {
 			rest: "GET /job-types/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return getJobTypeDetails(this.db, ctx.params.id);
 			}
@@ -67,7 +66,7 @@ const JobTypesService: ServiceSchema = {
 			params: jsonParams({
 				type: "object",
 				required: ["id"],
-				properties: { id: ID, ...JOB_TYPE_FIELDS }
+				properties: { id: ID_SCHEMA, ...JOB_TYPE_FIELDS }
 			}),
 			async handler(this: Service, ctx: Context<JobTypeSpec & { id: number }>) {
 				const { id, ...spec } = ctx.params;

@@ -14,8 +14,8 @@ import { getJobDetails } from "../lib/records/job-details";
 import { cancelJobTransaction, checkJobUpdate } from "../lib/queue/cancel";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { ID_SCHEMA } from "../lib/validation/ids";
 
-const ID = { type: "integer", minimum: 1 };
 /** The spec answers job update errors in text/plain. */
 const PLAIN = { plainText: true };
 /** What the handlers call on the service besides its database (its methods). */
@@ -50,7 +50,7 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 
 		get: {
 			rest: "GET /jobs/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			async handler(this: JobsThis, ctx: Context<{ id: number }, RequestMeta>) {
 				return getJobDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
 			}

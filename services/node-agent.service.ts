@@ -11,15 +11,16 @@ import { ExecutionReporter } from "../lib/agent/reporter";
 import { measureResources, readSlaveId } from "../lib/agent/resources";
 import { RUN_PARAMS, JOB_EXE_ID_SCHEMA, STRIKE_ID_SCHEMA } from "../lib/agent/spec-schema";
 import { launchStrikeMonitor, StrikeMonitor } from "../lib/ingest/monitor";
-import type {
-	ExecutionFinished,
-	ExecutionSpec,
-	ExecutionStep,
-	NodeDrain,
-	NodeHeartbeat,
-	NodeHeartbeatAnswer,
-	NodeRegistration,
-	NodeRegistrationAnswer
+import {
+	LOG_TAIL_BYTES,
+	type ExecutionFinished,
+	type ExecutionSpec,
+	type ExecutionStep,
+	type NodeDrain,
+	type NodeHeartbeat,
+	type NodeHeartbeatAnswer,
+	type NodeRegistration,
+	type NodeRegistrationAnswer
 } from "../lib/documents/agent-protocol";
 import { jsonParams } from "../lib/validation/params";
 
@@ -156,9 +157,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 		stepDelayMs: 200,
 		killGraceMs: 5000,
 		strikeRescanMs: 5000,
-		// the tail of stdout and of stderr kept for reports and live logs; a report carries both,
-		// and NATS refuses messages above its max_payload (1 MB by default)
-		logCapBytes: 256 * 1024,
+		logCapBytes: LOG_TAIL_BYTES,
 		keepFailedMs: 24 * 3600 * 1000,
 		// a cancel that overtakes its run (sent at most runTimeoutMs, 10 s, before the run gives up)
 		cancelMemoryMs: 60 * 1000,

@@ -33,6 +33,7 @@ import { findForgottenExecutions } from "../lib/scheduling/lost";
 import { poolSql, poolTransaction, withRetry } from "../lib/db/sql";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { ID_SCHEMA } from "../lib/validation/ids";
 
 export interface NodesSettings {
 	/** a node whose agent has not sent a heartbeat for this long is disconnected */
@@ -44,7 +45,6 @@ export interface NodesSettings {
 	forgottenGraceMs: number;
 }
 
-const ID = { type: "integer", minimum: 1, maximum: 2147483647 };
 const RESOURCES = {
 	type: "object",
 	required: ["cpus", "mem", "disk"],
@@ -131,7 +131,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		get: {
 			rest: "GET /nodes/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			handler(this: NodesThis, ctx: Context<{ id: number }>) {
 				return getNodeDetails(this.db, ctx.params.id, this.connectivity());
 			}
@@ -139,7 +139,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		replace: {
 			rest: "PUT /nodes/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return this.edit(ctx, "replace");
 			}
@@ -147,7 +147,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 
 		update: {
 			rest: "PATCH /nodes/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			handler(this: NodesThis, ctx: Context<Record<string, unknown>, RequestMeta>) {
 				return this.edit(ctx, "update");
 			}
@@ -195,7 +195,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 					agentId: AGENT_ID,
 					slaveId: AGENT_ID,
 					resources: RESOURCES,
-					running: { type: "array", items: ID },
+					running: { type: "array", items: ID_SCHEMA },
 					docker: DOCKER,
 					draining: { type: "boolean" }
 				}
@@ -271,7 +271,7 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 			params: jsonParams({
 				type: "object",
 				required: ["jobExeIds"],
-				properties: { jobExeIds: { type: "array", maxItems: 10000, items: ID } }
+				properties: { jobExeIds: { type: "array", maxItems: 10000, items: ID_SCHEMA } }
 			}),
 			async handler(this: NodesThis, ctx: Context<{ jobExeIds: number[] }>) {
 				return {
@@ -357,8 +357,6 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 				)
 			);
 			if (result.ended.size > 0) this.broker.broadcast("scheduler.wake");
-			const jobs = result.failedJobs.map(id => ({ id, status: "FAILED" }));
-			if (jobs.length > 0) this.broker.broadcast("jobs.finished", { jobs });
 		}
 	}
 };

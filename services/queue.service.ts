@@ -25,6 +25,7 @@ import { getRecipeDetailsOf } from "../lib/records/recipe";
 import { NotFoundError } from "../lib/errors";
 import { intakeGateOf } from "../lib/recipes/intake-gate";
 import { jsonParams } from "../lib/validation/params";
+import { ID_SCHEMA, INT4_MAX } from "../lib/validation/ids";
 
 /** A new job posted through REST, with the API root its request used. */
 interface PostedJob {
@@ -67,9 +68,6 @@ interface NewRecipeAnswer {
 	details: unknown;
 }
 
-const INT4_MAX = 2147483647;
-const ID = { type: "integer", minimum: 1, maximum: INT4_MAX };
-
 /** Scale's requeue body: every field optional; unknown fields are ignored. */
 const REQUEUE_SCHEMA = {
 	type: "object",
@@ -77,8 +75,8 @@ const REQUEUE_SCHEMA = {
 		started: { type: "string" },
 		ended: { type: "string" },
 		status: { type: "string", enum: ["FAILED", "CANCELED"] },
-		job_ids: { type: "array", items: ID },
-		job_type_ids: { type: "array", items: ID },
+		job_ids: { type: "array", items: ID_SCHEMA },
+		job_type_ids: { type: "array", items: ID_SCHEMA },
 		job_type_names: { type: "array", items: { type: "string" } },
 		job_type_categories: { type: "array", items: { type: "string" } },
 		error_categories: {
@@ -116,7 +114,7 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 			params: jsonParams({
 				type: "object",
 				required: ["job_type_id"],
-				properties: { job_type_id: ID, job_data: { type: "object" } }
+				properties: { job_type_id: ID_SCHEMA, job_data: { type: "object" } }
 			}),
 			async handler(
 				this: QueueThis,
@@ -155,7 +153,7 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 			params: jsonParams({
 				type: "object",
 				required: ["recipe_type_id"],
-				properties: { recipe_type_id: ID, recipe_data: { type: "object" } }
+				properties: { recipe_type_id: ID_SCHEMA, recipe_data: { type: "object" } }
 			}),
 			async handler(
 				this: QueueThis,

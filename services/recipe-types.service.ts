@@ -15,8 +15,7 @@ import {
 } from "../lib/records/recipe-type";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
-
-const ID = { type: "integer", minimum: 1 };
+import { ID_SCHEMA } from "../lib/validation/ids";
 
 /**
  * Recipe types: list, create, details, edit (title, description, definition, trigger rule) and
@@ -57,7 +56,7 @@ const RecipeTypesService: ServiceSchema = {
 
 		get: {
 			rest: "GET /recipe-types/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			async handler(this: Service, ctx: Context<{ id: number }>) {
 				return getRecipeTypeDetails(this.db, ctx.params.id);
 			}
@@ -68,7 +67,7 @@ const RecipeTypesService: ServiceSchema = {
 			params: jsonParams({
 				type: "object",
 				required: ["id"],
-				properties: { id: ID, ...RECIPE_TYPE_FIELDS }
+				properties: { id: ID_SCHEMA, ...RECIPE_TYPE_FIELDS }
 			}),
 			async handler(this: Service, ctx: Context<RecipeTypeSpec & { id: number }>) {
 				const { id, ...spec } = ctx.params;

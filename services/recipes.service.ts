@@ -5,8 +5,7 @@ import { getRecipeDetails, RECIPE_LIST } from "../lib/records/recipe";
 import { serializeRecipe, type RecipeListRow } from "../lib/records/recipe-record";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
-
-const ID = { type: "integer", minimum: 1 };
+import { ID_SCHEMA } from "../lib/validation/ids";
 
 /**
  * Recipes, the read side: the list (GET /recipes/) and the details (GET /recipes/{id}/). The
@@ -24,7 +23,7 @@ const RecipesService: ServiceSchema = {
 
 		get: {
 			rest: "GET /recipes/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			handler(this: Service, ctx: Context<{ id: number }, RequestMeta>) {
 				return getRecipeDetails(this.db, ctx.params.id, ctx.meta.apiRoot);
 			}

@@ -17,6 +17,7 @@ import {
 import type { ServiceDirectories } from "../lib/documents/confined-mounts";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { ID_SCHEMA } from "../lib/validation/ids";
 
 const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
 const TITLE = { type: ["string", "null"], maxLength: 50 };
@@ -25,7 +26,6 @@ const BASE_URL = { type: ["string", "null"], maxLength: 1000 };
 const IS_ACTIVE = { type: "boolean" };
 /** The document's own checks (lib/documents/workspace-config) run in the model, naming its fields. */
 const JSON_CONFIG = { type: "object" };
-const ID = { type: "integer", minimum: 1 };
 
 /** The create body; the validation endpoint takes the same one. */
 const NEW_WORKSPACE = {
@@ -91,7 +91,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 
 		get: {
 			rest: "GET /workspaces/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID } }),
+			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			async handler(this: WorkspacesThis, ctx: Context<{ id: number }>) {
 				return serializeWorkspaceDetails(await getWorkspace(this.db, ctx.params.id));
 			}
@@ -103,7 +103,7 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 				type: "object",
 				required: ["id"],
 				properties: {
-					id: ID,
+					id: ID_SCHEMA,
 					title: TITLE,
 					description: DESCRIPTION,
 					base_url: BASE_URL,

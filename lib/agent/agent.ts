@@ -6,11 +6,12 @@ import { DEFAULT_TASK_PATH, Execution, taskDirOf } from "./execution";
 import { createLauncher, type Launched, type Launcher, type LauncherChoice } from "./launcher";
 import { TaskDirs } from "./task-dirs";
 import { DEFAULT_TASK_UIDS, taskIdentities, type TaskIdentities } from "./task-identities";
-import type {
-	ExecutionFinished,
-	ExecutionLogs,
-	ExecutionSpec,
-	ExecutionStep
+import {
+	LOG_TAIL_BYTES,
+	type ExecutionFinished,
+	type ExecutionLogs,
+	type ExecutionSpec,
+	type ExecutionStep
 } from "../documents/agent-protocol";
 
 export interface AgentOptions {
@@ -31,7 +32,7 @@ export interface AgentOptions {
 	taskUser?: string | null;
 	/** the uids executions get, when the agent is root and no taskUser is named */
 	taskUids?: { first: number; count: number };
-	/** tail of stdout and of stderr carried by reports and live logs; default 1 MiB */
+	/** tail of stdout and of stderr carried by reports and live logs; default LOG_TAIL_BYTES */
 	logCapBytes?: number;
 	/** PATH given to tasks; default the agent's own PATH, else a standard one */
 	taskPath?: string;
@@ -260,7 +261,7 @@ export class NodeAgent {
 			identities: this.identities,
 			containers: this.containers,
 			killGraceMs: this.killGraceMs,
-			logCapBytes: this.options.logCapBytes ?? 1024 * 1024,
+			logCapBytes: this.options.logCapBytes ?? LOG_TAIL_BYTES,
 			taskPath: this.options.taskPath ?? process.env.PATH ?? DEFAULT_TASK_PATH,
 			taskDirs: this.taskDirs,
 			onStep: step => this.step(step),

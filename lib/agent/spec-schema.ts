@@ -1,3 +1,4 @@
+import { ID_SCHEMA } from "../validation/ids";
 /**
  * JSON Schemas of the control plane's calls to the agent (lib/documents/agent-protocol.ts), for the
  * node-agent service's params. Unknown fields are allowed (a newer control plane may send more);
@@ -5,7 +6,6 @@
  * uses is checked here.
  */
 
-const ID = { type: "integer", minimum: 1 };
 const TEXT = { type: "string", minLength: 1 };
 const AMOUNT = { type: "number", minimum: 0 };
 
@@ -13,7 +13,7 @@ const STAGED_FILE = {
 	type: "object",
 	required: ["fileId", "hostPath", "fileName"],
 	properties: {
-		fileId: ID,
+		fileId: ID_SCHEMA,
 		hostPath: TEXT,
 		fileName: TEXT,
 		mediaType: { type: "string" },
@@ -34,8 +34,8 @@ export const EXECUTION_SPEC_SCHEMA = {
 		"resources"
 	],
 	properties: {
-		jobExeId: ID,
-		jobId: ID,
+		jobExeId: ID_SCHEMA,
+		jobId: ID_SCHEMA,
 		jobType: {
 			type: "object",
 			required: [
@@ -48,7 +48,7 @@ export const EXECUTION_SPEC_SCHEMA = {
 				"isLongRunning"
 			],
 			properties: {
-				id: ID,
+				id: ID_SCHEMA,
 				name: TEXT,
 				version: TEXT,
 				usesDocker: { type: "boolean" },
@@ -109,7 +109,7 @@ export const EXECUTION_SPEC_SCHEMA = {
 				type: "object",
 				required: ["workspaceId", "hostPath"],
 				// "" for a workspace without a host path: refused by the execution, naming it
-				properties: { workspaceId: ID, hostPath: { type: "string" } }
+				properties: { workspaceId: ID_SCHEMA, hostPath: { type: "string" } }
 			}
 		},
 		timeout: AMOUNT,
@@ -121,7 +121,7 @@ export const EXECUTION_SPEC_SCHEMA = {
 		task: {
 			type: "object",
 			required: ["kind", "strikeId"],
-			properties: { kind: { type: "string", enum: ["strike"] }, strikeId: ID }
+			properties: { kind: { type: "string", enum: ["strike"] }, strikeId: ID_SCHEMA }
 		}
 	}
 };
@@ -129,13 +129,13 @@ export const EXECUTION_SPEC_SCHEMA = {
 export const STRIKE_ID_SCHEMA = {
 	type: "object",
 	required: ["strikeId"],
-	properties: { strikeId: ID }
+	properties: { strikeId: ID_SCHEMA }
 };
 
 export const JOB_EXE_ID_SCHEMA = {
 	type: "object",
 	required: ["jobExeId"],
-	properties: { jobExeId: ID }
+	properties: { jobExeId: ID_SCHEMA }
 };
 
 /**

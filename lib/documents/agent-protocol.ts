@@ -43,6 +43,12 @@ export interface Resources {
  * pulls, and that allows privileged containers if the type is docker_privileged.
  */
 /** How many image references a NodeDocker carries at most, and how long each may be. */
+/**
+ * The tail of stdout and of stderr a report and the live logs carry: a report carries both, and
+ * NATS refuses messages above its max_payload (1 MB by default). The files stay whole on the node.
+ */
+export const LOG_TAIL_BYTES = 256 * 1024;
+
 export const NODE_DOCKER_LIMITS = { images: 10_000, length: 500 };
 
 export interface NodeDocker {

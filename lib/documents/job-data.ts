@@ -2,6 +2,7 @@ import { FieldError } from "../errors";
 import { assertSchema, compileChecker, type Checker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 import type { JobInterface } from "./types";
+import { ID_SCHEMA } from "../validation/ids";
 
 /**
  * Job data 1.0 (Scale 3.0's job/configuration/data/job_data.py and
@@ -37,7 +38,6 @@ export interface JobData {
 }
 
 /** Ids are PostgreSQL `serial` values: 1 to 2^31-1. */
-const ID = { type: "integer", minimum: 1, maximum: 2147483647 };
 
 /**
  * Scale has no JSON schema for job data, only the checks in JobData; this is their shape, with no
@@ -58,8 +58,8 @@ export const JOB_DATA_SCHEMA = {
 				properties: {
 					name: { type: "string" },
 					value: { type: "string" },
-					file_id: ID,
-					file_ids: { type: "array", minItems: 1, items: ID }
+					file_id: ID_SCHEMA,
+					file_ids: { type: "array", minItems: 1, items: ID_SCHEMA }
 				}
 			}
 		},
@@ -71,7 +71,7 @@ export const JOB_DATA_SCHEMA = {
 				additionalProperties: false,
 				properties: {
 					name: { type: "string" },
-					workspace_id: ID
+					workspace_id: ID_SCHEMA
 				}
 			}
 		}
@@ -226,13 +226,21 @@ export function parseJobData(doc: unknown, iface: JobInterface, field = "job_dat
 	return { version: JOB_DATA_VERSION, input_data: inputs, output_data: outputs };
 }
 
-/** The distinct ids of the files given to inputs (file_id and file_ids), in order of appearance. */
-export function fileIdsIn(data: JobData): number[] {
+/**
+ * The file ids one entry of a job data, recipe data or results document gives: its `file_id`, or
+ * its `file_ids`; none for a value. Read off stored documents too, so it checks what it takes.
+ */
+export function entryFileIds(entry: unknown): number[] {
+	const e = entry as { file_id?: unknown; file_ids?: unknown } | null | undefined;
+	if (Number.isInteger(e?.file_id)) return [e!.file_id as number];
+	if (Array.isArray(e?.file_ids)) return e.file_ids.filter(id => Number.isInteger(id));
+	return [];
+}
+
+/** The distinct ids of the files a job or recipe data document gives, in order of appearance. */
+export function fileIdsIn(data: { input_data: readonly unknown[] } | null | undefined): number[] {
 	const ids = new Set<number>();
-	for (const input of data.input_data) {
-		if ("file_id" in input) ids.add(input.file_id);
-		else if ("file_ids" in input) input.file_ids.forEach(id => ids.add(id));
-	}
+	for (const input of data?.input_data ?? []) for (const id of entryFileIds(input)) ids.add(id);
 	return [...ids];
 }
 

@@ -1,6 +1,7 @@
 import { FieldError } from "../errors";
 import { assertSchema, compileChecker, type Checker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
+import { ID_SCHEMA } from "../validation/ids";
 
 /**
  * Job results: the product files a job produced, by output name (Scale 3.0's
@@ -30,8 +31,6 @@ export interface JobResults {
 	output_data: OutputResult[];
 }
 
-const ID = { type: "integer", minimum: 1, maximum: 2147483647 };
-
 export const JOB_RESULTS_SCHEMA = {
 	type: "object",
 	additionalProperties: false,
@@ -45,8 +44,8 @@ export const JOB_RESULTS_SCHEMA = {
 				additionalProperties: false,
 				properties: {
 					name: { type: "string", minLength: 1 },
-					file_id: ID,
-					file_ids: { type: "array", minItems: 1, items: ID }
+					file_id: ID_SCHEMA,
+					file_ids: { type: "array", minItems: 1, items: ID_SCHEMA }
 				}
 			}
 		}

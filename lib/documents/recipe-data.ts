@@ -156,16 +156,6 @@ function dataInput(item: GivenInput, input: InputEntry, at: string): RecipeDataI
 	}
 }
 
-/** The ids of every file the data passes, once each, in order of appearance. */
-export function fileIdsIn(data: Pick<RecipeData, "input_data">): number[] {
-	const ids = new Set<number>();
-	for (const item of data.input_data) {
-		if ("file_id" in item) ids.add(item.file_id);
-		else if ("file_ids" in item) item.file_ids.forEach(id => ids.add(id));
-	}
-	return [...ids];
-}
-
 /**
  * Checks the files the data passes (Scale's _validate_file_ids): each must exist (`files`
  * holds the found ones by id), else FieldError on its id's path; a media type its input does not

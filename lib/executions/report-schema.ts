@@ -1,9 +1,9 @@
+import { ID_SCHEMA } from "../validation/ids";
 /**
  * JSON Schemas of the agents' calls to the scheduler (lib/documents/agent-protocol.ts), for the scheduler
  * service's params. Unknown fields are allowed (a newer agent may send more).
  */
 
-const ID = { type: "integer", minimum: 1, maximum: 2147483647 };
 const TIME = { type: "string", maxLength: 64 };
 const EXIT_CODE = { type: ["integer", "null"] };
 const STEP_TIMES = {
@@ -15,7 +15,7 @@ export const STEP_SCHEMA = {
 	type: "object",
 	required: ["jobExeId", "step", "event"],
 	properties: {
-		jobExeId: ID,
+		jobExeId: ID_SCHEMA,
 		agentId: { type: "string" },
 		step: { enum: ["pre", "main", "post"] },
 		event: { enum: ["started", "completed"] },
@@ -29,7 +29,7 @@ const FINISHED_SCHEMA = {
 	type: "object",
 	required: ["jobExeId", "status"],
 	properties: {
-		jobExeId: ID,
+		jobExeId: ID_SCHEMA,
 		agentId: { type: "string" },
 		status: { enum: ["COMPLETED", "FAILED", "CANCELED"] },
 		exitCode: EXIT_CODE,
@@ -42,7 +42,7 @@ const FINISHED_SCHEMA = {
 				required: ["outputName", "workspaceId", "filePath", "fileName"],
 				properties: {
 					outputName: { type: "string" },
-					workspaceId: ID,
+					workspaceId: ID_SCHEMA,
 					filePath: { type: "string", minLength: 1, maxLength: 1000 },
 					fileName: { type: "string", minLength: 1, maxLength: 250 },
 					mediaType: { type: "string", maxLength: 250 },

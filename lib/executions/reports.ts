@@ -94,9 +94,6 @@ export function announceReports(result: FinishResult, news: ReportNews): void {
 	for (const job of jobs) news.info({ jobId: job.id, status: job.status }, "job ended");
 	for (const jobId of result.requeuedJobs)
 		news.info({ jobId }, "job requeued (a new execution is queued)");
-	if (jobs.length > 0) news.broadcast("jobs.finished", { jobs });
-	if (result.requeuedJobs.length > 0)
-		news.broadcast("jobs.requeued", { jobIds: result.requeuedJobs });
 	if (result.recipeQueued.length > 0) {
 		for (const jobId of result.recipeQueued)
 			news.info({ jobId }, "recipe job queued (its dependencies completed)");

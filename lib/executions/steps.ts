@@ -1,4 +1,5 @@
 import type { ExecutionFinished, ExecutionStep, Step } from "../documents/agent-protocol";
+import { INT4_MAX } from "../validation/ids";
 
 /**
  * The step columns of an execution (pre, main and post: started, completed, exit code, and the
@@ -41,7 +42,7 @@ function isTime(value: unknown): value is string {
 }
 
 function exitCode(value: unknown): number | null {
-	return Number.isInteger(value) && Math.abs(value as number) <= 2147483647
+	return Number.isInteger(value) && Math.abs(value as number) <= INT4_MAX
 		? (value as number)
 		: null;
 }

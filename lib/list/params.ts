@@ -1,5 +1,6 @@
 import { FieldError } from "../errors";
 import { Iso8601Error, parseDatetime, parseDuration } from "../validation/iso8601";
+import { INT4_MAX, INT4_MIN } from "../validation/ids";
 
 export type FilterType = "string" | "integer" | "boolean" | "enum";
 
@@ -52,8 +53,6 @@ export interface ParsedList {
 const DEFAULT_PAGE_SIZE = 100;
 const MAX_PAGE_SIZE = 1000;
 const TIME_HINT = "use ISO-8601 with Z or an offset, or a duration such as PT3H";
-const INT4_MIN = -2147483648;
-const INT4_MAX = 2147483647;
 
 /**
  * The SQL of a list request. `looked` holds, for each filter with a lookup that was given, the

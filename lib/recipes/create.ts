@@ -2,7 +2,6 @@ import type { RecipeDefinition } from "../documents/recipe-definition";
 import {
 	checkRecipeFiles,
 	checkRecipeWorkspace,
-	fileIdsIn,
 	parseRecipeData,
 	type RecipeData
 } from "../documents/recipe-data";
@@ -10,6 +9,7 @@ import type { Warning } from "../documents/types";
 import { FieldError } from "../errors";
 import type { Sql } from "../db/sql";
 import { recipeJobData } from "./job-data";
+import { fileIdsIn } from "../documents/job-data";
 import { parseJobData } from "../documents/job-data";
 import { diskRequired, type JobTypeQueueFields } from "../jobs/prepare-job";
 import { inputBytes } from "./run";

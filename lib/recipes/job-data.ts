@@ -1,3 +1,4 @@
+import { entryFileIds } from "../documents/job-data";
 import type { RecipeDefinition, RecipeJob } from "../documents/recipe-definition";
 import type { RecipeData } from "../documents/recipe-data";
 import type { JobInterface } from "../documents/types";
@@ -24,12 +25,7 @@ function adapt(
 	value: ResultOutput | RecipeData["input_data"][number]
 ): DataInput | null {
 	if ("value" in value && typeof value.value === "string") return { name, value: value.value };
-	const ids =
-		"file_ids" in value && Array.isArray(value.file_ids)
-			? value.file_ids
-			: "file_id" in value && typeof value.file_id === "number"
-				? [value.file_id]
-				: [];
+	const ids = entryFileIds(value);
 	if (ids.length === 0) return null;
 	if (type === "files") return { name, file_ids: ids };
 	return { name, file_id: ids[0] };

@@ -1,4 +1,4 @@
-import { parseJobData, type JobData } from "../documents/job-data";
+import { entryFileIds, parseJobData, type JobData } from "../documents/job-data";
 import type { RecipeDefinition } from "../documents/recipe-definition";
 import type { RecipeData } from "../documents/recipe-data";
 import type { JobInterface } from "../documents/types";
@@ -129,20 +129,10 @@ export interface PendingToQueue {
 	diskOutMult: number;
 }
 
-/** The file ids one input of a job data document gives. */
-function inputFileIdsOf(input: JobData["input_data"][number]): number[] {
-	return "file_id" in input
-		? [input.file_id]
-		: "file_ids" in input
-			? (input.file_ids as number[])
-			: [];
-}
-
 /** The bytes of a job's input files (each as often as an input names it): its disk_in. */
 export function inputBytes(data: JobData, sizeOf: (fileId: number) => number): number {
 	let bytes = 0;
-	for (const input of data.input_data)
-		for (const id of inputFileIdsOf(input)) bytes += sizeOf(id);
+	for (const input of data.input_data) for (const id of entryFileIds(input)) bytes += sizeOf(id);
 	return bytes;
 }
 
@@ -166,7 +156,7 @@ export async function queuePending(
 ): Promise<number[]> {
 	if (items.length === 0 && completeRecipes.length === 0) return [];
 	const datas = items.map(item => parseJobData(item.data, item.iface, `job ${item.jobId} data`));
-	const fileIds = [...new Set(datas.flatMap(d => d.input_data.flatMap(inputFileIdsOf)))];
+	const fileIds = [...new Set(datas.flatMap(d => d.input_data.flatMap(entryFileIds)))];
 	const sizes = new Map<number, number>();
 	if (fileIds.length > 0)
 		for (const row of await sql.query<{ id: number; file_size: string }>(

@@ -1,3 +1,4 @@
+import { entryFileIds } from "../documents/job-data";
 import type { Sequelize, Transaction } from "sequelize";
 import { selectPrepared } from "../db/connection";
 import type { JobInterface } from "../documents/types";
@@ -17,13 +18,7 @@ import { inputFileIds, jobScalars, serializeJobExeBase, type JobExeRow, type Job
 
 /** The ids of the files a job results document names, in order of appearance. */
 function resultFileIds(results: JobRow["results"]): number[] {
-	const ids: number[] = [];
-	for (const output of (results?.output_data ?? []) as Record<string, unknown>[]) {
-		if (typeof output.file_id === "number") ids.push(output.file_id);
-		else if (Array.isArray(output.file_ids))
-			ids.push(...output.file_ids.filter((id): id is number => typeof id === "number"));
-	}
-	return [...new Set(ids)];
+	return [...new Set(((results?.output_data ?? []) as unknown[]).flatMap(entryFileIds))];
 }
 
 export interface EventDetailsRow {

@@ -23,14 +23,13 @@ import {
 	type TriggerRuleRow
 } from "./trigger-rule";
 import { checkSpecSchema, duplicateType, fieldPath, has, type SaveOptions } from "./type-spec";
+import { INT4_MAX } from "../validation/ids";
 
 /**
  * Job types as users write them (POST and PATCH /job-types/, the configuration import): the
  * request schemas, validation (interface, error mapping, trigger rule, the recipe types that use
  * the job type) and the write of a new job type or an edit, with its revision.
  */
-
-const INT4_MAX = 2147483647;
 
 /** Letters, digits, `_`, `-` and inner spaces: what a recipe definition can name (Scale's pattern). */
 export const JOB_TYPE_NAME = {

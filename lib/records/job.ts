@@ -1,6 +1,6 @@
 import type { Sequelize, Transaction } from "sequelize";
 import { select } from "../db/connection";
-import type { JobData } from "../documents/job-data";
+import { fileIdsIn, type JobData } from "../documents/job-data";
 import { formatDatetime } from "../validation/iso8601";
 import type { ListFilter } from "../list/params";
 import type { RecordSpec } from "../list/record-spec";
@@ -367,12 +367,7 @@ export const JOB_UPDATES_LIST: ListSource = {
 
 /** The ids of the files a job data document gives to inputs, in order of appearance. */
 export function inputFileIds(data: JobData | null | undefined): number[] {
-	const ids: number[] = [];
-	for (const input of data?.input_data ?? []) {
-		if ("file_id" in input && typeof input.file_id === "number") ids.push(input.file_id);
-		else if ("file_ids" in input && Array.isArray(input.file_ids)) ids.push(...input.file_ids);
-	}
-	return [...new Set(ids)];
+	return fileIdsIn(data);
 }
 
 /** Job records (JobListRow) by id, in one query; ids not found are absent. */

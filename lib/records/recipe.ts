@@ -1,6 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/connection";
-import { fileIdsIn, type RecipeData } from "../documents/recipe-data";
+import { fileIdsIn } from "../documents/job-data";
+import type { RecipeData } from "../documents/recipe-data";
 import type { RecipeDefinition } from "../documents/recipe-definition";
 import type { JobInterface } from "../documents/types";
 import { NotFoundError } from "../errors";
@@ -203,8 +204,7 @@ export async function getRecipeDetailsOf(db: Sequelize, ids: number[], apiRoot?:
 		rev: part<RecipeTypeRevRow>(head, "rev_"),
 		event: part<EventDetailsRow>(head, "ev_")
 	}));
-	const fileIdsOf = (recipe: RecipeRow) =>
-		fileIdsIn({ input_data: recipe.data?.input_data ?? [] });
+	const fileIdsOf = (recipe: RecipeRow) => fileIdsIn(recipe.data);
 	const files = await loadFiles(db, [
 		...new Set(recipes.flatMap(({ recipe }) => fileIdsOf(recipe)))
 	]);

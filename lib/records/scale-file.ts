@@ -1,6 +1,7 @@
 import type { Sequelize, Transaction } from "sequelize";
 import { select } from "../db/connection";
 import { formatDatetime } from "../validation/iso8601";
+import { INT4_MAX } from "../validation/ids";
 
 /**
  * File records (Scale 3.0's storage ScaleFile with its source_file and product_file children,
@@ -78,8 +79,6 @@ export const FILE_ORDERABLE: Record<string, string> = {
 
 /** How a details path names a file: by id, or (Scale's second URL pattern) by file name. */
 export type FileRef = { id: number } | { fileName: string };
-
-const INT4_MAX = 2147483647;
 
 /**
  * The file a details path segment names: digits are an id (as Scale's `\d+` pattern, tried

@@ -1,10 +1,11 @@
+import { INT4_MAX } from "../validation/ids";
 /** A bad argument of a REPL command: printed as is, and nothing is called. */
 export class ReplArgError extends Error {}
 
 /** A positive integer id from a command argument. */
 export function positiveInt(name: string, raw: unknown): number {
 	const text = String(raw ?? "").trim();
-	if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 2147483647)
+	if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > INT4_MAX)
 		throw new ReplArgError(`${name} must be a positive integer, got "${raw ?? ""}"`);
 	return Number(text);
 }

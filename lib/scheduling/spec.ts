@@ -1,3 +1,4 @@
+import { entryFileIds } from "../documents/job-data";
 import path from "path";
 import type { ExecutionSpec, OutputWorkspace, StagedFile } from "../documents/agent-protocol";
 import type { JobInterface } from "../documents/types";
@@ -33,10 +34,8 @@ export function referencedIds(placed: readonly PlacedExe[]): {
 	const files = new Set<number>();
 	const workspaces = new Set<number>();
 	for (const exe of placed) {
-		for (const input of exe.data?.input_data ?? []) {
-			if (Number.isInteger(input.file_id)) files.add(input.file_id);
-			for (const id of input.file_ids ?? []) if (Number.isInteger(id)) files.add(id);
-		}
+		for (const input of exe.data?.input_data ?? [])
+			for (const id of entryFileIds(input)) files.add(id);
 		for (const output of exe.data?.output_data ?? [])
 			if (Number.isInteger(output.workspace_id)) workspaces.add(output.workspace_id);
 	}
@@ -105,8 +104,7 @@ export function specFor(
 			inputs[input.name] = { value: input.value };
 			continue;
 		}
-		const ids: number[] =
-			input.file_ids ?? (input.file_id !== undefined ? [input.file_id] : []);
+		const ids = entryFileIds(input);
 		inputs[input.name] = {
 			files: ids.flatMap(id => {
 				const file = files.get(id);

@@ -1,6 +1,11 @@
 import { FieldError } from "../../../lib/errors";
 import { parseJobInterface } from "../../../lib/documents/job-interface";
-import { fileIdsIn, parseJobData, workspaceIdsIn } from "../../../lib/documents/job-data";
+import {
+	entryFileIds,
+	fileIdsIn,
+	parseJobData,
+	workspaceIdsIn
+} from "../../../lib/documents/job-data";
 
 function fieldErrorOf(fn: () => unknown): { field: string; message: string } {
 	try {
@@ -388,5 +393,15 @@ describe("fileIdsIn and workspaceIdsIn", () => {
 		};
 		expect(fileIdsIn(empty)).toEqual([]);
 		expect(workspaceIdsIn(empty)).toEqual([]);
+		expect(fileIdsIn(null)).toEqual([]);
+	});
+
+	it("read one entry's file_id or file_ids, and only integers, from a stored document", () => {
+		expect(entryFileIds({ name: "a", file_id: 4 })).toEqual([4]);
+		expect(entryFileIds({ name: "a", file_ids: [5, 6] })).toEqual([5, 6]);
+		expect(entryFileIds({ name: "a", value: "x" })).toEqual([]);
+		expect(entryFileIds({ name: "a", file_ids: [1, "2", 3.5, null, 4] })).toEqual([1, 4]);
+		expect(entryFileIds({ name: "a", file_id: "7" })).toEqual([]);
+		expect(entryFileIds(null)).toEqual([]);
 	});
 });

@@ -1,8 +1,8 @@
 import { BadRequestError, FieldError } from "../../../lib/errors";
+import { fileIdsIn } from "../../../lib/documents/job-data";
 import {
 	checkRecipeFiles,
 	checkRecipeWorkspace,
-	fileIdsIn,
 	parseRecipeData
 } from "../../../lib/documents/recipe-data";
 import type { RecipeDefinition } from "../../../lib/documents/recipe-definition";

@@ -130,16 +130,6 @@ describe("announceReports", () => {
 			"nodes paused: too many system failures"
 		]);
 		expect(said.broadcast).toEqual([
-			[
-				"jobs.finished",
-				{
-					jobs: [
-						{ id: 10, status: "COMPLETED" },
-						{ id: 20, status: "FAILED" }
-					]
-				}
-			],
-			["jobs.requeued", { jobIds: [30] }],
 			["trigger-events.created", { type: "PARSE", eventIds: [7] }],
 			["nodes.changed", { nodeIds: [5] }]
 		]);
