@@ -15,7 +15,7 @@ const { execFileSync } = require("child_process");
 /** [stage, file, name that runs there], in the order a job meets them. */
 const STEPS = [
 	["POST /queue/new-job/", "services/api.service.ts", "ApiGateway"],
-	["POST /queue/new-job/", "lib/http/aliases.ts", "POST queue/new-job"],
+	["POST /queue/new-job/", "services/queue.service.ts", "POST /queue/new-job"],
 	["POST /queue/new-job/", "lib/validation/text.ts", "checkBodyDepth"],
 	["POST /queue/new-job/", "services/queue.service.ts", "newJob"],
 	["POST /queue/new-job/", "lib/db/batcher.ts", "MicroBatcher"],
@@ -54,7 +54,7 @@ const STEPS = [
 	["finished", "lib/records/product.ts", "checkProducts"],
 	["finished", "lib/documents/job-results.ts", "buildJobResults"],
 	["GET /jobs/{id}/", "services/api.service.ts", "ApiGateway"],
-	["GET /jobs/{id}/", "lib/http/aliases.ts", "GET jobs/:id"],
+	["GET /jobs/{id}/", "services/jobs.service.ts", "GET /jobs/:id"],
 	["GET /jobs/{id}/", "services/jobs.service.ts", "getJobDetails"],
 	["GET /jobs/{id}/", "lib/records/job-details.ts", "getJobDetails"],
 	["GET /jobs/{id}/", "lib/validation/iso8601.ts", "formatDatetime"]
