@@ -20,6 +20,7 @@ import { patchJson, postJson, trueJobType, waitForCount } from "./lib/cluster";
 import { ownCpuSeconds, treeRssKiB } from "./lib/cpu";
 import { controlPlaneOverNats, startAgent } from "./lib/agent-process";
 import { bestBareSpawnRate } from "./lib/spawn-rate";
+import { transaction } from "../lib/db/run";
 
 const JOBS = Number(process.env.AGENT_JOBS || 3000);
 /** runs before the measured one, unmeasured: V8 compiles the hot paths meanwhile */
@@ -57,7 +58,7 @@ async function main() {
 					jobTypeId: jobType.id,
 					jobData: { input_data: [], output_data: [] }
 				}));
-				await db.transaction(t => queueNewJobs(db, t, batch));
+				await transaction(db, t => queueNewJobs(db, t, batch));
 			}
 			const cpu0 = ownCpuSeconds(agent.pid!);
 			const started = performance.now();

@@ -33,6 +33,7 @@ import { patchJson, percentile, postJson, waitForCount } from "./lib/cluster";
 import { ownCpuSeconds, rssSampler, treeCpuSeconds, treeRssKiB } from "./lib/cpu";
 import { controlPlaneOverNats, startAgent } from "./lib/agent-process";
 import { SimulatedAgents, simulatedAgentIds } from "./lib/simulated-agents";
+import { transaction } from "../lib/db/run";
 
 const AGENTS = Number(process.env.P6_AGENTS || 1000);
 const JOBS = Number(process.env.P6_JOBS || 20000);
@@ -184,7 +185,7 @@ async function main() {
 				jobTypeId: jobType.id,
 				jobData: { input_data: [], output_data: [] }
 			}));
-			await db.transaction(t => queueNewJobs(db, t, batch));
+			await transaction(db, t => queueNewJobs(db, t, batch));
 		}
 		say(`P6 ${JOBS} jobs queued with the scheduler paused`);
 		const cpuPlaceFrom = cpu();

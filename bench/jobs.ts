@@ -32,6 +32,7 @@ import {
 	trueJobType,
 	waitForCount
 } from "./lib/cluster";
+import { transaction } from "../lib/db/run";
 
 const TRUE_JOB_TYPE = trueJobType();
 
@@ -154,7 +155,7 @@ async function p2(n: number) {
 				jobTypeId: jt.id,
 				jobData: NEW_JOB(jt.id).job_data
 			}));
-			await db.transaction(t => queueNewJobs(db, t, batch));
+			await transaction(db, t => queueNewJobs(db, t, batch));
 			broker.emit("queue.changed", { count: batch.length });
 		}
 		await waitForCount(

@@ -8,7 +8,8 @@
  *   npm run bench:plans            (the embedded database bench:seed made, or DATABASE_URL)
  */
 import type { Sequelize } from "sequelize";
-import { createSequelize, select } from "../lib/db/connection";
+import { createSequelize } from "../lib/db/connection";
+import { select } from "../lib/db/run";
 import { parseListQuery } from "../lib/list/params";
 import { countRows, EXACT_COUNT_LIMIT, pageSql, runLookups } from "../lib/list/run";
 import type { ListSource } from "../lib/list/types";

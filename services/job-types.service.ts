@@ -1,5 +1,5 @@
+import { type Sql, transaction } from "../lib/db/run";
 import type { Context, Service, ServiceSchema } from "moleculer";
-import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
 import { ListMixin } from "../mixins/list.mixin";
 import {
@@ -36,7 +36,7 @@ const JobTypesService: ServiceSchema = {
 			rest: "POST /job-types",
 			params: jsonParams(NEW_JOB_TYPE_SCHEMA),
 			async handler(this: Service, ctx: Context<JobTypeSpec, RequestMeta>) {
-				const { id } = await this.db.transaction((t: Transaction) =>
+				const { id } = await transaction(this.db, (t: Sql) =>
 					saveJobType(this.db, ctx.params, t)
 				);
 				ctx.meta.$statusCode = 201;
@@ -70,7 +70,7 @@ const JobTypesService: ServiceSchema = {
 			}),
 			async handler(this: Service, ctx: Context<JobTypeSpec & { id: number }>) {
 				const { id, ...spec } = ctx.params;
-				await this.db.transaction((t: Transaction) =>
+				await transaction(this.db, (t: Sql) =>
 					saveJobType(this.db, spec, t, { existingId: id })
 				);
 				return getJobTypeDetails(this.db, id);

@@ -1,3 +1,4 @@
+import type { Sql } from "../lib/db/run";
 import {
 	Errors,
 	type Context,
@@ -5,7 +6,6 @@ import {
 	type ServiceSchema,
 	type ServiceSettingSchema
 } from "moleculer";
-import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
 import { cachedListAction } from "../mixins/list.mixin";
 import { INPUT_FILES } from "../lib/records/file-records";
@@ -72,8 +72,7 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 					const { result, value: details } = await cancelJobTransaction(
 						this.db,
 						jobId,
-						(t: Transaction) =>
-							getJobDetails(this.db, jobId, { t, apiRoot: ctx.meta.apiRoot })
+						(t: Sql) => getJobDetails(this.db, jobId, { t, apiRoot: ctx.meta.apiRoot })
 					);
 					const exe = result.canceledExe;
 					if (exe && exe.previous === "RUNNING" && exe.agentId)

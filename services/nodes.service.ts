@@ -30,7 +30,7 @@ import { getNodeDetails, getNodesStatus } from "../lib/records/node-status";
 import { ERRORS } from "../lib/executions/failure";
 import { finishExecutions } from "../lib/executions/finish";
 import { findForgottenExecutions } from "../lib/scheduling/lost";
-import { poolSql, poolTransaction, withRetry } from "../lib/db/sql";
+import { CONFLICT_RETRY, poolSql, transaction } from "../lib/db/run";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
 import { ID_SCHEMA } from "../lib/validation/ids";
@@ -345,16 +345,16 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 			});
 			if (forgotten.length === 0) return;
 			this.logger.warn({ nodeId, forgotten }, "executions the agent does not run: node-lost");
-			const tx = poolTransaction(this.db);
-			const result = await withRetry(() =>
-				tx(sql =>
+			const result = await transaction(
+				this.db,
+				{ pipelined: true, retry: CONFLICT_RETRY },
+				sql =>
 					finishExecutions(sql, {
 						failures: forgotten.map(jobExeId => ({
 							jobExeId,
 							errorName: ERRORS.nodeLost
 						}))
 					})
-				)
 			);
 			if (result.ended.size > 0) this.broker.broadcast("scheduler.wake");
 		}

@@ -1,8 +1,7 @@
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
-import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
 import { listParamsSchema, REPEATABLE } from "../mixins/list.mixin";
-import { select } from "../lib/db/connection";
+import { CONFLICT_RETRY, plannedPoolSql, select, transaction } from "../lib/db/run";
 import { buildEnvelope } from "../lib/list/envelope";
 import { parseListQuery } from "../lib/list/params";
 import { JOB_COLUMNS, JOB_FROM, serializeJob, type JobListRow } from "../lib/records/job";
@@ -20,7 +19,6 @@ import {
 	type CreatedRecipe,
 	type NewRecipeRequest
 } from "../lib/recipes/create";
-import { plannedPoolSql, withRetry } from "../lib/db/sql";
 import { getRecipeDetailsOf } from "../lib/records/recipe";
 import { NotFoundError } from "../lib/errors";
 import { intakeGateOf } from "../lib/recipes/intake-gate";
@@ -193,8 +191,8 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 			async handler(this: QueueThis, ctx: Context<RequeueFilters, RequestMeta>) {
 				// run again after a deadlock: the requeue takes its jobs' rows, then their recipes'
 				// (unblockRecipeJobs); a report ending a job of the same recipe, the other way round
-				const result = await withRetry(() =>
-					this.db.transaction((t: Transaction) => requeueJobs(this.db, t, ctx.params))
+				const result = await transaction(this.db, { retry: CONFLICT_RETRY }, t =>
+					requeueJobs(this.db, t, ctx.params)
 				);
 				const queued = result.queued.length + result.recipeQueued.length;
 				if (queued > 0) this.queueChanged(queued);
@@ -328,7 +326,7 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 		},
 
 		async recordLoad(this: QueueThis): Promise<number> {
-			return this.db.transaction((t: Transaction) => recordJobLoad(this.db, t));
+			return transaction(this.db, t => recordJobLoad(this.db, t));
 		},
 
 		/**

@@ -1,5 +1,5 @@
+import { type Sql, transaction } from "../lib/db/run";
 import type { Context, Service, ServiceSchema } from "moleculer";
-import type { Transaction } from "sequelize";
 import { DbMixin } from "../mixins/db.mixin";
 import { ListMixin } from "../mixins/list.mixin";
 import {
@@ -37,7 +37,7 @@ const RecipeTypesService: ServiceSchema = {
 			rest: "POST /recipe-types",
 			params: jsonParams(NEW_RECIPE_TYPE_SCHEMA),
 			async handler(this: Service, ctx: Context<RecipeTypeSpec, RequestMeta>) {
-				const { id } = await this.db.transaction((t: Transaction) =>
+				const { id } = await transaction(this.db, (t: Sql) =>
 					saveRecipeType(this.db, ctx.params, t)
 				);
 				ctx.meta.$statusCode = 201;
@@ -71,7 +71,7 @@ const RecipeTypesService: ServiceSchema = {
 			}),
 			async handler(this: Service, ctx: Context<RecipeTypeSpec & { id: number }>) {
 				const { id, ...spec } = ctx.params;
-				await this.db.transaction((t: Transaction) =>
+				await transaction(this.db, (t: Sql) =>
 					saveRecipeType(this.db, spec, t, { existingId: id })
 				);
 				return getRecipeTypeDetails(this.db, id);

@@ -26,7 +26,15 @@ import { databaseUrlOf } from "../lib/db/broker-database";
 import { AgentReachability } from "../lib/scheduling/reachability";
 import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { buildSpecs } from "../lib/scheduling/spec";
-import { clientSql, poolSql, poolTransaction, withRetry, type Sql } from "../lib/db/sql";
+import {
+	clientSql,
+	CONFLICT_RETRY,
+	PIPELINED,
+	poolSql,
+	retrying,
+	transaction,
+	type Sql
+} from "../lib/db/run";
 import { jsonParams } from "../lib/validation/params";
 
 export interface SchedulerSettings {
@@ -529,10 +537,11 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				finished: items.flatMap(i => (i.kind === "finished" ? [i.finished] : [])),
 				failures: items.flatMap(i => (i.kind === "failure" ? [i.failure] : []))
 			};
-			return withRetry(async () => {
+			// each failed run's moves undone before the next (lib/db/run.ts retrying)
+			return retrying(async () => {
 				const moves: FileMove[] = [];
 				try {
-					return await this.reportTx((sql: Sql) =>
+					return await transaction(this.db, PIPELINED, sql =>
 						finishExecutions(sql, input, {
 							placed: this.placedExecutions,
 							moves,
@@ -543,7 +552,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 					await undoMoves(moves);
 					throw error;
 				}
-			});
+			}, CONFLICT_RETRY);
 		},
 
 		/** Logs and announces what the written reports changed (lib/executions/reports.ts). */
@@ -573,7 +582,6 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		this.reconnectedAt = 0;
 		this.disconnectedAt = 0;
 		this.ledSince = 0;
-		this.reportTx = poolTransaction(this.db);
 		this.reach = new AgentReachability(
 			{
 				agents: () => this.listedAgents(),

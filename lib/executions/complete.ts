@@ -17,7 +17,7 @@ import {
 	type ParseTarget,
 	type RawParseResult
 } from "./parse";
-import type { Sql } from "../db/sql";
+import type { Sql } from "../db/run";
 import { stepUnnest, type StepColumns } from "./steps";
 
 /**

@@ -11,7 +11,7 @@ import {
 	shouldRequeue
 } from "./failure";
 import type { EndingExe } from "./placed-executions";
-import type { Sql } from "../db/sql";
+import type { Sql } from "../db/run";
 import { collectSteps, stepUnnest, type StepColumns } from "./steps";
 import type { FinishInput, FinishOptions, FinishResult } from "./types";
 

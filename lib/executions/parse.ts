@@ -1,7 +1,7 @@
 import { promises as fs } from "fs";
 import path from "path";
 import { parseGeoJson } from "../documents/geo";
-import type { Sql } from "../db/sql";
+import type { Sql } from "../db/run";
 
 /**
  * parse_results of a results manifest applied to the job's input source files (Scale 3.0's

@@ -2,7 +2,7 @@ import type { ExecutionFinished, ExecutionStep } from "../documents/agent-protoc
 import { ERRORS } from "./failure";
 import { emptyResult } from "./finish";
 import type { FailureRequest, FinishResult } from "./types";
-import { isTransientDbError } from "../db/sql";
+import { isTransientDbError } from "../db/run";
 
 /** What the scheduler writes in its reports' transactions: agents' steps and ends, its failures. */
 export type ReportItem =

@@ -1,7 +1,7 @@
 import path from "path";
 import type { Sequelize } from "sequelize";
 import { intArray, textArray } from "../db/array-literal";
-import { pooledTransaction, type TransactionQuery } from "../db/connection";
+import { PIPELINED, transaction, type Sql } from "../db/run";
 import {
 	matchFileName,
 	workspaceNamesIn,
@@ -24,7 +24,7 @@ import type {
 
 /**
  * The `ingest` service's side of a strike's monitor (lib/ingest/protocol.ts): each call is one
- * transaction on the pg client (pooledTransaction), set-based over the batch the monitor sends,
+ * pipelined transaction (lib/db/run.ts), set-based over the batch the monitor sends,
  * and guarded by the caller being the strike job's live execution.
  */
 
@@ -38,7 +38,7 @@ const OPEN = `(${OPEN_STATUSES.map(s => `'${s}'`).join(", ")})`;
  * agent was found lost and the job placed elsewhere, or the strike's job was canceled) stops.
  */
 async function guard(
-	q: TransactionQuery,
+	q: Sql["query"],
 	call: MonitorCall,
 	agentId: string
 ): Promise<StrikeConfiguration> {
@@ -67,7 +67,7 @@ export async function monitorSetup(
 	call: MonitorCall,
 	agentId: string
 ): Promise<MonitorSetup> {
-	return pooledTransaction(db, async q => {
+	return transaction(db, PIPELINED, async ({ query: q }) => {
 		const config = await guard(q, call, agentId);
 		const open = await q(
 			`SELECT x.id, x.file_name, x.status,
@@ -107,7 +107,7 @@ export async function recordTransferring(
 	files: TransferringFile[]
 ): Promise<void> {
 	if (files.length === 0) return;
-	await pooledTransaction(db, async q => {
+	await transaction(db, PIPELINED, async ({ query: q }) => {
 		const config = await guard(q, call, agentId);
 		await q(
 			`WITH r AS (
@@ -174,7 +174,7 @@ export async function recordArrivals(
 ): Promise<Decision[]> {
 	const unique = [...new Map(files.map(f => [f.name, f])).values()];
 	if (unique.length === 0) return [];
-	return pooledTransaction(db, async q => {
+	return transaction(db, PIPELINED, async ({ query: q }) => {
 		const config = await guard(q, call, agentId);
 		const names = textArray(unique.map(f => f.name));
 		// The open ingests and the moves under way are locked: a monitor's calls come one at a
@@ -426,7 +426,7 @@ export async function recordIngesting(
 	ingestIds: number[]
 ): Promise<void> {
 	if (ingestIds.length === 0) return;
-	await pooledTransaction(db, async q => {
+	await transaction(db, PIPELINED, async ({ query: q }) => {
 		await guard(q, call, agentId);
 		await q(
 			`WITH m AS (
@@ -514,7 +514,7 @@ export async function settleIngests(
 	results: Settled[]
 ): Promise<{ answers: SettleAnswer[]; events: number }> {
 	if (results.length === 0) return { answers: [], events: 0 };
-	return pooledTransaction(db, async q => {
+	return transaction(db, PIPELINED, async ({ query: q }) => {
 		await guard(q, call, agentId);
 		const ids = intArray(results.map(r => r.ingestId));
 		// what the monitor's results are checked against; the stored files' columns are read by

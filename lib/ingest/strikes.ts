@@ -1,5 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select, write } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { select, write, type Sql, transaction } from "../db/run";
 import {
 	parseStrikeConfiguration,
 	STRIKE_JOB_TYPE,
@@ -131,7 +131,7 @@ async function checkWatchedDirectory(
 export async function checkStrikeWorkspaces(
 	db: Sequelize,
 	config: StrikeConfiguration,
-	t?: Transaction
+	t?: Sql
 ): Promise<Warning[]> {
 	const names = workspaceNamesIn(config);
 	const rows = await select<{ name: string; is_active: boolean; host_path: string | null }>(
@@ -178,7 +178,7 @@ export async function createStrike(
 	db: Sequelize,
 	strike: NewStrike
 ): Promise<{ strikeId: number; jobId: number }> {
-	return db.transaction(async t => {
+	return transaction(db, async t => {
 		await checkStrikeWorkspaces(db, strike.configuration, t);
 		const [row] = await write<{ id: number }>(
 			db,
@@ -194,7 +194,7 @@ export async function createStrike(
 }
 
 /** Queues a strike's process and links it to the strike; answers the job's id. */
-async function queueStrikeJob(db: Sequelize, t: Transaction, strikeId: number): Promise<number> {
+async function queueStrikeJob(db: Sequelize, t: Sql, strikeId: number): Promise<number> {
 	const [type] = await select<{ id: number }>(
 		db,
 		`SELECT id FROM job_type WHERE name = $1 AND is_system AND is_active
@@ -239,7 +239,7 @@ async function queueStrikeJob(db: Sequelize, t: Transaction, strikeId: number): 
  * changed (the running monitor is then told). 404 for an unknown strike.
  */
 export async function updateStrike(db: Sequelize, id: number, edit: StrikeEdit): Promise<boolean> {
-	return db.transaction(async t => {
+	return transaction(db, async t => {
 		if (edit.configuration) await checkStrikeWorkspaces(db, edit.configuration, t);
 		const sets: string[] = [];
 		const binds: unknown[] = [id];

@@ -1,5 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { writePrepared } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { writePrepared, type Sql } from "../db/run";
 import type { JobRow } from "../records/job";
 import { EXE_PART_SQL } from "../records/job-details";
 import {
@@ -35,7 +35,7 @@ const SLICE = 1000;
  */
 export async function queueNewJobs(
 	db: Sequelize,
-	t: Transaction | undefined,
+	t: Sql | undefined,
 	requests: NewJobRequest[]
 ): Promise<QueuedJob[]> {
 	if (requests.length === 0) return [];
@@ -110,7 +110,7 @@ function refusalsOnly(prepared: (PreparedJob | Error)[]): (QueuedJob | Error)[] 
  */
 export async function queueValidNewJobs(
 	db: Sequelize,
-	t: Transaction,
+	t: Sql,
 	requests: NewJobRequest[],
 	facts?: DataFacts
 ): Promise<(QueuedJob | Error)[]> {
@@ -145,7 +145,7 @@ export async function queueValidNewJobs(
 /** Writes one slice, from cached job types first and from fresh ones when a cached one is stale. */
 async function queueSlice(
 	db: Sequelize,
-	t: Transaction | undefined,
+	t: Sql | undefined,
 	requests: NewJobRequest[]
 ): Promise<QueuedJob[]> {
 	try {
@@ -164,7 +164,7 @@ async function queueSlice(
 
 async function writeNewJobs(
 	db: Sequelize,
-	t: Transaction | undefined,
+	t: Sql | undefined,
 	jobs: PreparedJob[],
 	requests: NewJobRequest[],
 	lastTry = false,

@@ -1,5 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { select, type Sql } from "../db/run";
 import { fileIdsIn, parseJobData, workspaceIdsIn, type JobData } from "../documents/job-data";
 import type { InputEntry, JobInterface } from "../documents/types";
 import { FieldError } from "../errors";
@@ -71,7 +71,7 @@ export function diskRequired(
 export async function loadJobTypesForQueue(
 	db: Sequelize,
 	ids: number[],
-	t?: Transaction
+	t?: Sql
 ): Promise<Map<number, JobTypeForQueue>> {
 	const wanted = [...new Set(ids)];
 	if (wanted.length === 0) return new Map();
@@ -117,7 +117,7 @@ const CACHED_JOB_TYPES = 1000;
 async function cachedJobTypesForQueue(
 	db: Sequelize,
 	ids: number[],
-	t: Transaction | undefined
+	t: Sql | undefined
 ): Promise<Map<number, JobTypeForQueue>> {
 	let cache = jobTypeCache.get(db);
 	if (!cache) jobTypeCache.set(db, (cache = new Map()));
@@ -165,11 +165,7 @@ export interface DataFacts {
 }
 
 /** Reads the files and workspaces the given job data documents name, in two queries. */
-export async function loadDataFacts(
-	db: Sequelize,
-	data: JobData[],
-	t?: Transaction
-): Promise<DataFacts> {
+export async function loadDataFacts(db: Sequelize, data: JobData[], t?: Sql): Promise<DataFacts> {
 	const fileIds = [...new Set(data.flatMap(fileIdsIn))];
 	const workspaceIds = [...new Set(data.flatMap(workspaceIdsIn))];
 	const [files, workspaces] = await Promise.all([
@@ -310,7 +306,7 @@ export function checkDataFacts(
  */
 export async function prepareNewJobs(
 	db: Sequelize,
-	t: Transaction | undefined,
+	t: Sql | undefined,
 	requests: NewJobRequest[],
 	cached = false
 ): Promise<PreparedJob[]> {
@@ -326,7 +322,7 @@ export async function prepareNewJobs(
  */
 export async function prepareEachNewJob(
 	db: Sequelize,
-	t: Transaction | undefined,
+	t: Sql | undefined,
 	requests: NewJobRequest[],
 	cached: boolean,
 	given?: DataFacts

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { selectPrepared } from "../db/connection";
+import { selectPrepared } from "../db/run";
 
 /**
  * Whole answers (JSON, UTF-8) of requests that read only tables with a generation (migrations

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { selectPrepared, selectPreparedIsoTimes } from "../db/connection";
+import { selectPrepared, selectPreparedIsoTimes } from "../db/run";
 import { body, memberOpen, put, writeEnvelope, envelopeHead, type Members } from "./envelope";
 import { recordCache, type CachedRecord, type RecordCache, type Scope } from "./record-cache";
 import { filterValues, parseListQuery, type ParsedList } from "./params";

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { selectPrepared } from "../db/connection";
+import { selectPrepared } from "../db/run";
 import { generationsSql, versionOf, type RecordSource, type RecordSpec } from "./record-spec";
 
 /**

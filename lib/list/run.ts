@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { select, selectPrepared } from "../db/connection";
+import { select, selectPrepared } from "../db/run";
 import { buildEnvelope, type Envelope } from "./envelope";
 import { filterValues, parseListQuery, type ParsedList } from "./params";
 import type { ListSource } from "./types";

@@ -1,5 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { write } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { write, type Sql, transaction } from "../db/run";
 import { FieldError } from "../errors";
 
 /**
@@ -177,14 +177,14 @@ export function checkDay(day: unknown): string {
 export async function computeDailyMetrics(
 	db: Sequelize,
 	day: string,
-	t?: Transaction
+	t?: Sql
 ): Promise<{ jobTypes: number; ingests: number; errors: number }> {
 	checkDay(day);
-	const run = async (tx: Transaction) => {
+	const run = async (tx: Sql) => {
 		const jobTypes = await write(db, JOB_TYPE_SQL, [day], tx);
 		const ingests = await write(db, INGEST_SQL, [day], tx);
 		const errors = await write(db, ERROR_SQL, [day], tx);
 		return { jobTypes: jobTypes.length, ingests: ingests.length, errors: errors.length };
 	};
-	return t ? run(t) : db.transaction(run);
+	return t ? run(t) : transaction(db, run);
 }

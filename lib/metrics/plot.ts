@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { select } from "../db/connection";
+import { select } from "../db/run";
 import { FieldError } from "../errors";
 import { AnswerCache, generationsOf } from "../list/answer-cache";
 import { buildEnvelope } from "../list/envelope";

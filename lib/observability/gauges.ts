@@ -1,6 +1,6 @@
 import type { MetricRegistry } from "moleculer";
 import type { Sequelize } from "sequelize";
-import { select } from "../db/connection";
+import { select } from "../db/run";
 
 /** The service's own metrics, beside Moleculer's (all `scale_`, Prometheus names). */
 export const METRICS = {

@@ -1,4 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
+import type { Sequelize } from "sequelize";
+import { type Sql, transaction } from "../db/run";
 import { parseConfigurationImport } from "../documents/configuration";
 import { referencedJobTypes } from "../documents/recipe-definition";
 import type { Warning } from "../documents/types";
@@ -77,7 +78,7 @@ class DryRun extends Error {
 	}
 }
 
-async function applyImport(db: Sequelize, doc: unknown, t: Transaction): Promise<Warning[]> {
+async function applyImport(db: Sequelize, doc: unknown, t: Sql): Promise<Warning[]> {
 	const { document, warnings } = parseConfigurationImport(doc, "import");
 	// Errors first, then job types (whose mappings name errors), then recipe types (whose
 	// definitions name job types): each sees what the import wrote before it, in `t`.
@@ -119,7 +120,7 @@ export async function importConfiguration(
 	opts: { dryRun: boolean }
 ): Promise<Warning[]> {
 	try {
-		return await db.transaction(async t => {
+		return await transaction(db, async t => {
 			const warnings = await applyImport(db, doc, t);
 			if (opts.dryRun) throw new DryRun(warnings);
 			return warnings;

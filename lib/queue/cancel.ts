@@ -1,9 +1,8 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select, write } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { select, write, type Sql, transaction } from "../db/run";
 import { BadRequestError, NotFoundError } from "../errors";
 import type { JobStatus } from "../records/job";
 import { blockRecipeJobs } from "../recipes/run";
-import { isConflictAbort, transactionSql } from "../db/sql";
 
 /**
  * Canceling a job (Scale 3.0's Queue.handle_job_cancellation). A job can be canceled unless it
@@ -62,11 +61,7 @@ export class JobRequeuedDuringCancelError extends Error {
  * Killing the process of an execution that was RUNNING is the caller's part, after the commit:
  * `node-agent.cancel` targeted at `canceledExe.agentId`.
  */
-export async function cancelJob(
-	db: Sequelize,
-	t: Transaction,
-	jobId: number
-): Promise<CancelResult> {
+export async function cancelJob(db: Sequelize, t: Sql, jobId: number): Promise<CancelResult> {
 	const [job] = await select<{ status: JobStatus }>(
 		db,
 		"SELECT status FROM job WHERE id = $1",
@@ -124,7 +119,7 @@ export async function cancelJob(
 	);
 	if (left?.left) throw new JobRequeuedDuringCancelError(jobId);
 	// its recipe's jobs that wait for it will not run: BLOCKED (lib/recipes/run.ts)
-	await blockRecipeJobs(transactionSql(db, t), [jobId]);
+	await blockRecipeJobs(t, [jobId]);
 	return {
 		jobId,
 		canceledExe: exe ? { id: exe.id, previous: exe.previous, agentId: exe.agent_id } : null
@@ -143,20 +138,14 @@ export async function cancelJob(
 export async function cancelJobTransaction<T>(
 	db: Sequelize,
 	jobId: number,
-	then: (t: Transaction, result: CancelResult) => Promise<T>,
+	then: (t: Sql, result: CancelResult) => Promise<T>,
 	attempts = 5
 ): Promise<{ result: CancelResult; value: T }> {
-	for (let attempt = 1; ; attempt++) {
-		try {
-			return await db.transaction(async (t: Transaction) => {
-				const result = await cancelJob(db, t, jobId);
-				return { result, value: await then(t, result) };
-			});
-		} catch (error) {
-			const again = error instanceof JobRequeuedDuringCancelError || isConflictAbort(error);
-			if (!again || attempt >= attempts) throw error;
-		}
-	}
+	const retry = { attempts, also: (e: unknown) => e instanceof JobRequeuedDuringCancelError };
+	return transaction(db, { retry }, async t => {
+		const result = await cancelJob(db, t, jobId);
+		return { result, value: await then(t, result) };
+	});
 }
 
 /**

@@ -1,5 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select, selectPrepared, write } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { select, selectPrepared, write, type Sql } from "../db/run";
 import { buildEnvelope, type Envelope } from "../list/envelope";
 import { formatDatetime } from "../validation/iso8601";
 import { parseBoundedRange } from "../list/bounded-range";
@@ -19,7 +19,7 @@ import type { ListSpec } from "../list/params";
  * (as Scale does), so the history shows the idle minutes. Answers the number of rows written (0
  * when this minute was already recorded).
  */
-export async function recordJobLoad(db: Sequelize, t: Transaction): Promise<number> {
+export async function recordJobLoad(db: Sequelize, t: Sql): Promise<number> {
 	await select(db, "SELECT pg_advisory_xact_lock(hashtext('scale.job_load'))", [], t);
 	const rows = await write<{ id: number }>(
 		db,

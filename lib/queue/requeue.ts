@@ -1,10 +1,9 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select, write } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { select, write, type Sql } from "../db/run";
 import { NotFoundError } from "../errors";
 import { parseListQuery, type ListSpec } from "../list/params";
 import { JOB_FROM, type JobStatus } from "../records/job";
 import { advanceRecipes, unblockRecipeJobs } from "../recipes/run";
-import { transactionSql } from "../db/sql";
 
 /**
  * Putting existing jobs (back) on the queue (Scale 3.0's Queue.requeue_jobs, _queue_jobs and
@@ -34,7 +33,7 @@ export interface QueueExistingOptions {
  */
 export async function queueExistingJobs(
 	db: Sequelize,
-	t: Transaction,
+	t: Sql,
 	jobIds: number[],
 	opts: QueueExistingOptions
 ): Promise<{ jobId: number; jobExeId: number }[]> {
@@ -130,7 +129,7 @@ export interface RequeueResult {
  */
 export async function requeueJobs(
 	db: Sequelize,
-	t: Transaction,
+	t: Sql,
 	filters: RequeueFilters,
 	now: Date = new Date()
 ): Promise<RequeueResult> {
@@ -187,8 +186,7 @@ export async function requeueJobs(
 	// Their recipes: dependents blocked by these jobs wait again, and a never-queued job whose
 	// dependencies have completed is queued now (lib/recipes/run.ts)
 	const requeued = [...queued.map(q => q.jobId), ...toBlock];
-	const sql = transactionSql(db, t);
-	await unblockRecipeJobs(sql, requeued);
-	const { queued: recipeQueued } = await advanceRecipes(sql, requeued);
+	await unblockRecipeJobs(t, requeued);
+	const { queued: recipeQueued } = await advanceRecipes(t, requeued);
 	return { matchedIds: matched.map(m => m.id), queued, blockedIds: toBlock, recipeQueued };
 }

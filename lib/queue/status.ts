@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { selectPrepared } from "../db/connection";
+import { selectPrepared } from "../db/run";
 import { formatDatetime } from "../validation/iso8601";
 import { jobTypeBaseOf } from "../records/job";
 import { generationOf, jobTypesAt } from "../records/kept-records";

@@ -7,7 +7,7 @@ import {
 } from "../documents/recipe-data";
 import type { Warning } from "../documents/types";
 import { FieldError } from "../errors";
-import type { Sql } from "../db/sql";
+import type { Sql } from "../db/run";
 import { recipeJobData } from "./job-data";
 import { fileIdsIn } from "../documents/job-data";
 import { parseJobData } from "../documents/job-data";

@@ -3,7 +3,7 @@ import type { RecipeDefinition } from "../documents/recipe-definition";
 import type { RecipeData } from "../documents/recipe-data";
 import type { JobInterface } from "../documents/types";
 import { diskRequired } from "../jobs/prepare-job";
-import type { Sql } from "../db/sql";
+import type { Sql } from "../db/run";
 import { dependentsOf, readyJobs, recipeJobData, type ResultOutput } from "./job-data";
 
 /**

@@ -1,5 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select, write } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { select, write, type Sql } from "../db/run";
 import { BadRequestError, FieldError, NotFoundError } from "../errors";
 import { formatDatetime } from "../validation/iso8601";
 import type { ListSource } from "../list/types";
@@ -157,7 +157,7 @@ export interface ImportedError {
 export async function importError(
 	db: Sequelize,
 	e: ImportedError,
-	t: Transaction,
+	t: Sql,
 	field: string
 ): Promise<Warning[]> {
 	if (e.category === "SYSTEM")

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { select, selectPrepared } from "../db/connection";
+import { select, selectPrepared } from "../db/run";
 import { FieldError } from "../errors";
 import { buildEnvelope, type Envelope } from "../list/envelope";
 import { formatDatetime } from "../validation/iso8601";

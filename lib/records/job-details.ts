@@ -1,6 +1,6 @@
 import { entryFileIds } from "../documents/job-data";
-import type { Sequelize, Transaction } from "sequelize";
-import { selectPrepared } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { selectPrepared, type Sql } from "../db/run";
 import type { JobInterface } from "../documents/types";
 import { NotFoundError } from "../errors";
 import { formatDatetime } from "../validation/iso8601";
@@ -167,7 +167,7 @@ FROM job j WHERE j.id = ANY($1::int[])`;
  * `apiRoot` the API root of the request, for the download URLs of files whose workspace has no
  * base URL. */
 export interface DetailsOptions {
-	t?: Transaction;
+	t?: Sql;
 	apiRoot?: string;
 }
 

@@ -1,6 +1,6 @@
-import type { Sequelize, Transaction } from "sequelize";
+import type { Sequelize } from "sequelize";
 import { NODE_COLUMNS, serializeNode, type NodeRow } from "./node";
-import { select } from "../db/connection";
+import { select, type Sql } from "../db/run";
 import { NotFoundError } from "../errors";
 import type { RecordSpec } from "../list/record-spec";
 import type { ListSource } from "../list/types";
@@ -195,11 +195,7 @@ export const JOB_EXE_LIST: ListSource = {
 };
 
 /** One execution as the list reads it, or NotFoundError. */
-export async function getJobExeListRow(
-	db: Sequelize,
-	id: number,
-	t?: Transaction
-): Promise<JobExeListRow> {
+export async function getJobExeListRow(db: Sequelize, id: number, t?: Sql): Promise<JobExeListRow> {
 	const [row] = await select<JobExeListRow>(
 		db,
 		`SELECT ${JOB_EXE_COLUMNS} FROM ${JOB_EXE_FROM} WHERE x.id = $1`,
@@ -235,7 +231,7 @@ export function currentLogUrl(
 export async function getJobExeDetails(
 	db: Sequelize,
 	id: number,
-	opts: { apiRoot?: string; t?: Transaction } = {}
+	opts: { apiRoot?: string; t?: Sql } = {}
 ) {
 	const [exe] = await select<JobExeRow>(db, "SELECT * FROM job_exe WHERE id = $1", [id], opts.t);
 	if (!exe) throw new NotFoundError(`No job execution with id ${id}`);
@@ -281,7 +277,7 @@ export interface StoredLogs {
 export async function loadStoredLogs(
 	db: Sequelize,
 	id: number,
-	t?: Transaction
+	t?: Sql
 ): Promise<StoredLogs | null> {
 	const [row] = await select<{ stdout: string | null; stderr: string | null }>(
 		db,

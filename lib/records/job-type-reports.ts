@@ -1,5 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select, selectPrepared, write } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { select, selectPrepared, write, type Sql, transaction } from "../db/run";
 import { AnswerCache, generationsSql } from "../list/answer-cache";
 import { buildEnvelope, envelopeHead, type Envelope } from "../list/envelope";
 import { formatDatetime } from "../validation/iso8601";
@@ -275,8 +275,8 @@ export const FOLD_DELTAS = 1000;
  * committed later stay for the next fold. Answers the deltas folded. Readers of the report fold
  * past FOLD_DELTAS; the clock's `scale-job-load` rule folds every minute.
  */
-export async function foldFailedJobDeltas(db: Sequelize, t?: Transaction): Promise<number> {
-	const fold = async (tx: Transaction) => {
+export async function foldFailedJobDeltas(db: Sequelize, t?: Sql): Promise<number> {
+	const fold = async (tx: Sql) => {
 		const [lock] = await select<{ got: boolean }>(
 			db,
 			`SELECT pg_try_advisory_xact_lock(hashtext('failed_job_delta')) AS got`,
@@ -327,7 +327,7 @@ export async function foldFailedJobDeltas(db: Sequelize, t?: Transaction): Promi
 		);
 		return row.n;
 	};
-	return t ? fold(t) : db.transaction(fold);
+	return t ? fold(t) : transaction(db, fold);
 }
 
 /**

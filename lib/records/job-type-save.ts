@@ -1,5 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select, write } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { select, write, type Sql } from "../db/run";
 import { parseErrorMapping } from "../documents/error-mapping";
 import { parseJobInterface } from "../documents/job-interface";
 import { parseRecipeDefinition, referencedJobTypes } from "../documents/recipe-definition";
@@ -156,7 +156,7 @@ export interface JobTypeSpec {
 async function registeredErrorNames(
 	db: Sequelize,
 	mapping: unknown,
-	t?: Transaction
+	t?: Sql
 ): Promise<Set<string>> {
 	const codes = (mapping as { exit_codes?: unknown } | null)?.exit_codes;
 	if (codes === null || typeof codes !== "object") return new Set();
@@ -183,7 +183,7 @@ async function checkRecipesUsing(
 	key: JobTypeKey,
 	newInterface: JobInterface,
 	field: string,
-	t?: Transaction
+	t?: Sql
 ): Promise<Warning[]> {
 	const recipes = await select<{ name: string; version: string; definition: unknown }>(
 		db,
@@ -241,7 +241,7 @@ async function prepare(
 	spec: JobTypeSpec,
 	current: JobTypeRow | null,
 	field: string | undefined,
-	t?: Transaction
+	t?: Sql
 ): Promise<Prepared> {
 	const at = (name: string) => fieldPath(field, name);
 	const iface = has(spec, "interface")
@@ -301,7 +301,7 @@ async function checkContainerNodes(
 	db: Sequelize,
 	image: string,
 	privileged: boolean,
-	t?: Transaction
+	t?: Sql
 ): Promise<Warning[]> {
 	const [found] = await select<{ engine: boolean; image: boolean; privileged: boolean }>(
 		db,
@@ -341,7 +341,7 @@ async function checkContainerNodes(
 export async function validateJobType(
 	db: Sequelize,
 	spec: JobTypeSpec,
-	opts: { field?: string; t?: Transaction } = {}
+	opts: { field?: string; t?: Sql } = {}
 ): Promise<Warning[]> {
 	checkSpecSchema(checkNew, spec, NAME_RULE, opts.field);
 	const prepared = await prepare(db, spec, null, opts.field, opts.t);
@@ -399,7 +399,7 @@ function stamp(
 export async function saveJobType(
 	db: Sequelize,
 	spec: JobTypeSpec,
-	t: Transaction,
+	t: Sql,
 	opts: SaveOptions = {}
 ): Promise<{ id: number; warnings: Warning[] }> {
 	if (opts.existingId !== undefined) return editJobType(db, opts.existingId, spec, t, opts);
@@ -463,7 +463,7 @@ async function editJobType(
 	db: Sequelize,
 	id: number,
 	spec: JobTypeSpec,
-	t: Transaction,
+	t: Sql,
 	opts: SaveOptions
 ): Promise<{ id: number; warnings: Warning[] }> {
 	checkSpecSchema(checkEdit, spec, NAME_RULE, opts.field);

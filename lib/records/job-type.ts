@@ -1,5 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { select, type Sql } from "../db/run";
 import { errorNamesIn } from "../documents/error-mapping";
 import type { ErrorMapping, JobInterface } from "../documents/types";
 import { NotFoundError } from "../errors";
@@ -188,7 +188,7 @@ export const JOB_TYPE_LIST: ListSource = {
 
 // ---- reads --------------------------------------------------------------------------------
 
-export async function getJobType(db: Sequelize, id: number, t?: Transaction): Promise<JobTypeRow> {
+export async function getJobType(db: Sequelize, id: number, t?: Sql): Promise<JobTypeRow> {
 	const [row] = await select<JobTypeRow>(db, "SELECT * FROM job_type WHERE id = $1", [id], t);
 	if (!row) throw new NotFoundError(`No job type with id ${id}`);
 	return row;
@@ -199,7 +199,7 @@ export async function findJobTypeId(
 	db: Sequelize,
 	name: string,
 	version: string,
-	t?: Transaction
+	t?: Sql
 ): Promise<number | null> {
 	const [row] = await select<{ id: number }>(
 		db,
@@ -223,7 +223,7 @@ export interface JobTypeKey {
 export async function loadJobTypesByKey(
 	db: Sequelize,
 	keys: JobTypeKey[],
-	t?: Transaction,
+	t?: Sql,
 	opts: { lock?: boolean } = {}
 ): Promise<JobTypeRow[]> {
 	if (keys.length === 0) return [];
@@ -246,11 +246,7 @@ export function jobTypeKey(name: string, version: string): string {
  * Counts of the type's jobs by status (and error category for FAILED) over the past 6, 12 and
  * 24 hours, by the time of their last status change (Scale's get_performance), in one query.
  */
-export async function getJobCounts(
-	db: Sequelize,
-	jobTypeId: number,
-	t?: Transaction
-): Promise<JobCounts> {
+export async function getJobCounts(db: Sequelize, jobTypeId: number, t?: Sql): Promise<JobCounts> {
 	const rows = await select<{
 		status: string;
 		category: string | null;
@@ -298,7 +294,7 @@ export async function getJobCounts(
 }
 
 /** The details of a job type: its documents, the errors its mapping names, rule and counts. */
-export async function getJobTypeDetails(db: Sequelize, id: number, t?: Transaction) {
+export async function getJobTypeDetails(db: Sequelize, id: number, t?: Sql) {
 	const row = await getJobType(db, id, t);
 	const names = errorNamesIn(row.error_mapping as ErrorMapping);
 	const [errors, rules, counts] = await Promise.all([
@@ -336,7 +332,7 @@ export interface JobTypeExportFilter {
 export async function exportJobTypes(
 	db: Sequelize,
 	filter: JobTypeExportFilter = {},
-	t?: Transaction
+	t?: Sql
 ): Promise<object[]> {
 	const rows = await select<JobTypeRow>(
 		db,

@@ -1,5 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { select, type Sql } from "../db/run";
 import { fileIdsIn, type JobData } from "../documents/job-data";
 import { formatDatetime } from "../validation/iso8601";
 import type { ListFilter } from "../list/params";
@@ -374,7 +374,7 @@ export function inputFileIds(data: JobData | null | undefined): number[] {
 export async function loadJobRows(
 	db: Sequelize,
 	ids: number[],
-	t?: Transaction
+	t?: Sql
 ): Promise<Map<number, JobListRow>> {
 	if (ids.length === 0) return new Map();
 	const rows = await select<JobListRow>(

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { selectPrepared } from "../db/connection";
+import { selectPrepared } from "../db/run";
 import { serializeError, type ErrorRow } from "./error";
 import { JOB_TYPE_BASE_FIELDS, jobTypeBaseOf, type JobTypeBaseColumns } from "./job";
 

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { select, selectPrepared } from "../db/connection";
+import { select, selectPrepared } from "../db/run";
 import { parseTimestamptz } from "../db/timestamps";
 import { recordsOf, withRecords } from "../list/cached-list";
 import { generationsSql, versionOf, type RecordSpec } from "../list/record-spec";

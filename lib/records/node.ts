@@ -1,6 +1,6 @@
-import type { Sequelize, Transaction } from "sequelize";
+import type { Sequelize } from "sequelize";
 import type { NodeHeartbeat, NodeRegistration } from "../documents/agent-protocol";
-import { select, write } from "../db/connection";
+import { select, write, type Sql } from "../db/run";
 import { BadRequestError, NotFoundError } from "../errors";
 import { formatDatetime } from "../validation/iso8601";
 import type { ListSource } from "../list/types";
@@ -410,7 +410,7 @@ function notFound(id: number): NotFoundError {
 	return new NotFoundError(`No node with id ${id}`, { plainText: true });
 }
 
-export async function getNode(db: Sequelize, id: number, t?: Transaction): Promise<NodeRow> {
+export async function getNode(db: Sequelize, id: number, t?: Sql): Promise<NodeRow> {
 	const [row] = await select<NodeRow>(
 		db,
 		`SELECT ${NODE_COLUMNS} FROM node WHERE id = $1`,

@@ -3,7 +3,7 @@ import { mediaTypeOf } from "../documents/media-types";
 import type { ProducedFile } from "../documents/agent-protocol";
 import type { JobInterface } from "../documents/types";
 import { parseGeoJson } from "../documents/geo";
-import type { Sql } from "../db/sql";
+import type { Sql } from "../db/run";
 
 /**
  * Product registration (Scale 3.0's product/models.py ProductFileManager.upload_files and

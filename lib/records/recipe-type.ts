@@ -1,6 +1,6 @@
-import type { Sequelize, Transaction } from "sequelize";
+import type { Sequelize } from "sequelize";
 import { checkSpecSchema, duplicateType, fieldPath, has, type SaveOptions } from "./type-spec";
-import { select, write } from "../db/connection";
+import { select, write, type Sql } from "../db/run";
 import {
 	parseRecipeDefinition,
 	referencedJobTypes,
@@ -111,11 +111,7 @@ export const RECIPE_TYPE_LIST: ListSource = {
 	filters: {}
 };
 
-export async function getRecipeType(
-	db: Sequelize,
-	id: number,
-	t?: Transaction
-): Promise<RecipeTypeRow> {
+export async function getRecipeType(db: Sequelize, id: number, t?: Sql): Promise<RecipeTypeRow> {
 	const [row] = await select<RecipeTypeRow>(
 		db,
 		"SELECT * FROM recipe_type WHERE id = $1",
@@ -131,7 +127,7 @@ export async function findRecipeTypeId(
 	db: Sequelize,
 	name: string,
 	version: string,
-	t?: Transaction
+	t?: Sql
 ): Promise<number | null> {
 	const [row] = await select<{ id: number }>(
 		db,
@@ -146,7 +142,7 @@ export async function findRecipeTypeId(
 async function jobTypesOf(
 	db: Sequelize,
 	definition: unknown,
-	t?: Transaction,
+	t?: Sql,
 	lock = false
 ): Promise<JobTypeRow[]> {
 	const keys = referencedJobTypes(definition);
@@ -161,7 +157,7 @@ async function jobTypesOf(
 		.filter((row): row is JobTypeRow => row !== undefined);
 }
 
-export async function getRecipeTypeDetails(db: Sequelize, id: number, t?: Transaction) {
+export async function getRecipeTypeDetails(db: Sequelize, id: number, t?: Sql) {
 	const row = await getRecipeType(db, id, t);
 	const [rules, jobTypes] = await Promise.all([
 		loadTriggerRules(db, [row.trigger_rule_id], t),
@@ -224,7 +220,7 @@ async function prepare(
 	spec: RecipeTypeSpec,
 	current: RecipeTypeRow | null,
 	field: string | undefined,
-	t?: Transaction
+	t?: Sql
 ): Promise<Prepared> {
 	const at = (name: string) => fieldPath(field, name);
 	const warnings: Warning[] = [];
@@ -285,7 +281,7 @@ async function prepare(
 export async function validateRecipeType(
 	db: Sequelize,
 	spec: RecipeTypeSpec,
-	opts: { field?: string; t?: Transaction } = {}
+	opts: { field?: string; t?: Sql } = {}
 ): Promise<Warning[]> {
 	checkSpecSchema(checkNew, spec, JOB_TYPE_NAME_RULE, opts.field);
 	return (await prepare(db, spec, null, opts.field, opts.t)).warnings;
@@ -305,7 +301,7 @@ export async function validateRecipeType(
 export async function saveRecipeType(
 	db: Sequelize,
 	spec: RecipeTypeSpec,
-	t: Transaction,
+	t: Sql,
 	opts: SaveOptions = {}
 ): Promise<{ id: number; warnings: Warning[] }> {
 	if (opts.existingId !== undefined) return editRecipeType(db, opts.existingId, spec, t, opts);
@@ -349,7 +345,7 @@ async function editRecipeType(
 	db: Sequelize,
 	id: number,
 	spec: RecipeTypeSpec,
-	t: Transaction,
+	t: Sql,
 	opts: SaveOptions
 ): Promise<{ id: number; warnings: Warning[] }> {
 	checkSpecSchema(checkEdit, spec, JOB_TYPE_NAME_RULE, opts.field);
@@ -411,7 +407,7 @@ export interface RecipeTypeExportFilter {
 export async function exportRecipeTypes(
 	db: Sequelize,
 	filter: RecipeTypeExportFilter = {},
-	t?: Transaction
+	t?: Sql
 ): Promise<object[]> {
 	const rows = await select<RecipeTypeRow>(
 		db,

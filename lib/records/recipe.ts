@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { selectPrepared } from "../db/connection";
+import { selectPrepared } from "../db/run";
 import { fileIdsIn } from "../documents/job-data";
 import type { RecipeData } from "../documents/recipe-data";
 import type { RecipeDefinition } from "../documents/recipe-definition";

@@ -1,5 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { select, type Sql } from "../db/run";
 import { formatDatetime } from "../validation/iso8601";
 import { INT4_MAX } from "../validation/ids";
 
@@ -189,7 +189,7 @@ export function serializeScaleFile(row: ScaleFileRow, apiRoot?: string) {
 export async function loadFiles(
 	db: Sequelize,
 	ids: number[],
-	t?: Transaction
+	t?: Sql
 ): Promise<Map<number, ScaleFileRow>> {
 	const wanted = [...new Set(ids)];
 	if (wanted.length === 0) return new Map();

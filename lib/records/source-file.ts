@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { selectPrepared } from "../db/connection";
+import { selectPrepared } from "../db/run";
 import { NotFoundError } from "../errors";
 import { formatDatetime } from "../validation/iso8601";
 import type { RecordSpec } from "../list/record-spec";

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { select } from "../db/connection";
+import { select } from "../db/run";
 import { LEADER_APPLICATION_NAME, SCHEDULER_LOCK_KEY } from "../db/leader";
 
 export interface Resources {

@@ -1,6 +1,6 @@
-import type { Sequelize, Transaction } from "sequelize";
+import type { Sequelize } from "sequelize";
 import { CLOCK_PROCESSORS } from "../clock/processors";
-import { select, write } from "../db/connection";
+import { select, write, type Sql } from "../db/run";
 import {
 	checkRuleAgainstInputs,
 	parseTriggerRule,
@@ -61,7 +61,7 @@ export function exportTriggerRule(row: TriggerRuleRow) {
 export async function loadTriggerRules(
 	db: Sequelize,
 	ids: (number | null)[],
-	t?: Transaction
+	t?: Sql
 ): Promise<Map<number, TriggerRuleRow>> {
 	const wanted = [...new Set(ids.filter((id): id is number => typeof id === "number"))];
 	if (wanted.length === 0) return new Map();
@@ -78,7 +78,7 @@ export async function loadTriggerRules(
 export async function createTriggerRule(
 	db: Sequelize,
 	rule: TriggerRuleSpec,
-	t?: Transaction
+	t?: Sql
 ): Promise<TriggerRuleRow> {
 	const [row] = await write<TriggerRuleRow>(
 		db,
@@ -91,11 +91,7 @@ export async function createTriggerRule(
 }
 
 /** Archives a rule: no longer active, `archived` set (an earlier archive time is kept). */
-export async function archiveTriggerRule(
-	db: Sequelize,
-	id: number,
-	t?: Transaction
-): Promise<void> {
+export async function archiveTriggerRule(db: Sequelize, id: number, t?: Sql): Promise<void> {
 	await write(
 		db,
 		`UPDATE trigger_rule SET is_active = false, archived = COALESCE(archived, now()),
@@ -111,7 +107,7 @@ export async function setTriggerRuleActive(
 	db: Sequelize,
 	id: number,
 	isActive: boolean,
-	t?: Transaction
+	t?: Sql
 ): Promise<void> {
 	await write(
 		db,
@@ -191,7 +187,7 @@ export async function checkTriggerRule(
 	db: Sequelize,
 	rule: TriggerRuleSpec,
 	inputs: InputEntry[],
-	opts: { field?: string; checkWorkspace?: boolean; t?: Transaction } = {}
+	opts: { field?: string; checkWorkspace?: boolean; t?: Sql } = {}
 ): Promise<Warning[]> {
 	const field = opts.field ?? "trigger_rule";
 	const warnings = checkRuleAgainstInputs(rule, inputs, field);
@@ -242,7 +238,7 @@ export async function applyTriggerRuleChange(
 	db: Sequelize,
 	current: TriggerRuleRow | null,
 	change: TriggerRuleChange,
-	t: Transaction
+	t: Sql
 ): Promise<number | null> {
 	switch (change.kind) {
 		case "keep":

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { select, write } from "../db/connection";
+import { select, write } from "../db/run";
 import { FieldError, NotFoundError } from "../errors";
 import { formatDatetime } from "../validation/iso8601";
 import type { ListSource } from "../list/types";

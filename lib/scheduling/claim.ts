@@ -11,7 +11,7 @@ import {
 } from "./matching";
 import type { PlacedExe } from "../executions/placed-executions";
 import { ImageSets, normalizeImage } from "../documents/images";
-import type { Sql } from "../db/sql";
+import type { Sql } from "../db/run";
 
 /**
  * The scheduler's claim: queued executions are read from the narrow `queue` table in batches, in

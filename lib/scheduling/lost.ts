@@ -1,4 +1,4 @@
-import type { Sql } from "../db/sql";
+import type { Sql } from "../db/run";
 
 /**
  * Executions whose agent is gone: RUNNING on a node not heard from for a lease, counted from its

@@ -1,5 +1,5 @@
 import { BadRequestError, FieldError } from "../errors";
-import type { Sql } from "../db/sql";
+import type { Sql } from "../db/run";
 
 /**
  * The cluster-wide scheduler settings (the single `scheduler` row): Scale's GET|PATCH

@@ -4,7 +4,7 @@ import type { ExecutionSpec, OutputWorkspace, StagedFile } from "../documents/ag
 import type { JobInterface } from "../documents/types";
 import { STRIKE_JOB_TYPE } from "../documents/strike-configuration";
 import type { PlacedExe } from "../executions/placed-executions";
-import type { Sql } from "../db/sql";
+import type { Sql } from "../db/run";
 
 /**
  * The ExecutionSpec each placed execution is sent to its agent with: everything the agent needs,

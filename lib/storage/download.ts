@@ -3,7 +3,7 @@ import type { FileHandle } from "fs/promises";
 import path from "path";
 import type { Sequelize } from "sequelize";
 import { isInside } from "../paths";
-import { select } from "../db/connection";
+import { select } from "../db/run";
 import { NotFoundError } from "../errors";
 
 /**

@@ -1,5 +1,5 @@
-import type { Sequelize, Transaction } from "sequelize";
-import { select, write } from "../db/connection";
+import type { Sequelize } from "sequelize";
+import { select, write, type Sql, transaction } from "../db/run";
 import { isDue, type ClockTriggerConfiguration } from "../documents/trigger-configuration";
 import { computeDailyMetrics } from "../metrics/compute";
 import { recordJobLoad } from "../queue/load";
@@ -24,7 +24,7 @@ export interface ClockTick {
 /** A clock event processor: does its work inside the tick's transaction; answers what it did. */
 export type ClockProcessor = (
 	db: Sequelize,
-	t: Transaction,
+	t: Sql,
 	tick: ClockTick
 ) => Promise<Record<string, unknown>>;
 
@@ -110,7 +110,7 @@ export async function tickClock(
 		const processor = processors[rule.name];
 		if (!processor) continue;
 		const { event_type: eventType, schedule } = rule.configuration;
-		const done = await db.transaction(async t => {
+		const done = await transaction(db, async t => {
 			// one tick per event type across replicas: the lock, then the due check under it
 			await select(
 				db,

@@ -1,12 +1,11 @@
 import type { Sequelize } from "sequelize";
 import { intArray } from "../db/array-literal";
-import { select, write } from "../db/connection";
+import { select, write, transaction } from "../db/run";
 import type { FileTriggerConfiguration } from "../documents/trigger-configuration";
 import { queueValidNewJobs } from "../jobs/new-job";
 import type { NewJobRequest } from "../jobs/types";
 import type { DataFacts } from "../jobs/prepare-job";
 import { createEachRecipe, createRecipes, type NewRecipeRequest } from "../recipes/create";
-import { transactionSql } from "../db/sql";
 
 /**
  * The trigger events of ingests and parses turned into jobs (Scale's IngestTriggerHandler and
@@ -93,7 +92,7 @@ export function matchesCondition(
  * input `input_data_name` and the workspace `workspace_name`.
  */
 export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Promise<Processed> {
-	return db.transaction(async t => {
+	return transaction(db, async t => {
 		// SKIP LOCKED: a replica takes the events no other holds; each is processed once
 		const events = await select<EventRow>(
 			db,
@@ -223,10 +222,7 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 		});
 		// each try in a savepoint: a database error rolls back only its own writes
 		const created = await createEachRecipe(
-			batch =>
-				db.transaction({ transaction: t }, savepoint =>
-					createRecipes(transactionSql(db, savepoint), batch)
-				),
+			batch => t.savepoint(savepoint => createRecipes(savepoint, batch)),
 			recipeRequests
 		);
 		const refused: Processed["refused"] = created.flatMap((c, i) =>

@@ -3,7 +3,7 @@ import type { ProducedFile } from "../../lib/documents/agent-protocol";
 import { parseJobInterface } from "../../lib/documents/job-interface";
 import { finishExecutions } from "../../lib/executions/finish";
 import type { FinishResult } from "../../lib/executions/types";
-import { poolTransaction } from "../../lib/db/sql";
+import { PIPELINED, transaction } from "../../lib/db/run";
 import { request } from "./broker";
 
 /**
@@ -123,7 +123,7 @@ export function completeExecutions(
 	workspaceId: number,
 	reports: { exeId: number; products: MadeFile[] }[]
 ): Promise<FinishResult> {
-	return poolTransaction(db)(sql =>
+	return transaction(db, PIPELINED, sql =>
 		finishExecutions(sql, {
 			finished: reports.map(r => ({
 				jobExeId: r.exeId,

@@ -1,5 +1,5 @@
 import { intArray, textArray } from "../../lib/db/array-literal";
-import { plannedQuery, select } from "../../lib/db/connection";
+import { plannedQuery, select } from "../../lib/db/run";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 
 /** The array literals of set-based statements (lib/db/array-literal.ts), read by PostgreSQL. */

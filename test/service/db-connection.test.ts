@@ -1,4 +1,4 @@
-import { plannedQuery, pooledTransaction, select } from "../../lib/db/connection";
+import { plannedQuery, PIPELINED, select, transaction } from "../../lib/db/run";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 
 let test: TestDatabase;
@@ -10,9 +10,9 @@ beforeAll(async () => {
 
 afterAll(() => test.drop());
 
-describe("pooledTransaction", () => {
+describe("a pipelined transaction", () => {
 	it("commits what fn wrote and answers what fn answered", async () => {
-		const answer = await pooledTransaction(test.db, async query => {
+		const answer = await transaction(test.db, PIPELINED, async ({ query }) => {
 			await query("INSERT INTO tx_probe VALUES ($1, $2)", [1, "one"]);
 			return query("SELECT note FROM tx_probe WHERE id = $1", [1]);
 		});
@@ -23,7 +23,7 @@ describe("pooledTransaction", () => {
 	});
 
 	it("rolls everything back when fn throws, the database's error code kept", async () => {
-		const error = await pooledTransaction(test.db, async query => {
+		const error = await transaction(test.db, PIPELINED, async ({ query }) => {
 			await query("INSERT INTO tx_probe VALUES ($1, $2)", [2, "two"]);
 			await query("INSERT INTO tx_probe VALUES ($1, $2)", [1, "again"]);
 		}).catch((e: unknown) => e);
@@ -33,7 +33,7 @@ describe("pooledTransaction", () => {
 
 	it("sends statements started together in turn, inside the one transaction", async () => {
 		const ids = [10, 11, 12, 13, 14, 15];
-		const rows = await pooledTransaction(test.db, async query => {
+		const rows = await transaction(test.db, PIPELINED, async ({ query }) => {
 			await Promise.all(ids.map(id => query("INSERT INTO tx_probe VALUES ($1, 'x')", [id])));
 			return query("SELECT count(*)::int AS n FROM tx_probe WHERE id >= 10");
 		});
@@ -41,7 +41,7 @@ describe("pooledTransaction", () => {
 	});
 
 	it("throws the error of a statement fn did not wait for, and writes nothing", async () => {
-		const error = await pooledTransaction(test.db, async query => {
+		const error = await transaction(test.db, PIPELINED, async ({ query }) => {
 			void query("INSERT INTO tx_probe VALUES ($1, $2)", [20, "twenty"]);
 			void query("INSERT INTO tx_probe VALUES ($1, $2)", [1, "again"]);
 			void query("INSERT INTO tx_probe VALUES ($1, $2)", [21, "after the failure"]);
@@ -52,9 +52,9 @@ describe("pooledTransaction", () => {
 	});
 
 	it("sends COMMIT with the statement given to commitWith, and refuses one after it", async () => {
-		const refused = await pooledTransaction(test.db, async (query, { commitWith }) => {
+		const refused = await transaction(test.db, PIPELINED, async ({ query, commitWith }) => {
 			await query("INSERT INTO tx_probe VALUES ($1, $2)", [530, "thirty"]);
-			const rows = await commitWith("INSERT INTO tx_probe VALUES ($1, $2) RETURNING id", [
+			const rows = await commitWith!("INSERT INTO tx_probe VALUES ($1, $2) RETURNING id", [
 				531,
 				"thirty-one"
 			]);
@@ -70,9 +70,9 @@ describe("pooledTransaction", () => {
 	});
 
 	it("rolls back when the statement given to commitWith fails, and throws its error", async () => {
-		const error = await pooledTransaction(test.db, async (query, { commitWith }) => {
+		const error = await transaction(test.db, PIPELINED, async ({ query, commitWith }) => {
 			await query("INSERT INTO tx_probe VALUES ($1, $2)", [40, "forty"]);
-			await commitWith("INSERT INTO tx_probe VALUES ($1, $2)", [1, "again"]);
+			await commitWith!("INSERT INTO tx_probe VALUES ($1, $2)", [1, "again"]);
 		}).catch((e: unknown) => e);
 		expect((error as { code?: string }).code).toBe("23505");
 		expect(await select(test.db, "SELECT id FROM tx_probe WHERE id BETWEEN 40 AND 49")).toEqual(
@@ -83,8 +83,8 @@ describe("pooledTransaction", () => {
 	it("gives its connection back, after a commit and after a failure", async () => {
 		// more transactions than the pool has connections (4)
 		for (let i = 0; i < 10; i++) {
-			await pooledTransaction(test.db, query => query("SELECT 1"));
-			await pooledTransaction(test.db, async () => {
+			await transaction(test.db, PIPELINED, ({ query }) => query("SELECT 1"));
+			await transaction(test.db, PIPELINED, async () => {
 				throw new Error("no");
 			}).catch(() => undefined);
 		}
@@ -107,7 +107,7 @@ describe("plannedQuery", () => {
 	it("runs the same either way", async () => {
 		const text = "SELECT count(*)::int AS n FROM tx_probe WHERE id = ANY($1::int[])";
 		const many = Array.from({ length: 500 }, (_, i) => i);
-		const answers = await pooledTransaction(test.db, async query => [
+		const answers = await transaction(test.db, PIPELINED, async ({ query }) => [
 			await query(text, [[1, 10]]),
 			await query(text, [many])
 		]);

@@ -4,7 +4,7 @@ import { parseJobInterface } from "../../lib/documents/job-interface";
 import { cancelJobTransaction } from "../../lib/queue/cancel";
 import { applyPlacements, claimBatch } from "../../lib/scheduling/claim";
 import { finishExecutions } from "../../lib/executions/finish";
-import { clientSql } from "../../lib/db/sql";
+import { clientSql } from "../../lib/db/run";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import {
 	request,

@@ -2,6 +2,7 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { addFileJobType } from "../helpers/completion";
 import { computeDailyMetrics } from "../../lib/metrics/compute";
 import { FieldError } from "../../lib/errors";
+import { transaction } from "../../lib/db/run";
 
 /**
  * Daily metrics (lib/metrics/compute.ts) over real PostgreSQL, on jobs, executions and ingests
@@ -353,7 +354,7 @@ describe("computeDailyMetrics", () => {
 	});
 
 	it("gives identical rows when computed again, in a caller's transaction", async () => {
-		const written = await tdb.db.transaction(t => computeDailyMetrics(tdb.db, DAY, t));
+		const written = await transaction(tdb.db, t => computeDailyMetrics(tdb.db, DAY, t));
 		expect(written).toEqual({ jobTypes: 2, ingests: 1, errors: 3 });
 		expect(await allRows()).toEqual(first);
 	});

@@ -11,6 +11,7 @@ import {
 	type TestApi,
 	expectJsonError
 } from "../helpers/broker";
+import { transaction } from "../../lib/db/run";
 
 /**
  * The queue service over real HTTP and PostgreSQL: new jobs, requeue, queue status, the load
@@ -903,7 +904,7 @@ describe("queueNewJobs (the library call triggers and recipes reuse)", () => {
 		}));
 		const before = await counts();
 		const started = Date.now();
-		const queued = await tdb.db.transaction(t => queueNewJobs(tdb.db, t, requests));
+		const queued = await transaction(tdb.db, t => queueNewJobs(tdb.db, t, requests));
 		const ms = Date.now() - started;
 		expect(queued).toHaveLength(n);
 		const jobIds = queued.map(q => q.jobId);
@@ -939,7 +940,7 @@ describe("queueNewJobs (the library call triggers and recipes reuse)", () => {
 
 	it("writes nothing when one request of a batch is invalid", async () => {
 		const before = await counts();
-		const bad = tdb.db.transaction(t =>
+		const bad = transaction(tdb.db, t =>
 			queueNewJobs(tdb.db, t, [
 				{ jobTypeId: jt.other, jobData: {} },
 				{ jobTypeId: jt.kml, jobData: {}, dataField: "jobs[1].data" }
@@ -957,7 +958,7 @@ describe("queueNewJobs (the library call triggers and recipes reuse)", () => {
 			`UPDATE job SET status = 'PENDING', num_exes = 0, queued = NULL WHERE id = $1`,
 			[id]
 		);
-		const done = await tdb.db.transaction(t =>
+		const done = await transaction(tdb.db, t =>
 			queueExistingJobs(tdb.db, t, [id, id], { fromStatuses: ["PENDING", "BLOCKED"] })
 		);
 		expect(done).toHaveLength(1);
@@ -965,7 +966,7 @@ describe("queueNewJobs (the library call triggers and recipes reuse)", () => {
 			id
 		]);
 		expect(job).toEqual({ status: "QUEUED", num_exes: 1, max_tries: 3 });
-		const again = await tdb.db.transaction(t =>
+		const again = await transaction(tdb.db, t =>
 			queueExistingJobs(tdb.db, t, [id], { fromStatuses: ["PENDING"] })
 		);
 		expect(again).toEqual([]);

@@ -6,7 +6,7 @@ import { applyPlacements, claimBatch } from "../../lib/scheduling/claim";
 import { finishExecutions } from "../../lib/executions/finish";
 import { intakeGateOf } from "../../lib/recipes/intake-gate";
 import { PlacedExecutions, type PlacedExe } from "../../lib/executions/placed-executions";
-import { plannedPoolSql, poolTransaction } from "../../lib/db/sql";
+import { PIPELINED, plannedPoolSql, transaction } from "../../lib/db/run";
 import { createRecipes } from "../../lib/recipes/create";
 import { FieldError } from "../../lib/errors";
 import { cancelJobTransaction } from "../../lib/queue/cancel";
@@ -83,7 +83,9 @@ const completed = (exeId: number) => ({
 });
 
 const complete = (exeIds: number[]) =>
-	poolTransaction(tdb.db)(sql => finishExecutions(sql, { finished: exeIds.map(completed) }));
+	transaction(tdb.db, PIPELINED, sql =>
+		finishExecutions(sql, { finished: exeIds.map(completed) })
+	);
 
 beforeAll(async () => {
 	tdb = await createTestDatabase();
@@ -134,7 +136,7 @@ describe("a recipe advancing", () => {
 		// the process dies after the completion's statements, before its commit (the statements
 		// run without `commitWith`, which would send the commit with the last of them)
 		await expect(
-			poolTransaction(tdb.db)(async sql => {
+			transaction(tdb.db, PIPELINED, async sql => {
 				const done = await finishExecutions(
 					{ query: sql.query },
 					{ finished: [completed(exeA)] }
@@ -225,7 +227,7 @@ describe("a recipe job placed by the scheduler", () => {
 	/** Completes an execution in a transaction whose statements are counted. */
 	async function completeCounted(exeId: number, placed?: PlacedExecutions) {
 		let statements = 0;
-		const result = await poolTransaction(tdb.db)(sql =>
+		const result = await transaction(tdb.db, PIPELINED, sql =>
 			finishExecutions(
 				{
 					query: (text, values) => (statements++, sql.query(text, values)),

@@ -15,6 +15,7 @@ import { intakeGateOf } from "../../lib/recipes/intake-gate";
 import { brokerOptions } from "../../moleculer.config";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request } from "../helpers/broker";
+import { transaction } from "../../lib/db/run";
 
 /**
  * The scheduler against real PostgreSQL, with the nodes service and a stand-in agent: a
@@ -1451,7 +1452,7 @@ describe("failure", () => {
 describe("canceled while running", () => {
 	/** Cancels the job as PATCH /jobs/{id}/ does: in a transaction of its own, before the kill. */
 	async function cancel(jobId: number) {
-		return tdb.db.transaction(t => cancelJob(tdb.db, t, jobId));
+		return transaction(tdb.db, t => cancelJob(tdb.db, t, jobId));
 	}
 
 	async function logOf(exeId: number) {

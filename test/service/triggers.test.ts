@@ -5,6 +5,7 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
 import { COPY_EVENTS_SQL, MARK_PROCESSED_SQL, processFileEvents } from "../../lib/triggers/process";
 import { queueValidNewJobs } from "../../lib/jobs/new-job";
+import { transaction } from "../../lib/db/run";
 
 /**
  * The triggers' matching over real PostgreSQL (processFileEvents): rules made through the REST
@@ -266,7 +267,7 @@ describe("processFileEvents", () => {
 			input_data: [{ name: input, file_id: file.fileId }],
 			output_data: [{ name: "out", workspace_id: workspaceId }]
 		});
-		const answers = await tdb.db.transaction(t =>
+		const answers = await transaction(tdb.db, t =>
 			queueValidNewJobs(tdb.db, t, [
 				{ jobTypeId: anyIngest, jobData: doc("nope"), dataTemplate: "x", dataField: "r" },
 				{ jobTypeId: anyIngest, jobData: doc("in"), dataTemplate: "x", dataField: "r" },
