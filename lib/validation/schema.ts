@@ -109,11 +109,16 @@ function takeReadOnly(
 			problems.push({
 				type: "additionalProperties",
 				field,
-				message: `is not a field of this request (fields: ${Object.keys(properties).join(", ")})`
+				message: "is not a field of this request"
 			});
 		}
 	}
-	if (problems.length > 0) return problems;
+	if (problems.length > 0) {
+		// the fields it takes, once, after the last
+		const last = problems[problems.length - 1];
+		last.message += ` (its fields: ${Object.keys(properties).join(", ")})`;
+		return problems;
+	}
 	for (const field of given) delete body[field];
 	if (given.length > 0) body[READ_ONLY_GIVEN] = given;
 	return [];
