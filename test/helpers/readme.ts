@@ -17,3 +17,8 @@ export function readmeBlocks(
 		return lines.slice(start + 1, end).join("\n");
 	});
 }
+
+/** Every ```sh block of README.md, in order. */
+export function readmeShellBlocks(readme = fs.readFileSync("README.md", "utf8")): string[] {
+	return [...readme.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map(m => m[1]);
+}
