@@ -134,6 +134,11 @@ interface Methods {
 interface IngestSettings extends ServiceSettingSchema, ServiceDirectories {
 	/** where the nodes mount the NFS exports strikes name without `mount_on` (NFS_MOUNT_ROOT) */
 	nfsMountRoot: string | null;
+	/**
+	 * whether a strike's `mount` must exist here at create: true on one machine, false in a
+	 * cluster, where only the agents may see it (its job then fails naming the directory)
+	 */
+	checkMounts: boolean;
 }
 
 type IngestThis = Service<IngestSettings> & Methods;
@@ -144,6 +149,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 	settings: {
 		nfsMountRoot: null,
+		checkMounts: true,
 		// lib/launch/config.ts's defaults; lib/launch/services.ts sets the process's own
 		dataDir: path.resolve("./data"),
 		agentWorkDir: path.resolve("./data/agent")

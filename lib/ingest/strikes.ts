@@ -58,7 +58,11 @@ export interface StrikeEdit {
 }
 
 /** How strikes' directories are resolved on this cluster, and the service's own directories. */
-export type StrikeOptions = StrikeMountOptions & ServiceDirectories;
+export type StrikeOptions = StrikeMountOptions &
+	ServiceDirectories & {
+		/** false in a cluster: the directory is on the agents, perhaps not on this host */
+		checkMounts?: boolean;
+	};
 
 /**
  * A create body, parsed and its directory checked (checkWatchedDirectory, missingDirectory);
@@ -105,7 +109,7 @@ async function parseConfiguration(
 		(doc as { mount_on?: string }).mount_on !== undefined,
 		options
 	);
-	const missing = await missingDirectory(config);
+	const missing = options.checkMounts === false ? null : await missingDirectory(config);
 	if (missing !== null && warnings === undefined)
 		throw new FieldError("configuration.mount", missing);
 	if (missing !== null)
