@@ -621,6 +621,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			workDir: settings.agent.workDir,
 			launchers: settings.agent.launchers,
 			launcher: settings.agent.launcher,
+			slowLaunchMs: settings.agent.slowLaunchMs,
 			killGraceMs: settings.killGraceMs,
 			node: this.slaveId,
 			containers: settings.agent.docker,

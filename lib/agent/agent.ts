@@ -3,7 +3,13 @@ import fs from "fs";
 import path from "path";
 import { Containers, DEFAULT_CONTAINER_SETTINGS, type ContainerSettings } from "./containers";
 import { DEFAULT_TASK_PATH, Execution, taskDirOf } from "./execution";
-import { createLauncher, type Launched, type Launcher, type LauncherChoice } from "./launcher";
+import {
+	createLauncher,
+	PacedLauncher,
+	type Launched,
+	type Launcher,
+	type LauncherChoice
+} from "./launcher";
 import { TaskDirs } from "./task";
 import { DEFAULT_TASK_UIDS, taskIdentities, type TaskIdentities } from "./task-identities";
 import {
@@ -20,6 +26,11 @@ export interface AgentOptions {
 	workDir: string;
 	/** launcher processes (0: spawn from this process) */
 	launchers: number;
+	/**
+	 * benches only: each launch takes at least this long, one at a time (a machine whose
+	 * process spawning is slow); 0 or absent: as fast as the launchers go
+	 */
+	slowLaunchMs?: number;
 	/** which launcher processes; default "auto" (native where it can be compiled) */
 	launcher?: LauncherChoice;
 	/** SIGTERM → SIGKILL delay on a timeout, a cancel or a stop; default 5 s */
@@ -163,8 +174,12 @@ export class NodeAgent {
 
 	constructor(private readonly options: AgentOptions) {
 		const chosen = createLauncher(options.launchers, options.launcher ?? "auto");
-		this.launcher = chosen.launcher;
-		this.launcherDescription = chosen.description;
+		const slowMs = options.slowLaunchMs ?? 0;
+		this.launcher = slowMs > 0 ? new PacedLauncher(chosen.launcher, slowMs) : chosen.launcher;
+		this.launcherDescription =
+			slowMs > 0
+				? `${chosen.description}, slowed to one launch per ${slowMs} ms (a bench's option)`
+				: chosen.description;
 		if (chosen.fallback) options.warn?.(`${chosen.fallback}; Node launchers are used instead`);
 		this.containers = new Containers(
 			options.containers ?? DEFAULT_CONTAINER_SETTINGS,
