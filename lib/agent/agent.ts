@@ -10,6 +10,7 @@ import {
 	type Launcher,
 	type LauncherChoice
 } from "./launcher";
+import { LaunchMeter } from "./launch-meter";
 import { TaskDirs } from "./task";
 import { DEFAULT_TASK_UIDS, taskIdentities, type TaskIdentities } from "./task-identities";
 import {
@@ -17,7 +18,8 @@ import {
 	type ExecutionFinished,
 	type ExecutionLogs,
 	type ExecutionSpec,
-	type ExecutionStep
+	type ExecutionStep,
+	type LaunchState
 } from "../documents/agent-protocol";
 
 export interface AgentOptions {
@@ -143,6 +145,8 @@ function closedAncestor(dir: string): string | null {
  */
 export class NodeAgent {
 	private readonly launcher: Launcher;
+	/** the backlog and rate of launches, for the scheduler's launch window */
+	private readonly meter = new LaunchMeter();
 	/** the launcher chosen, for the start log */
 	readonly launcherDescription: string;
 	private readonly taskDirs: TaskDirs;
@@ -280,15 +284,23 @@ export class NodeAgent {
 			taskPath: this.options.taskPath ?? process.env.PATH ?? DEFAULT_TASK_PATH,
 			taskDirs: this.taskDirs,
 			onStep: step => this.step(step),
+			onLaunch: (exeId, event) =>
+				event === "asked" ? this.meter.launchAsked(exeId) : this.meter.launched(exeId),
 			launchBuiltin: this.options.launchBuiltin
 		});
 		this.executions.set(id, execution);
+		this.meter.accepted(id);
 		const work = this.complete(execution).catch(error =>
 			this.options.warn?.(`execution ${id}: ${error?.stack ?? error}`)
 		);
 		this.work.add(work);
 		void work.finally(() => this.work.delete(work));
 		return "started";
+	}
+
+	/** The launch pipeline now: executions not launched yet, and the rate while busy. */
+	launchState(): LaunchState {
+		return this.meter.state();
 	}
 
 	/**
@@ -330,6 +342,7 @@ export class NodeAgent {
 			await this.options.deliver(report);
 			if (this.stopping) return;
 		} finally {
+			this.meter.dropped(id);
 			this.executions.delete(id);
 			this.cancelAsked.delete(id);
 			this.remember(id);
