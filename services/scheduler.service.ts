@@ -412,11 +412,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		dispatch(placed: PlacedExe[]) {
 			this.placedExecutions.remember(placed);
 			if (!this.windowed) return dispatchPlaced(placed, this.dispatchLink);
-			const counts = new Map<string, number>();
-			for (const exe of placed) counts.set(exe.agent_id, (counts.get(exe.agent_id) ?? 0) + 1);
-			const tokens = new Map<string, number>();
-			for (const [agentId, count] of counts)
-				tokens.set(agentId, this.windows.placed(agentId, count));
+			const tokens: Map<string, number> = this.windows.placedOn(placed.map(p => p.agent_id));
 			return dispatchPlaced(placed, {
 				...this.dispatchLink,
 				run: (agentId: string, executions) =>

@@ -8,7 +8,7 @@ import type { LaunchState } from "../documents/agent-protocol";
  * The rate is the launcher's: launches counted while one at least is in its hands, over that
  * time. Launches per second of the whole pipeline would say what it was given, and a window
  * sized on them would shrink with it: a small window keeps few in flight, fewer launches a
- * second, a smaller window (measured: P1 fell from ~200 to ~70 jobs/s on the slowed bench).
+ * second, a smaller window (docs/decisions.md, "A launch window per agent").
  */
 export class LaunchMeter {
 	/** accepted, not launched */

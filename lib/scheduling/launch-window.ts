@@ -65,6 +65,15 @@ export class LaunchWindows {
 		return w.placed;
 	}
 
+	/** `placed` for each agent of a batch of placements: its run calls' tokens, by agent. */
+	placedOn(agentIds: readonly string[]): Map<string, number> {
+		const counts = new Map<string, number>();
+		for (const id of agentIds) counts.set(id, (counts.get(id) ?? 0) + 1);
+		const tokens = new Map<string, number>();
+		for (const [id, count] of counts) tokens.set(id, this.placed(id, count));
+		return tokens;
+	}
+
 	/**
 	 * An agent answered a run call (`token` from `placed` for its executions): its rate and
 	 * backlog then, to which what was placed on it since is added. An answer without a measured

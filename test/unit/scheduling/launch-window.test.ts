@@ -43,7 +43,7 @@ describe("LaunchWindows", () => {
 	it("counts what was placed after the answered call as in flight", () => {
 		const c = clock();
 		const windows = new LaunchWindows(options, c.now);
-		const first = windows.placed("a", 5);
+		const first = windows.placedOn(["a", "b", "a", "a", "a", "a"]).get("a")!;
 		windows.placed("a", 3);
 		// the first call's answer: its 5 accepted, none launched; the 3 after it are on their way
 		windows.told("a", { rate: 200, backlog: 5 }, first);
