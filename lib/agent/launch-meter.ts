@@ -15,16 +15,20 @@ export class LaunchMeter {
 	private readonly waiting = new Set<number>();
 	/** in the launcher's hands */
 	private readonly launching = new Set<number>();
-	/** launches/s while the launcher is busy, smoothed; 0 until measured */
-	private smoothed = 0;
+	/**
+	 * Launches, and ms the launcher was busy, over the recent past (both halved once the time
+	 * passes `horizonMs`): their ratio is the rate. A busy stretch counts by its length, so a
+	 * slow first launch (the launcher starting) is outweighed by the next few fast ones.
+	 */
+	private launches = 0;
+	private busyMs = 0;
 	/** when the launcher's current busy stretch began (ms), and its launches since */
 	private busySince = 0;
 	private busyLaunches = 0;
 
 	constructor(
 		private readonly now: () => number = () => performance.now(),
-		/** a busy stretch is folded into the rate once it is this long (or ends) */
-		private readonly sampleMs = 100
+		private readonly horizonMs = 500
 	) {}
 
 	/** An execution was accepted: it is in the backlog until launched or dropped. */
@@ -48,12 +52,15 @@ export class LaunchMeter {
 		if (!this.launching.delete(jobExeId)) return;
 		this.busyLaunches++;
 		const at = this.now();
-		const elapsed = at - this.busySince;
-		if (this.launching.size === 0 || elapsed >= this.sampleMs) {
-			// less than a tenth of a millisecond says nothing about a rate
-			if (elapsed >= 0.1) this.fold((this.busyLaunches * 1000) / elapsed, elapsed);
-			this.busySince = at;
-			this.busyLaunches = 0;
+		// a stretch is counted when the launcher is idle again, or every 50 ms of a long one
+		if (this.launching.size > 0 && at - this.busySince < 50) return;
+		this.launches += this.busyLaunches;
+		this.busyMs += at - this.busySince;
+		this.busySince = at;
+		this.busyLaunches = 0;
+		if (this.busyMs > this.horizonMs) {
+			this.launches /= 2;
+			this.busyMs /= 2;
 		}
 	}
 
@@ -63,15 +70,10 @@ export class LaunchMeter {
 		this.launching.delete(jobExeId);
 	}
 
-	private fold(rate: number, elapsedMs: number): void {
-		// a sample weighs by its length: a full one half the estimate, a short one less
-		const weight = Math.min(1, elapsedMs / this.sampleMs) / 2;
-		this.smoothed =
-			this.smoothed === 0 ? rate : this.smoothed + (rate - this.smoothed) * weight;
-	}
-
 	/** What the scheduler is told (the answer to node-agent.run). */
 	state(): LaunchState {
-		return { rate: Math.round(this.smoothed * 10) / 10, backlog: this.waiting.size };
+		// below a millisecond of busy time, no rate is told yet
+		const rate = this.busyMs >= 1 ? (this.launches * 1000) / this.busyMs : 0;
+		return { rate: Math.round(rate * 10) / 10, backlog: this.waiting.size };
 	}
 }

@@ -21,7 +21,7 @@ describe("LaunchMeter", () => {
 
 	it("measures the launcher's rate, not what it was given", () => {
 		let at = 0;
-		const meter = new LaunchMeter(() => at, 100);
+		const meter = new LaunchMeter(() => at);
 		expect(meter.state().rate).toBe(0);
 		// 20 handed to the launcher at once, one launched every 5 ms: 200/s
 		for (let id = 1; id <= 20; id++) {
@@ -34,7 +34,7 @@ describe("LaunchMeter", () => {
 		}
 		expect(meter.state().rate).toBeCloseTo(200, 0);
 		// then one at a time, 20 ms apart (staging inputs, say), each launched in 5 ms: still
-		// ~200/s, though the pipeline launched 50 a second
+		// 200/s, though the pipeline launched 50 a second
 		for (let id = 21; id <= 40; id++) {
 			meter.accepted(id);
 			at += 15;
@@ -43,5 +43,24 @@ describe("LaunchMeter", () => {
 			meter.launched(id);
 		}
 		expect(meter.state().rate).toBeCloseTo(200, 0);
+	});
+
+	it("is not held down by a slow first launch (the launcher starting)", () => {
+		let at = 0;
+		const meter = new LaunchMeter(() => at);
+		meter.accepted(1);
+		meter.launchAsked(1);
+		at += 200;
+		meter.launched(1);
+		expect(meter.state().rate).toBeCloseTo(5, 0);
+		// then 100 launches of 1 ms each, one at a time
+		for (let id = 2; id <= 101; id++) {
+			meter.accepted(id);
+			meter.launchAsked(id);
+			at += 1;
+			meter.launched(id);
+			at += 10;
+		}
+		expect(meter.state().rate).toBeGreaterThan(300);
 	});
 });
