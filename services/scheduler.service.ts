@@ -350,8 +350,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 					}
 					this.lastExcluded = result.excluded;
 					if (result.unrunnable.length > 0) this.sayWhyWaiting(result.unrunnable);
-					if (result.stop !== "queue-end" || result.placed.length > 0)
-						this.wakeAtWindow();
+					if (this.windowed) this.wakeAtWindow();
 					again =
 						this.dirty || (result.placed.length > 0 && result.stop === "scan-limit");
 				}
@@ -389,15 +388,13 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		/**
 		 * Wakes the leader when the first closed launch window opens again: work waits queued
 		 * while every agent has enough to launch, and no report may come to wake it (a burst of
-		 * long-running jobs).
+		 * long-running jobs). Each pass sets it anew: while reports wake passes, it never fires.
 		 */
 		wakeAtWindow() {
+			clearTimeout(this.windowTimer);
+			this.windowTimer = null;
 			const inMs = this.windows.reopensIn(this.agentIds());
 			if (inMs === null) return;
-			const at = Date.now() + inMs;
-			if (this.windowTimer && this.windowWakeAt <= at) return;
-			clearTimeout(this.windowTimer);
-			this.windowWakeAt = at;
 			this.windowTimer = setTimeout(() => {
 				this.windowTimer = null;
 				this.wake();
@@ -632,7 +629,6 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			windowMs: this.settings.launchWindowMs
 		});
 		this.windowTimer = null;
-		this.windowWakeAt = 0;
 		this.chain = Promise.resolve();
 		this.passing = false;
 		this.dirty = false;

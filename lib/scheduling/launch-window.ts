@@ -97,7 +97,7 @@ export class LaunchWindows {
 	 * `share` of its window (at least one execution); null when none is closed. A pass for
 	 * every launch would cost a placement statement each; reports wake passes in between.
 	 */
-	reopensIn(agentIds: Iterable<string>, share = 1 / 4): number | null {
+	reopensIn(agentIds: Iterable<string>, share = 1 / 2): number | null {
 		let soonest: number | null = null;
 		const now = this.now();
 		for (const id of agentIds) {

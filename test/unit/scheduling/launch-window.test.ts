@@ -62,10 +62,10 @@ describe("LaunchWindows", () => {
 		expect(windows.room("a")).toBe(0);
 		const reopens = windows.reopensIn(["a", "b"])!;
 		expect(reopens).toBeGreaterThan(500);
-		expect(reopens).toBeLessThan(560);
-		// it wakes the scheduler once a quarter of the window is free: 2 of 8.5
+		expect(reopens).toBeLessThan(580);
+		// it wakes the scheduler once half the window is free: 4 of 8.5
 		c.advance(reopens);
-		expect(windows.room("a")).toBe(2);
+		expect(windows.room("a")).toBe(4);
 	});
 
 	it("lets a slow launcher (a container engine) have the minimum at once", () => {
