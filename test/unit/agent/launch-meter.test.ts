@@ -45,22 +45,27 @@ describe("LaunchMeter", () => {
 		expect(meter.state().rate).toBeCloseTo(200, 0);
 	});
 
-	it("is not held down by a slow first launch (the launcher starting)", () => {
+	it("tells the best rate of late, not a stretch of one launch's latency", () => {
 		let at = 0;
 		const meter = new LaunchMeter(() => at);
-		meter.accepted(1);
-		meter.launchAsked(1);
-		at += 200;
-		meter.launched(1);
-		expect(meter.state().rate).toBeCloseTo(5, 0);
-		// then 100 launches of 1 ms each, one at a time
-		for (let id = 2; id <= 101; id++) {
+		// 20 at once, launched over 10 ms: 2,000/s
+		for (let id = 1; id <= 20; id++) {
 			meter.accepted(id);
 			meter.launchAsked(id);
-			at += 1;
-			meter.launched(id);
-			at += 10;
 		}
-		expect(meter.state().rate).toBeGreaterThan(300);
+		at += 10;
+		for (let id = 1; id <= 20; id++) meter.launched(id);
+		expect(meter.state().rate).toBeCloseTo(2000, 0);
+		// then one at a time, each 4 ms (a busy event loop): 250/s a stretch, not the rate
+		for (let id = 21; id <= 40; id++) {
+			meter.accepted(id);
+			meter.launchAsked(id);
+			at += 4;
+			meter.launched(id);
+		}
+		expect(meter.state().rate).toBeGreaterThan(1900);
+		// unbeaten for 10 s, it halves
+		at += 10_000;
+		expect(meter.state().rate).toBeCloseTo(2000 / 2 ** (10_080 / 10_000), -1);
 	});
 });
