@@ -284,8 +284,7 @@ export class NodeAgent {
 			taskPath: this.options.taskPath ?? process.env.PATH ?? DEFAULT_TASK_PATH,
 			taskDirs: this.taskDirs,
 			onStep: step => this.step(step),
-			onLaunch: (exeId, event) =>
-				event === "asked" ? this.meter.launchAsked(exeId) : this.meter.launched(exeId),
+			onLaunched: launchedId => this.meter.launched(launchedId),
 			launchBuiltin: this.options.launchBuiltin
 		});
 		this.executions.set(id, execution);

@@ -61,8 +61,8 @@ export interface ExecutionContext {
 	taskDirs?: TaskDirs;
 	/** told of each step's start and end, in order; must not throw */
 	onStep?: (step: ExecutionStep) => void;
-	/** told when its launch is asked for, and once its process (or container) runs */
-	onLaunch?: (jobExeId: number, event: "asked" | "launched") => void;
+	/** told once its process (or container) has been launched; must not throw */
+	onLaunched?: (jobExeId: number) => void;
 	/** starts what the agent runs itself for a spec with a `task` (a strike's monitor) */
 	launchBuiltin?: (spec: ExecutionSpec) => Launched;
 }
@@ -449,7 +449,6 @@ export class Execution {
 		if (spec.jobType.usesDocker) {
 			const problem = await this.ctx.containers.problem();
 			if (problem) throw new ExecutionFailure("docker-task-launch", problem);
-			this.ctx.onLaunch?.(spec.jobExeId, "asked");
 			this.launched = await this.ctx.containers.launch({
 				jobExeId: spec.jobExeId,
 				image: spec.jobType.dockerImage!,
@@ -467,7 +466,6 @@ export class Execution {
 			});
 		} else
 			try {
-				this.ctx.onLaunch?.(spec.jobExeId, "asked");
 				this.launched =
 					spec.task && this.ctx.launchBuiltin
 						? this.ctx.launchBuiltin(spec)
@@ -489,7 +487,7 @@ export class Execution {
 						: `"${launch.command}" could not be started: ${(error as Error).message}`;
 				throw new ExecutionFailure("task-launch", detail);
 			}
-		this.ctx.onLaunch?.(spec.jobExeId, "launched");
+		this.ctx.onLaunched?.(spec.jobExeId);
 		if (this.halted) this.kill();
 		let timer: NodeJS.Timeout | null = null;
 		if (spec.timeout > 0 && !spec.jobType.isLongRunning) {
