@@ -11,13 +11,18 @@
  *      measure is the path file → ingest → trigger → queue, not the running of 10,000 jobs);
  *   P1 beside it, in the same run: trivial jobs through REST, jobs/s, and the bare spawn rate.
  *
- *   npm run bench:ingest                P5_FILES=2000 npm run bench:ingest
+ * Each at the machine's own speed and slowed (a launcher taking 5 ms a launch: a machine whose
+ * bare spawn runs ~170/s; BENCH_SPEED=own|slow|both, BENCH_SLOW_LAUNCH_MS), with the agent's
+ * largest backlog and launch rate beside P1 (B's jobs wait paused: nothing is launched for them).
+ *
+ *   npm run bench:ingest                P5_FILES=2000 BENCH_SPEED=slow npm run bench:ingest
  */
 import fs from "fs";
 import os from "os";
 import path from "path";
 import { bestBareSpawnRate } from "./lib/spawn-rate";
 import { cpuReader } from "./lib/cpu";
+import { benchSpeeds, describeLaunches, launchFigures } from "./lib/launches";
 import {
 	benchDatabase,
 	patchJson,
@@ -73,6 +78,11 @@ function summary(latencies: number[]): string {
 }
 
 async function main() {
+	for (const speed of benchSpeeds()) await runAt(speed.label, speed.env);
+}
+
+async function runAt(label: string, env: Record<string, string>) {
+	const log = (...parts: unknown[]): void => console.log(`[${label}]`, ...parts);
 	const root = fs.mkdtempSync(path.join(os.tmpdir(), "scale-bench-ingest-"));
 	fs.chmodSync(root, 0o755);
 	const strikeDir = path.join(root, "incoming");
@@ -80,7 +90,7 @@ async function main() {
 	const rawDir = path.join(root, "raw");
 	for (const dir of [strikeDir, staging, rawDir]) fs.mkdirSync(dir);
 	const { url, db, pgPid, stop } = await benchDatabase();
-	const service = await startService(url).catch(async (e: unknown) => {
+	const service = await startService(url, env).catch(async (e: unknown) => {
 		await stop();
 		throw e;
 	});
@@ -139,7 +149,7 @@ async function main() {
 			1,
 			60000
 		);
-		console.log(`strike ${strike.strike_id} is running its monitor; ${FILES} files per phase`);
+		log(`strike ${strike.strike_id} is running its monitor; ${FILES} files per phase`);
 
 		let queuedSoFar = 0;
 		// P5_DIAG: what PostgreSQL is busy with, sampled from pg_stat_activity
@@ -204,9 +214,7 @@ async function main() {
 			);
 			const after = cpu();
 			if (process.env.P5_DIAG) {
-				console.log(
-					`   scans of each table from the renames to the last INGESTED (${prefix}):`
-				);
+				log(`   scans of each table from the renames to the last INGESTED (${prefix}):`);
 				console.table(await scansSince(scansBefore));
 			}
 			const rows = await q<{ file_name: string; ended: Date }>(
@@ -235,12 +243,12 @@ async function main() {
 		};
 
 		const a = await measure("a");
-		console.log(
+		log(
 			`P5 A: ${FILES} files renamed in at ${a.writeRate.toFixed(0)} files/s; ingested at ${a.rate.toFixed(0)} files/s (first rename to last INGESTED; target >= 1,000); rename → INGESTED ${summary(a.latencies)} (target p99 <= 1,000 ms); ${a.other} not INGESTED; ${a.cpu}`
 		);
 
 		const paced = await measure("c", PACED);
-		console.log(
+		log(
 			`P5 A at a steady ${PACED} files/s (renames paced): ingested at ${paced.rate.toFixed(0)} files/s; rename → INGESTED ${summary(paced.latencies)}; ${paced.other} not INGESTED; ${paced.cpu}`
 		);
 
@@ -274,7 +282,7 @@ async function main() {
 				 FROM trigger_event WHERE type = 'INGEST' AND description->>'file_name' LIKE $1`,
 				[`${prefix}-%`]
 			);
-			console.log(
+			log(
 				`   (the triggers service took these ${FILES} events in ${batches.n} transactions, ${(FILES / batches.n).toFixed(0)} per transaction; INGEST event → processed p99 ${batches.lag_ms} ms)`
 			);
 			if (process.env.P5_DIAG && perSecond === Infinity) {
@@ -290,7 +298,7 @@ async function main() {
 					 GROUP BY e.processed ORDER BY e.processed`,
 					[`${prefix}-%`, firstRename]
 				);
-				console.log(
+				log(
 					"   transactions (began at ms, events, files INGESTED by then):",
 					timeline.map(t => `${t.at}/${t.events}/${t.ingested}`).join(" ")
 				);
@@ -304,11 +312,11 @@ async function main() {
 			};
 		};
 		const b = await measureJobs("b");
-		console.log(
+		log(
 			`P5 B: with an ingest rule making a job per file: ingested at ${b.rate.toFixed(0)} files/s, rename → INGESTED ${summary(b.latencies)}; ${b.jobs} jobs QUEUED at ${b.jobRate.toFixed(0)} jobs/s; rename → job QUEUED ${summary(b.toJob)} (target p99 <= 1,000 ms); up to the last INGESTED, ${b.cpu}; up to the last QUEUED, ${b.cpuToQueued}`
 		);
 		const pacedB = await measureJobs("d", PACED);
-		console.log(
+		log(
 			`P5 B at a steady ${PACED} files/s: ingested at ${pacedB.rate.toFixed(0)} files/s, rename → INGESTED ${summary(pacedB.latencies)}; ${pacedB.jobs} jobs QUEUED at ${pacedB.jobRate.toFixed(0)} jobs/s; rename → job QUEUED ${summary(pacedB.toJob)}`
 		);
 
@@ -316,7 +324,7 @@ async function main() {
 		await sampler;
 		if (process.env.P5_DIAG) {
 			for (const [query, n] of [...busy].sort((x, y) => y[1] - x[1]).slice(0, 12))
-				console.log(String(n).padStart(6), query);
+				log(String(n).padStart(6), query);
 			const scans = await q<Record<string, unknown>>(
 				`SELECT relname, seq_scan, seq_tup_read, idx_scan, idx_tup_fetch, n_live_tup
 				 FROM pg_stat_user_tables ORDER BY seq_tup_read DESC LIMIT 8`
@@ -352,12 +360,16 @@ async function main() {
 			return count / ((Date.now() - t0) / 1000);
 		};
 		await round(Math.min(1000, P1_JOBS));
+		const [{ id: exeP1Before }] = await q<{ id: number }>(
+			`SELECT coalesce(max(id), 0)::int AS id FROM job_exe`
+		);
 		const p1 = await round(P1_JOBS);
+		const p1Launches = await launchFigures(db, exeP1Before);
 		await patchJson(`${service.api}/job-types/${typeB.id}/`, { is_paused: true });
 		await service.stop();
 		const bare = await bestBareSpawnRate(3, 3000, 4);
-		console.log(
-			`P1 in the same run: ${p1.toFixed(0)} jobs/s (${P1_JOBS} /bin/true jobs after a warm-up of ${Math.min(1000, P1_JOBS)}), bare spawn ${bare.toFixed(0)} /s, ratio ${(p1 / bare).toFixed(2)}`
+		log(
+			`P1 in the same run: ${p1.toFixed(0)} jobs/s (${P1_JOBS} /bin/true jobs after a warm-up of ${Math.min(1000, P1_JOBS)}), bare spawn ${bare.toFixed(0)} /s, ratio ${(p1 / bare).toFixed(2)}; ${describeLaunches(p1Launches)}`
 		);
 	} finally {
 		if (service.proc.exitCode === null) await service.stop();

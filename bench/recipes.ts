@@ -8,9 +8,14 @@
  *         the start of B's and C's processes (their executions' `job_started`), p50/p99; the
  *         same is printed for the load run, where it includes waiting behind other recipes.
  *
- *   npm run bench:recipes          P6_RECIPES=300 P6_IDLE=50 npm run bench:recipes
+ * Each at the machine's own speed and slowed (a launcher taking 5 ms a launch: a machine whose
+ * bare spawn runs ~170/s), with the agent's largest backlog and launch rate beside the latencies
+ * (BENCH_SPEED=own|slow|both, BENCH_SLOW_LAUNCH_MS; bench/lib/launches.ts).
+ *
+ *   npm run bench:recipes          P6_RECIPES=300 P6_IDLE=50 BENCH_SPEED=slow npm run bench:recipes
  */
 import { treeCpuSeconds } from "./lib/cpu";
+import { benchSpeeds, describeLaunches, launchFigures } from "./lib/launches";
 import { bestBareSpawnRate } from "./lib/spawn-rate";
 import {
 	benchDatabase,
@@ -49,8 +54,13 @@ function summary(values: number[]): string {
 }
 
 async function main() {
+	for (const speed of benchSpeeds()) await runAt(speed.label, speed.env);
+}
+
+async function runAt(label: string, env: Record<string, string>) {
+	const log = (line: string): void => console.log(`[${label}] ${line}`);
 	const { url, db, pgPid, stop } = await benchDatabase();
-	const service = await startService(url).catch(async (e: unknown) => {
+	const service = await startService(url, env).catch(async (e: unknown) => {
 		await stop();
 		throw e;
 	});
@@ -145,6 +155,9 @@ async function main() {
 		const [{ id: lastBefore }] = await q<{ id: number }>(
 			`SELECT coalesce(max(id), 0)::int AS id FROM recipe`
 		);
+		const lastExe = async () =>
+			(await q<{ id: number }>(`SELECT coalesce(max(id), 0)::int AS id FROM job_exe`))[0].id;
+		const exeBefore = await lastExe();
 		const cpuBefore = cpu();
 		const recipeSeconds = await round(newRecipe, body, RECIPES, 3 * RECIPES);
 		const cpuRecipes = cpu();
@@ -155,9 +168,12 @@ async function main() {
 		const loadHandOffs = await handOffs(lastBefore);
 		const loadPlacements = await handOffs(lastBefore, "started");
 		const loadExits = await exitToStart(lastBefore);
+		const loadLaunches = await launchFigures(db, exeBefore);
+		const exeP1Before = await lastExe();
 		const cpuP1Before = cpu();
 		const p1Seconds = await round(newJob, jobBody, 3 * RECIPES, 3 * RECIPES);
 		const cpuP1 = cpu();
+		const p1Launches = await launchFigures(db, exeP1Before);
 		/** CPU milliseconds per job between two readings */
 		const perJob = (a: ReturnType<typeof cpu>, b: ReturnType<typeof cpu>) =>
 			`service ${(((b.service - a.service) / (3 * RECIPES)) * 1000).toFixed(2)} ms, PostgreSQL ${(((b.pg - a.pg) / (3 * RECIPES)) * 1000).toFixed(2)} ms`;
@@ -165,7 +181,9 @@ async function main() {
 		const [{ id: lastLoad }] = await q<{ id: number }>(
 			`SELECT coalesce(max(id), 0)::int AS id FROM recipe`
 		);
+		const exeIdleBefore = await lastExe();
 		for (let i = 0; i < IDLE; i++) await round(newRecipe, body, 1, 3);
+		const idleLaunches = await launchFigures(db, exeIdleBefore);
 		const idleHandOffs = await handOffs(lastLoad);
 		const idlePlacements = await handOffs(lastLoad, "started");
 		const idleExits = await exitToStart(lastLoad);
@@ -174,25 +192,25 @@ async function main() {
 
 		const recipeJobRate = (3 * RECIPES) / recipeSeconds;
 		const p1Rate = (3 * RECIPES) / p1Seconds;
-		console.log(
+		log(
 			`P6 ${RECIPES} recipes of three /bin/true jobs (A, then B and C), 16 clients: ${recipeJobRate.toFixed(0)} recipe jobs/s, ${(RECIPES / recipeSeconds).toFixed(0)} recipes/s (${done} of ${RECIPES} completed)`
 		);
-		console.log(
-			`P1 in the same run: ${p1Rate.toFixed(0)} jobs/s (${3 * RECIPES} /bin/true jobs, 16 clients); bare spawn ${bare.toFixed(0)} /s`
+		log(
+			`P1 in the same run: ${p1Rate.toFixed(0)} jobs/s (${3 * RECIPES} /bin/true jobs, 16 clients; ${describeLaunches(p1Launches)}); bare spawn ${bare.toFixed(0)} /s`
 		);
-		console.log(
+		log(
 			`P6 ratio recipe jobs / P1 jobs: ${(recipeJobRate / p1Rate).toFixed(2)} (target >= 0.8)`
 		);
-		console.log(
+		log(
 			`CPU per job: recipes ${perJob(cpuBefore, cpuRecipes)}; P1 ${perJob(cpuP1Before, cpuP1)} (the service's with its agent's launches)`
 		);
-		console.log(
-			`P6 A completed → B/C started (RUNNING, placed on the node: the job's \`started\`): under the load of ${RECIPES} recipes ${summary(loadPlacements)}; one recipe at a time ${summary(idlePlacements)} (target p99 <= 50 ms)`
+		log(
+			`P6 A completed → B/C started (RUNNING, placed on the node: the job's \`started\`): under the load of ${RECIPES} recipes ${summary(loadPlacements)} (${describeLaunches(loadLaunches)}); one recipe at a time ${summary(idlePlacements)} (${describeLaunches(idleLaunches)}) (target p99 <= 50 ms)`
 		);
-		console.log(
+		log(
 			`P6 A completed → B/C process started (the execution's job_started): one recipe at a time (${idleHandOffs.length}) ${summary(idleHandOffs)}; under the load of ${RECIPES} recipes, behind the launches already on the agent, ${summary(loadHandOffs)}`
 		);
-		console.log(
+		log(
 			`P6 A's process exited → B/C process started (the executions' job_completed → job_started, the report's way to the scheduler included): one recipe at a time ${summary(idleExits)}; under the load of ${RECIPES} recipes ${summary(loadExits)}`
 		);
 	} finally {

@@ -21,7 +21,8 @@ import {
 	type NodeHeartbeat,
 	type NodeHeartbeatAnswer,
 	type NodeRegistration,
-	type NodeRegistrationAnswer
+	type NodeRegistrationAnswer,
+	type RunAnswer
 } from "../lib/documents/agent-protocol";
 import { launchStrikeMonitor, StrikeMonitor } from "../lib/ingest/monitor";
 import { jsonParams } from "../lib/validation/params";
@@ -186,7 +187,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			) {
 				const specs = "executions" in ctx.params ? ctx.params.executions : [ctx.params];
 				for (const spec of specs) this.runOne(spec);
-				return { accepted: true };
+				return { accepted: true, launch: this.agent.launchState() } satisfies RunAnswer;
 			}
 		},
 
@@ -621,6 +622,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			workDir: settings.agent.workDir,
 			launchers: settings.agent.launchers,
 			launcher: settings.agent.launcher,
+			slowLaunchMs: settings.agent.slowLaunchMs,
 			killGraceMs: settings.killGraceMs,
 			node: this.slaveId,
 			containers: settings.agent.docker,

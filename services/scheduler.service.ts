@@ -37,6 +37,8 @@ import {
 } from "../lib/scheduling/settings";
 import { databaseUrlOf } from "../lib/db/broker-database";
 import { AgentReachability } from "../lib/scheduling/reachability";
+import { DEFAULT_LAUNCH_WINDOW, LaunchWindows } from "../lib/scheduling/launch-window";
+import type { RunAnswer } from "../lib/documents/agent-protocol";
 import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { jsonParams } from "../lib/validation/params";
 import { bodyParams } from "../lib/validation/body";
@@ -75,6 +77,11 @@ export interface SchedulerSettings {
 	unreachableBackoffMs: number;
 	/** after a NATS reconnect, how often the agents that have not answered a ping are pinged */
 	reachProbeMs: number;
+	/**
+	 * an agent is given no more executions than it launches in this long (its launch window,
+	 * lib/scheduling/launch-window.ts); 0: no window
+	 */
+	launchWindowMs: number;
 }
 
 /** A "lease" any heartbeat recorded is within (the largest int4 of milliseconds: 24 days). */
@@ -124,7 +131,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		leadGraceMs: 15000,
 		runTimeoutMs: 10000,
 		unreachableBackoffMs: 5000,
-		reachProbeMs: 250
+		reachProbeMs: 250,
+		launchWindowMs: DEFAULT_LAUNCH_WINDOW.windowMs
 	},
 
 	actions: {
@@ -211,6 +219,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			ctx: Context<{ node: { id: string }; unexpected?: boolean }>
 		) {
 			const agentId = ctx.params?.node?.id;
+			if (agentId) this.windows.forget(agentId);
 			if (agentId && !ctx.params.unexpected && this.isLeader() && !this.cutOffLately())
 				void this.failAgentExecutions(agentId);
 		},
@@ -331,7 +340,10 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 								batchSize: this.settings.batchSize,
 								maxScanRows: this.settings.maxScanRows,
 								likelyExcluded: this.lastExcluded,
-								images: this.imageSets
+								images: this.imageSets,
+								room: this.windowed
+									? (id: string) => this.windows.room(id)
+									: undefined
 							},
 							(placed: PlacedExe[]) => void this.dispatch(placed)
 						)
@@ -345,6 +357,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 					}
 					this.lastExcluded = result.excluded;
 					if (result.unrunnable.length > 0) this.sayWhyWaiting(result.unrunnable);
+					if (this.windowed) this.wakeAtWindow();
 					again =
 						this.dirty || (result.placed.length > 0 && result.stop === "scan-limit");
 				}
@@ -379,10 +392,43 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				);
 		},
 
-		/** Hands placed executions to their agents (lib/scheduling/dispatch.ts). */
+		/**
+		 * Wakes the leader when the first closed launch window opens again: work waits queued
+		 * while every agent has enough to launch, and no report may come to wake it (a burst of
+		 * long-running jobs). Each pass sets it anew: while reports wake passes, it never fires.
+		 */
+		wakeAtWindow() {
+			clearTimeout(this.windowTimer);
+			this.windowTimer = null;
+			const inMs = this.windows.reopensIn(this.agentIds());
+			if (inMs === null) return;
+			this.windowTimer = setTimeout(() => {
+				this.windowTimer = null;
+				this.wake();
+			}, inMs);
+			this.windowTimer.unref?.();
+		},
+
+		/**
+		 * Hands placed executions to their agents (lib/scheduling/dispatch.ts); each agent's
+		 * answer tells its launch window how it launches.
+		 */
 		dispatch(placed: PlacedExe[]) {
 			this.placedExecutions.remember(placed);
-			return dispatchPlaced(placed, this.dispatchLink);
+			if (!this.windowed) return dispatchPlaced(placed, this.dispatchLink);
+			const tokens: Map<string, number> = this.windows.placedOn(placed.map(p => p.agent_id));
+			return dispatchPlaced(placed, {
+				...this.dispatchLink,
+				run: (agentId: string, executions) =>
+					this.dispatchLink.run(agentId, executions).then((answer: unknown) => {
+						this.windows.told(
+							agentId,
+							(answer as RunAnswer | undefined)?.launch,
+							tokens.get(agentId) ?? 0
+						);
+						return answer;
+					})
+			});
 		},
 
 		failExecution(failure: FailureRequest) {
@@ -584,6 +630,12 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		this.imageSets = new ImageSets();
 		this.waitingReasons = new WaitingReasons();
 		this.placedExecutions = new PlacedExecutions();
+		this.windowed = this.settings.launchWindowMs > 0;
+		this.windows = new LaunchWindows({
+			...DEFAULT_LAUNCH_WINDOW,
+			windowMs: this.settings.launchWindowMs
+		});
+		this.windowTimer = null;
 		this.chain = Promise.resolve();
 		this.passing = false;
 		this.dirty = false;
@@ -658,6 +710,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 	async stopped() {
 		if (this.ticker) clearInterval(this.ticker);
+		clearTimeout(this.windowTimer);
 		this.reach.stop();
 		await this.lock?.stop();
 		await this.chain;

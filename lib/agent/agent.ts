@@ -3,7 +3,14 @@ import fs from "fs";
 import path from "path";
 import { Containers, DEFAULT_CONTAINER_SETTINGS, type ContainerSettings } from "./containers";
 import { DEFAULT_TASK_PATH, Execution, taskDirOf } from "./execution";
-import { createLauncher, type Launched, type Launcher, type LauncherChoice } from "./launcher";
+import {
+	createLauncher,
+	PacedLauncher,
+	type Launched,
+	type Launcher,
+	type LauncherChoice
+} from "./launcher";
+import { LaunchMeter } from "./launch-meter";
 import { TaskDirs } from "./task";
 import { DEFAULT_TASK_UIDS, taskIdentities, type TaskIdentities } from "./task-identities";
 import {
@@ -11,7 +18,8 @@ import {
 	type ExecutionFinished,
 	type ExecutionLogs,
 	type ExecutionSpec,
-	type ExecutionStep
+	type ExecutionStep,
+	type LaunchState
 } from "../documents/agent-protocol";
 
 export interface AgentOptions {
@@ -20,6 +28,11 @@ export interface AgentOptions {
 	workDir: string;
 	/** launcher processes (0: spawn from this process) */
 	launchers: number;
+	/**
+	 * benches only: each launch takes at least this long, one at a time (a machine whose
+	 * process spawning is slow); 0 or absent: as fast as the launchers go
+	 */
+	slowLaunchMs?: number;
 	/** which launcher processes; default "auto" (native where it can be compiled) */
 	launcher?: LauncherChoice;
 	/** SIGTERM → SIGKILL delay on a timeout, a cancel or a stop; default 5 s */
@@ -132,6 +145,8 @@ function closedAncestor(dir: string): string | null {
  */
 export class NodeAgent {
 	private readonly launcher: Launcher;
+	/** the backlog and rate of launches, for the scheduler's launch window */
+	private readonly meter = new LaunchMeter();
 	/** the launcher chosen, for the start log */
 	readonly launcherDescription: string;
 	private readonly taskDirs: TaskDirs;
@@ -163,8 +178,12 @@ export class NodeAgent {
 
 	constructor(private readonly options: AgentOptions) {
 		const chosen = createLauncher(options.launchers, options.launcher ?? "auto");
-		this.launcher = chosen.launcher;
-		this.launcherDescription = chosen.description;
+		const slowMs = options.slowLaunchMs ?? 0;
+		this.launcher = slowMs > 0 ? new PacedLauncher(chosen.launcher, slowMs) : chosen.launcher;
+		this.launcherDescription =
+			slowMs > 0
+				? `${chosen.description}, slowed to one launch per ${slowMs} ms (a bench's option)`
+				: chosen.description;
 		if (chosen.fallback) options.warn?.(`${chosen.fallback}; Node launchers are used instead`);
 		this.containers = new Containers(
 			options.containers ?? DEFAULT_CONTAINER_SETTINGS,
@@ -265,15 +284,22 @@ export class NodeAgent {
 			taskPath: this.options.taskPath ?? process.env.PATH ?? DEFAULT_TASK_PATH,
 			taskDirs: this.taskDirs,
 			onStep: step => this.step(step),
+			onLaunched: launchedId => this.meter.launched(launchedId),
 			launchBuiltin: this.options.launchBuiltin
 		});
 		this.executions.set(id, execution);
+		this.meter.accepted(id);
 		const work = this.complete(execution).catch(error =>
 			this.options.warn?.(`execution ${id}: ${error?.stack ?? error}`)
 		);
 		this.work.add(work);
 		void work.finally(() => this.work.delete(work));
 		return "started";
+	}
+
+	/** The launch pipeline now: executions not launched yet, and the rate while busy. */
+	launchState(): LaunchState {
+		return this.meter.state();
 	}
 
 	/**
@@ -315,6 +341,7 @@ export class NodeAgent {
 			await this.options.deliver(report);
 			if (this.stopping) return;
 		} finally {
+			this.meter.dropped(id);
 			this.executions.delete(id);
 			this.cancelAsked.delete(id);
 			this.remember(id);

@@ -61,6 +61,8 @@ export interface ExecutionContext {
 	taskDirs?: TaskDirs;
 	/** told of each step's start and end, in order; must not throw */
 	onStep?: (step: ExecutionStep) => void;
+	/** told once its process (or container) has been launched; must not throw */
+	onLaunched?: (jobExeId: number) => void;
 	/** starts what the agent runs itself for a spec with a `task` (a strike's monitor) */
 	launchBuiltin?: (spec: ExecutionSpec) => Launched;
 }
@@ -485,6 +487,7 @@ export class Execution {
 						: `"${launch.command}" could not be started: ${(error as Error).message}`;
 				throw new ExecutionFailure("task-launch", detail);
 			}
+		this.ctx.onLaunched?.(spec.jobExeId);
 		if (this.halted) this.kill();
 		let timer: NodeJS.Timeout | null = null;
 		if (spec.timeout > 0 && !spec.jobType.isLongRunning) {

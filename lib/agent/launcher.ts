@@ -378,6 +378,32 @@ export class DirectLauncher implements Launcher {
 	}
 }
 
+/**
+ * A bench's slow machine (AgentOptions.slowLaunchMs): launches pass one at a time, each taking at
+ * least `ms` before the launcher it wraps is asked (5 ms: ~170–200 launches/s, as a machine
+ * whose bare spawn runs ~170/s). Not for production: it only waits.
+ */
+export class PacedLauncher implements Launcher {
+	private turn: Promise<unknown> = Promise.resolve();
+
+	constructor(
+		private readonly inner: Launcher,
+		private readonly ms: number
+	) {}
+
+	launch(request: LaunchRequest): Promise<Launched> {
+		const result = this.turn
+			.then(() => new Promise(resolve => setTimeout(resolve, this.ms)))
+			.then(() => this.inner.launch(request));
+		this.turn = result.catch(() => undefined);
+		return result;
+	}
+
+	stop(): Promise<void> {
+		return this.inner.stop();
+	}
+}
+
 /** Which launcher processes an agent uses: "auto" is native where it can be compiled. */
 export type LauncherChoice = "auto" | "native" | "node";
 

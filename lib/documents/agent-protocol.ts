@@ -9,8 +9,8 @@ import { ID_SCHEMA } from "../validation/ids";
  *
  * Control plane → agent (always targeted: `ctx.call(name, params, { nodeID: agentId })`):
  *   node-agent.run     { executions: ExecutionSpec[] } (or one ExecutionSpec)
- *                                              → { accepted: true }   (returns at once; the
- *                      scheduler sends the executions it placed on the agent together)
+ *                                              → RunAnswer   (returns at once; the scheduler
+ *                      sends the executions it placed on the agent together)
  *   node-agent.cancel  { jobExeId }              → { found: boolean }   (SIGTERM, then SIGKILL;
  *                      an id not held here is remembered for a minute: a run of it arriving
  *                      meanwhile, overtaken by its cancel, is not started but reported CANCELED)
@@ -378,6 +378,22 @@ export const JOB_EXE_ID_SCHEMA = {
 	required: ["jobExeId"],
 	properties: { jobExeId: ID_SCHEMA }
 };
+
+/**
+ * An agent's launch pipeline, for the scheduler's launch window (lib/scheduling/launch-window.ts):
+ * how many executions it holds not launched yet (the ones of this call among them), and how many
+ * it launches a second while it has a backlog (0: not measured yet).
+ */
+export interface LaunchState {
+	rate: number;
+	backlog: number;
+}
+
+/** `node-agent.run`'s answer (`launch` absent from agents older than the launch window). */
+export interface RunAnswer {
+	accepted: true;
+	launch?: LaunchState;
+}
 
 /**
  * `node-agent.run`'s params: one execution, or `{ executions }` (what the scheduler sends: the

@@ -71,6 +71,11 @@ export interface AgentConfig {
 	launchers: number;
 	/** native launchers (compiled from native/launcher.c) or Node ones; "auto": native if it can */
 	launcher: LauncherChoice;
+	/**
+	 * BENCH_SLOW_LAUNCH_MS, for benches only: each launch takes at least this long, one at a
+	 * time (a slow-spawning machine, lib/agent/launcher.ts PacedLauncher); 0: not slowed
+	 */
+	slowLaunchMs?: number;
 	/** one user every task runs as; null: each execution a uid of its own (when root) */
 	taskUser: string | null;
 	/** the uids executions get */
@@ -258,6 +263,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 			diskMiB: parseCap("AGENT_DISK_MIB", env.AGENT_DISK_MIB),
 			launchers: parseCap("AGENT_LAUNCHERS", env.AGENT_LAUNCHERS, true) ?? 2,
 			launcher: parseLauncherChoice(env.AGENT_LAUNCHER),
+			slowLaunchMs: parseCap("BENCH_SLOW_LAUNCH_MS", env.BENCH_SLOW_LAUNCH_MS) ?? 0,
 			taskUser: env.AGENT_TASK_USER || null,
 			taskUids: parseUidRange(env.AGENT_TASK_UIDS) ?? DEFAULT_TASK_UIDS,
 			docker: {

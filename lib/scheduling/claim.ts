@@ -48,6 +48,11 @@ export interface PassOptions {
 	 * read again only when their hash is not among them. A pass without it reads them all.
 	 */
 	images?: ImageSets;
+	/**
+	 * How many more executions an agent takes now (its launch window, launch-window.ts;
+	 * Infinity: no window). Absent: no windows.
+	 */
+	room?: (agentId: string) => number;
 }
 
 /** A container job type that waits because no node taking work can run it. */
@@ -126,7 +131,7 @@ const PASS_CONTEXT_SQL = `SELECT
  */
 export async function loadPassContext(
 	sql: Sql,
-	opts: Pick<PassOptions, "agents" | "leaseMs" | "images">
+	opts: Pick<PassOptions, "agents" | "leaseMs" | "images" | "room">
 ): Promise<PassContext> {
 	const images = opts.images ?? new ImageSets();
 	const [row] = await sql.query<{
@@ -156,6 +161,8 @@ export async function loadPassContext(
 			agentId: n.agent_id,
 			free: { cpus: Number(n.cpus), mem: Number(n.mem), disk: Number(n.disk) }
 		};
+		const room = opts.room?.(n.agent_id) ?? Infinity;
+		if (room !== Infinity) slot.room = room;
 		if (n.docker !== null) {
 			const [pull, privileged, hash, list] = n.docker;
 			hashes.push(hash);
@@ -373,10 +380,16 @@ export async function schedulePass(
 	opts: PassOptions,
 	onPlaced: (placed: PlacedExe[]) => void = () => undefined
 ): Promise<PassResult> {
+	// With every agent's launch window closed, nothing can be placed: no read at all (the
+	// scheduler wakes when one opens). Otherwise no more rows are read than the windows take.
+	const likely = [...(opts.likelyExcluded ?? [])];
+	const room = opts.room;
+	const roomBefore = room ? opts.agents.reduce((sum, id) => sum + room(id), 0) : Infinity;
+	if (roomBefore <= 0)
+		return { placed: [], excluded: likely, scanned: 0, stop: "full", unrunnable: [] };
 	// The context and the first batch are sent together: on a pipelined connection (the leader's,
 	// lib/db/leader.ts) one round trip for both, each a wait for a cpu under load.
-	const likely = [...(opts.likelyExcluded ?? [])];
-	const firstLimit = Math.max(1, Math.min(opts.batchSize, opts.maxScanRows));
+	const firstLimit = Math.max(1, Math.min(opts.batchSize, opts.maxScanRows, roomBefore));
 	const contextRead = loadPassContext(sql, opts);
 	const firstRead = claimBatch(sql, null, likely, firstLimit);
 	firstRead.catch(() => undefined); // not waited for when the pass stops at its context
@@ -393,13 +406,17 @@ export async function schedulePass(
 	if (ctx.paused) return stop("paused");
 	if (!ctx.queued) return stop("queue-end");
 	if (ctx.nodes.length === 0) return stop("no-nodes");
+	if (!hasCapacity(ctx.nodes)) return stop("full");
 	let after: QueuedRow | null = null;
 	let scanned = 0;
 	for (;;) {
 		const excluded = excludedTypes(ctx.limits);
-		const limit = Math.max(1, Math.min(opts.batchSize, opts.maxScanRows - scanned));
+		const limit = Math.max(
+			1,
+			Math.min(opts.batchSize, opts.maxScanRows - scanned, roomOf(ctx.nodes))
+		);
 		const rows: QueuedRow[] =
-			after === null && sameIds(excluded, likely)
+			after === null && limit === firstLimit && sameIds(excluded, likely)
 				? await firstRead
 				: await claimBatch(sql, after, excluded, limit);
 		const batch = {
@@ -420,6 +437,11 @@ export async function schedulePass(
 		if (scanned >= opts.maxScanRows) return stop("scan-limit", scanned);
 		after = batch.last;
 	}
+}
+
+/** How many more executions the nodes' launch windows take (Infinity: one has none). */
+function roomOf(nodes: readonly NodeSlot[]): number {
+	return nodes.reduce((sum, n) => sum + (n.room ?? Infinity), 0);
 }
 
 /** Whether two sorted id lists are the same. */

@@ -18,6 +18,11 @@ export interface NodeSlot {
 	agentId: string;
 	free: Resources;
 	/**
+	 * How many more executions its agent takes this pass: its launch window (launch-window.ts), a
+	 * second cap after `free`; absent: no window
+	 */
+	room?: number;
+	/**
 	 * What its Docker engine offers, as its agent last said (absent: no engine, or not read
 	 * because no container job is queued)
 	 */
@@ -96,9 +101,16 @@ export function fits(free: Resources, row: Pick<QueuedRow, "cpus" | "mem" | "dis
 	);
 }
 
-/** Whether a node has anything left at all (a row may need nothing, but that is rare). */
+/**
+ * Whether a node has anything left at all (a row may need nothing, but that is rare) and room
+ * in its launch window.
+ */
 export function hasCapacity(nodes: readonly NodeSlot[]): boolean {
-	return nodes.some(n => n.free.cpus > EPSILON || n.free.mem > EPSILON || n.free.disk > EPSILON);
+	return nodes.some(
+		n =>
+			(n.room === undefined || n.room > 0) &&
+			(n.free.cpus > EPSILON || n.free.mem > EPSILON || n.free.disk > EPSILON)
+	);
 }
 
 /**
@@ -137,7 +149,7 @@ export function whyUnrunnable(
 
 /**
  * Places the rows of one batch, in the order given (priority, then queue time): each row goes to
- * the fitting node with the most free CPUs (then memory, then the lowest id), so work spreads
+ * the fitting node (resources, then room in its launch window) with the most free CPUs (then memory, then the lowest id), so work spreads
  * over the cluster; a container job's row only to a node that can run it (canRun). A row that
  * fits nowhere, or whose job type is paused or at its max_scheduled, is skipped and later rows
  * are still considered: an unplaceable high-priority job never blocks smaller ones behind it.
@@ -182,6 +194,7 @@ export function matchBatch(
 		node.free.cpus -= row.cpus;
 		node.free.mem -= row.mem;
 		node.free.disk -= row.diskTotal;
+		if (node.room !== undefined) node.room--;
 		if (left !== undefined) limits.remaining.set(row.jobTypeId, left - 1);
 		placed.push({ row, node });
 	}
@@ -191,7 +204,7 @@ export function matchBatch(
 function bestNode(nodes: readonly NodeSlot[], row: QueuedRow): NodeSlot | null {
 	let best: NodeSlot | null = null;
 	for (const node of nodes) {
-		if (!fits(node.free, row)) continue;
+		if (!fits(node.free, row) || (node.room !== undefined && node.room <= 0)) continue;
 		if (
 			!best ||
 			node.free.cpus > best.free.cpus + EPSILON ||

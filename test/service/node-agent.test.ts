@@ -325,7 +325,7 @@ describe("running executions", () => {
 			inputs: { input_file: { files: [input] } },
 			workspaceDir: ws
 		});
-		expect(await a.call("node-agent.run", s)).toEqual({ accepted: true });
+		expect(await a.call("node-agent.run", s)).toMatchObject({ accepted: true });
 		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
 		const finished = a.plane.finishedOf(s.jobExeId)!;
 		expect(finished).toMatchObject({
@@ -396,7 +396,11 @@ describe("running executions", () => {
 			spec({ command: "/bin/true", commandArguments: "" }),
 			spec({ command: job("exit-3.sh"), commandArguments: "" })
 		];
-		expect(await a.call("node-agent.run", { executions: batch })).toEqual({ accepted: true });
+		// the answer tells the scheduler's launch window the agent's backlog: both, not launched
+		expect(await a.call("node-agent.run", { executions: batch })).toEqual({
+			accepted: true,
+			launch: { rate: expect.any(Number), backlog: 2 }
+		});
 		await until(() => batch.every(s => a.plane.finishedOf(s.jobExeId) !== undefined));
 		expect(batch.map(s => a.plane.finishedOf(s.jobExeId)!.status)).toEqual([
 			"COMPLETED",
@@ -473,9 +477,9 @@ describe("running executions", () => {
 			a.call("node-agent.run", s),
 			a.call("node-agent.run", s)
 		]);
-		expect(answers).toEqual([{ accepted: true }, { accepted: true }]);
+		expect(answers).toMatchObject([{ accepted: true }, { accepted: true }]);
 		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
-		expect(await a.call("node-agent.run", s)).toEqual({ accepted: true });
+		expect(await a.call("node-agent.run", s)).toMatchObject({ accepted: true });
 		await new Promise(r => setTimeout(r, 300));
 		expect(a.plane.finished.filter(f => f.jobExeId === s.jobExeId)).toHaveLength(1);
 		expect(a.plane.stepsOf(s.jobExeId).length).toBeLessThanOrEqual(6);
@@ -516,7 +520,7 @@ describe("running executions", () => {
 		expect(await a.call("node-agent.cancel", { jobExeId: s.jobExeId })).toEqual({
 			found: false
 		});
-		expect(await a.call("node-agent.run", s)).toEqual({ accepted: true });
+		expect(await a.call("node-agent.run", s)).toMatchObject({ accepted: true });
 		await until(() => a.plane.finishedOf(s.jobExeId) !== undefined);
 		expect(a.plane.finishedOf(s.jobExeId)).toMatchObject({
 			status: "CANCELED",

@@ -126,6 +126,38 @@ describe("a scheduling pass", () => {
 	});
 });
 
+describe("a scheduling pass with launch windows", () => {
+	beforeEach(async () => {
+		await q(`DELETE FROM queue`);
+	});
+
+	it("places no more than the agent's window and leaves the rest queued, read no further", async () => {
+		const type = await jobType();
+		const queued: number[] = [];
+		for (let i = 0; i < 6; i++) queued.push(await queueJob(type, 100));
+		const pass = await schedulePass(sql, { ...options([]), room: () => 2 });
+		expect(pass.placed.map(p => p.job_id)).toEqual(queued.slice(0, 2));
+		// only what the window takes was read
+		expect(pass.scanned).toBe(2);
+		const [{ n }] = await q<{ n: number }>(`SELECT count(*)::int AS n FROM queue`);
+		expect(n).toBe(4);
+	});
+
+	it("reads nothing while every window is closed, and then places what ranks first", async () => {
+		const type = await jobType();
+		const early: number[] = [];
+		for (let i = 0; i < 3; i++) early.push(await queueJob(type, 100));
+		const closed = await schedulePass(sql, { ...options([]), room: () => 0 });
+		expect(closed).toMatchObject({ placed: [], scanned: 0, stop: "full" });
+		// work queued later but ranked earlier (a higher priority: a lower number) goes first
+		const urgent = await queueJob(type, 1);
+		const open = await schedulePass(sql, { ...options([]), room: () => 1 });
+		expect(open.placed.map(p => p.job_id)).toEqual([urgent]);
+		const rest = await schedulePass(sql, { ...options([]), room: () => 10 });
+		expect(rest.placed.map(p => p.job_id)).toEqual(early);
+	});
+});
+
 describe("a scheduling pass with container job types", () => {
 	/** The pass's context statement's answer, as the database sent it. */
 	function recording(): { sql: Sql; contexts: any[] } {

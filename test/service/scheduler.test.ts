@@ -55,6 +55,8 @@ class StandIn {
 	cancels: number[] = [];
 	held = new Map<number, ExecutionSpec>();
 	behave: (spec: ExecutionSpec) => Outcome = () => ({});
+	/** launches a second told in its answers (a launch window's rate); 0: none told */
+	launchRate = 0;
 	broker!: ServiceBroker;
 
 	schema(): ServiceSchema {
@@ -87,7 +89,12 @@ class StandIn {
 									)
 							);
 					});
-					return { accepted: true };
+					if (self.launchRate === 0) return { accepted: true };
+					// nothing held is launched yet: all of it is the backlog
+					return {
+						accepted: true,
+						launch: { rate: self.launchRate, backlog: self.held.size }
+					};
 				},
 				cancel(ctx: any) {
 					self.cancels.push(ctx.params.jobExeId);
@@ -119,6 +126,7 @@ class StandIn {
 		this.cancels = [];
 		this.held.clear();
 		this.behave = () => ({});
+		this.launchRate = 0;
 	}
 }
 
@@ -573,6 +581,37 @@ describe("placement", () => {
 		expect(agent.runs[3].jobExeId).toBe(jobs[2].exeId);
 		await sleep(200);
 		expect(agent.runs.length).toBe(4);
+	});
+
+	it("places no more than an agent's launch window, and then what ranks first", async () => {
+		agent.behave = () => "hold";
+		// one launch a second: a window holds its minimum of 2, and takes one more a second
+		agent.launchRate = 1;
+		const scheduler = main.broker.getLocalService("scheduler") as any;
+		try {
+			const type = await jobType();
+			await registerNode({ cpus: 16, mem: 16000, disk: 10000 });
+			const first = await queueJob(type);
+			wake();
+			// the first run finds no window (the agent had told no rate): its answer sets one
+			await waitFor(() => agent.runs.length === 1);
+			const early = [];
+			for (let i = 0; i < 4; i++) early.push(await queueJob(type));
+			wake();
+			await waitFor(() => agent.runs.length === 2);
+			// queued later but ranked earlier, it goes first when the window opens again
+			const urgent = await queueJob(type, { priority: 1 });
+			wake();
+			await sleep(300);
+			// resources are there for all; the window took one more, the rest wait QUEUED
+			expect(agent.runs.map(r => r.jobExeId)).toEqual([first.exeId, early[0].exeId]);
+			for (const j of [...early.slice(1), urgent])
+				expect((await job(j.jobId)).status).toBe("QUEUED");
+			await waitFor(() => agent.runs.length === 3);
+			expect(agent.runs[2].jobExeId).toBe(urgent.exeId);
+		} finally {
+			scheduler.windows.forget(main.broker.nodeID);
+		}
 	});
 
 	it("pauses and resumes the whole scheduler through GET|PATCH /scheduler/", async () => {

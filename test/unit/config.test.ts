@@ -36,6 +36,7 @@ describe("loadConfig", () => {
 				diskMiB: null,
 				launchers: 2,
 				launcher: "auto",
+				slowLaunchMs: 0,
 				taskUser: null,
 				taskUids: { first: 1_900_000_000, count: 100_000 },
 				docker: {
@@ -89,6 +90,7 @@ describe("loadConfig", () => {
 			AGENT_DISK_MIB: "10000",
 			AGENT_LAUNCHERS: "3",
 			AGENT_LAUNCHER: "node",
+			BENCH_SLOW_LAUNCH_MS: "4",
 			AGENT_TASK_USER: "jobs",
 			AGENT_TASK_UIDS: "500000-500999",
 			AGENT_DOCKER_HOST: "unix:///run/other.sock",
@@ -124,6 +126,7 @@ describe("loadConfig", () => {
 				diskMiB: 10000,
 				launchers: 3,
 				launcher: "node",
+				slowLaunchMs: 4,
 				taskUser: "jobs",
 				taskUids: { first: 500000, count: 1000 },
 				docker: {

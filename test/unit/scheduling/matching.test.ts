@@ -118,6 +118,33 @@ describe("matchBatch", () => {
 	});
 });
 
+describe("launch windows (NodeSlot.room)", () => {
+	it("places no more on a node than its window takes, the rest elsewhere or left queued", () => {
+		const a = { ...node(1, 8), room: 2 };
+		const b = { ...node(2, 4), room: 1 };
+		const rows = [
+			row({ cpus: 0.01 }),
+			row({ cpus: 0.01 }),
+			row({ cpus: 0.01 }),
+			row({ cpus: 0.01 })
+		];
+		const { placed, skipped } = matchBatch(rows, [a, b], noLimits());
+		// the most free CPUs first (a, a), then b; the fourth waits for a window
+		expect(placed.map(p => p.node.id)).toEqual([1, 1, 2]);
+		expect(skipped).toEqual([rows[3]]);
+		expect(a.room).toBe(0);
+		expect(b.room).toBe(0);
+		expect(hasCapacity([a, b])).toBe(false);
+	});
+
+	it("keeps resources the first cap: a window does not place what does not fit", () => {
+		const a = { ...node(1, 1), room: 10 };
+		const { placed } = matchBatch([row({ cpus: 0.6 }), row({ cpus: 0.6 })], [a], noLimits());
+		expect(placed).toHaveLength(1);
+		expect(a.room).toBe(9);
+	});
+});
+
 describe("excludedTypes and hasCapacity", () => {
 	it("lists paused types and types with no slot left, sorted", () => {
 		expect(

@@ -1,0 +1,95 @@
+import { LaunchWindows } from "../../../lib/scheduling/launch-window";
+
+/** A clock the test moves by hand. */
+function clock() {
+	let at = 1000;
+	return { now: () => at, advance: (ms: number) => (at += ms) };
+}
+
+describe("LaunchWindows", () => {
+	const options = { windowMs: 50, minimum: 2 };
+
+	it("has no window for an agent that has not told its launch rate", () => {
+		const c = clock();
+		const windows = new LaunchWindows(options, c.now);
+		expect(windows.room("a")).toBe(Infinity);
+		const token = windows.placed("a", 200);
+		windows.told("a", { rate: 0, backlog: 150 }, token);
+		expect(windows.room("a")).toBe(Infinity);
+		windows.told("a", undefined, token);
+		expect(windows.room("a")).toBe(Infinity);
+		expect(windows.reopensIn(["a"])).toBeNull();
+	});
+
+	it("gives an agent 50 ms of its launches, less what it has not launched yet", () => {
+		const c = clock();
+		const windows = new LaunchWindows(options, c.now);
+		const token = windows.placed("a", 10);
+		// 200 launches a second: 10 in a window; 4 of the 10 still to launch
+		windows.told("a", { rate: 200, backlog: 4 }, token);
+		expect(windows.room("a")).toBe(6);
+		windows.placed("a", 6);
+		expect(windows.room("a")).toBe(0);
+		// one launch every 5 ms: after 5 ms, room for one
+		c.advance(5);
+		expect(windows.room("a")).toBe(1);
+		c.advance(45);
+		expect(windows.room("a")).toBe(10);
+		// not more than a window, however long it idled
+		c.advance(1000);
+		expect(windows.room("a")).toBe(10);
+	});
+
+	it("counts what was placed after the answered call as in flight", () => {
+		const c = clock();
+		const windows = new LaunchWindows(options, c.now);
+		const first = windows.placedOn(["a", "b", "a", "a", "a", "a"]).get("a")!;
+		windows.placed("a", 3);
+		// the first call's answer: its 5 accepted, none launched; the 3 after it are on their way
+		windows.told("a", { rate: 200, backlog: 5 }, first);
+		expect(windows.room("a")).toBe(2);
+	});
+
+	it("follows the rate the agent tells, up or down", () => {
+		const c = clock();
+		const windows = new LaunchWindows(options, c.now);
+		let token = windows.placed("a", 1);
+		windows.told("a", { rate: 2000, backlog: 0 }, token);
+		expect(windows.room("a")).toBe(100);
+		token = windows.placed("a", 100);
+		windows.told("a", { rate: 170, backlog: 100 }, token);
+		// 100 to launch at 170/s: ~588 ms; nothing more until it is under a window
+		expect(windows.room("a")).toBe(0);
+		const reopens = windows.reopensIn(["a", "b"])!;
+		expect(reopens).toBeGreaterThan(500);
+		expect(reopens).toBeLessThan(580);
+		// it wakes the scheduler once half the window is free: 4 of 8.5
+		c.advance(reopens);
+		expect(windows.room("a")).toBe(4);
+	});
+
+	it("lets a slow launcher (a container engine) have the minimum at once", () => {
+		const c = clock();
+		const windows = new LaunchWindows(options, c.now);
+		const token = windows.placed("a", 1);
+		// 4 launches a second: a window holds 0.2 of one
+		windows.told("a", { rate: 4, backlog: 0 }, token);
+		expect(windows.room("a")).toBe(2);
+		windows.placed("a", 2);
+		expect(windows.room("a")).toBe(0);
+		// one launched (250 ms): room for one again
+		expect(windows.reopensIn(["a"])).toBe(250);
+		c.advance(250);
+		expect(windows.room("a")).toBe(1);
+	});
+
+	it("forgets an agent that left", () => {
+		const c = clock();
+		const windows = new LaunchWindows(options, c.now);
+		const token = windows.placed("a", 50);
+		windows.told("a", { rate: 100, backlog: 50 }, token);
+		expect(windows.room("a")).toBe(0);
+		windows.forget("a");
+		expect(windows.room("a")).toBe(Infinity);
+	});
+});
