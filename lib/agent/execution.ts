@@ -11,6 +11,7 @@ import type { ContainerExit, Containers } from "./containers";
 import { ExecutionFailure } from "./execution-failure";
 import { artifactLines, copyAtomically, openAgentFile, readTail } from "./files";
 import { stageInputs } from "./inputs";
+import { uploadFile } from "../storage/s3";
 import { LaunchError, type Launched, type Launcher, type TaskIdentity } from "./launcher";
 import { planProducts, readManifest, removeProducts, workspaceOf } from "./outputs";
 import type { TaskDirs } from "./task-dirs";
@@ -552,7 +553,12 @@ export class Execution {
 		try {
 			for (const plan of planned) {
 				if (this.canceled || this.stopped) break;
-				plan.product.size = await copyAtomically(plan.from, plan.to);
+				if (plan.s3)
+					Object.assign(
+						plan.product,
+						await uploadFile(plan.s3, plan.product.filePath, plan.from)
+					);
+				else plan.product.size = await copyAtomically(plan.from, plan.to);
 				products.push(plan.product);
 			}
 		} catch (error) {

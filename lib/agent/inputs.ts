@@ -4,9 +4,10 @@ import { ExecutionFailure } from "./execution-failure";
 import { isPlainFileName } from "./files";
 import type { TaskIdentity } from "./launcher";
 import type { ExecutionSpec, StagedFile } from "../documents/agent-protocol";
+import { downloadToFile } from "../storage/s3";
 
 /**
- * Copies each staged file of an execution to `<inputsDir>/<input name>/<file name>` and answers
+ * Copies (or downloads, from S3) each staged file of an execution to `<inputsDir>/<input name>/<file name>` and answers
  * the substitution values: a file input's file path, a files input's directory, a property's
  * value; null for an optional input given nothing. Unknown inputs in the spec are ignored.
  * Copying stops early once `abandoned()` (the execution was canceled or the agent stops).
@@ -91,7 +92,8 @@ async function copyInputFiles(
 		for (const file of files) {
 			if (abandoned()) break;
 			const target = path.join(dir, file.fileName);
-			await fs.promises.copyFile(file.hostPath, target);
+			if (file.s3) await downloadToFile(file.s3, file.s3.key, target);
+			else await fs.promises.copyFile(file.hostPath, target);
 			if (owner) await fs.promises.chown(target, owner.uid, owner.gid);
 			paths.push(target);
 		}

@@ -207,7 +207,7 @@ export async function recordArrivals(
 				[names, call.strikeId]
 			) as Promise<{ file_name: string }[]>,
 			q(
-				`SELECT id, name, is_active, json_config->'broker'->>'host_path' AS host_path
+				`SELECT id, name, is_active, (CASE WHEN json_config->'broker'->>'type' <> 's3' THEN json_config->'broker'->>'host_path' END) AS host_path
 				 FROM workspace WHERE name = ANY($1::text[])`,
 				[workspaceNamesIn(config)]
 			) as Promise<WorkspaceFacts[]>
@@ -231,7 +231,7 @@ export async function recordArrivals(
 		const byId = new Map(workspaces.map(w => [w.id, w]));
 		if (keptIds.length > 0) {
 			const kept = (await q(
-				`SELECT id, name, is_active, json_config->'broker'->>'host_path' AS host_path
+				`SELECT id, name, is_active, (CASE WHEN json_config->'broker'->>'type' <> 's3' THEN json_config->'broker'->>'host_path' END) AS host_path
 				 FROM workspace WHERE id = ANY($1::int[])`,
 				[keptIds]
 			)) as WorkspaceFacts[];

@@ -136,7 +136,7 @@ export async function checkStrikeWorkspaces(
 	const names = workspaceNamesIn(config);
 	const rows = await select<{ name: string; is_active: boolean; host_path: string | null }>(
 		db,
-		`SELECT name, is_active, json_config->'broker'->>'host_path' AS host_path
+		`SELECT name, is_active, (CASE WHEN json_config->'broker'->>'type' <> 's3' THEN json_config->'broker'->>'host_path' END) AS host_path
 		 FROM workspace WHERE name = ANY($1::text[])`,
 		[names],
 		t
