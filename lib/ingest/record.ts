@@ -1,15 +1,17 @@
 import path from "path";
 import type { Sequelize } from "sequelize";
 import { intArray, textArray } from "../db/array-literal";
-import { PIPELINED, transaction, type Sql } from "../db/run";
+import { PIPELINED, transaction } from "../db/run";
 import {
 	matchFileName,
 	workspaceNamesIn,
 	type StrikeConfiguration
 } from "../documents/strike-configuration";
 import { mediaTypeOf } from "../documents/media-types";
-import { ConflictError } from "../errors";
 import { Folder, isPlainName } from "./file-paths";
+import { guard } from "./guard";
+import { isS3StrikeConfiguration } from "../documents/strike-s3";
+import { s3MonitorSetup } from "./s3-record";
 import type {
 	ArrivedFile,
 	AsideStatus,
@@ -32,30 +34,6 @@ const OPEN_STATUSES = ["TRANSFERRING", "TRANSFERRED", "INGESTING"];
 /** The open statuses as an SQL list, for the statements' fixed texts. */
 const OPEN = `(${OPEN_STATUSES.map(s => `'${s}'`).join(", ")})`;
 
-/**
- * The strike's configuration, when `call` comes from the strike job's RUNNING execution on the
- * agent `agentId`; a ConflictError (409) otherwise: a monitor whose execution has ended (its
- * agent was found lost and the job placed elsewhere, or the strike's job was canceled) stops.
- */
-async function guard(
-	q: Sql["query"],
-	call: MonitorCall,
-	agentId: string
-): Promise<StrikeConfiguration> {
-	const [row] = await q(
-		`SELECT s.configuration FROM strike s
-		 JOIN job_exe e ON e.job_id = s.job_id AND e.id = $2 AND e.status = 'RUNNING'
-			AND e.agent_id = $3
-		 WHERE s.id = $1`,
-		[call.strikeId, call.jobExeId, agentId]
-	);
-	if (!row)
-		throw new ConflictError(
-			`execution ${call.jobExeId} on ${agentId} is not the running process of strike ${call.strikeId}`
-		);
-	return row.configuration as StrikeConfiguration;
-}
-
 /** The directory a strike's monitor watches: `mount_on`, else `mount`. */
 export function watchedDirectory(config: StrikeConfiguration): string {
 	return config.mount_on ?? config.mount;
@@ -65,10 +43,12 @@ export function watchedDirectory(config: StrikeConfiguration): string {
 export async function monitorSetup(
 	db: Sequelize,
 	call: MonitorCall,
-	agentId: string
+	agentId: string,
+	withCredentials = false
 ): Promise<MonitorSetup> {
 	return transaction(db, PIPELINED, async ({ query: q }) => {
 		const config = await guard(q, call, agentId);
+		if (isS3StrikeConfiguration(config)) return s3MonitorSetup(q, config, withCredentials);
 		const open = await q(
 			`SELECT x.id, x.file_name, x.status,
 				CASE WHEN x.status = 'INGESTING' THEN

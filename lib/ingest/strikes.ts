@@ -16,6 +16,13 @@ import { mountProblem, type ServiceDirectories } from "../documents/confined-mou
 import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/text";
 import { watchedDirectory } from "./record";
+import {
+	isS3StrikeConfiguration,
+	maskStrikeSecrets,
+	parseS3StrikeConfiguration,
+	s3StrikeWorkspaces,
+	type S3StrikeConfiguration
+} from "../documents/strike-s3";
 
 const NAME_MAX = 50;
 const TITLE_MAX = 50;
@@ -48,13 +55,13 @@ export interface NewStrike {
 	name: string;
 	title: string | null;
 	description: string | null;
-	configuration: StrikeConfiguration;
+	configuration: StrikeConfiguration | S3StrikeConfiguration;
 }
 
 export interface StrikeEdit {
 	title?: string | null;
 	description?: string | null;
-	configuration?: StrikeConfiguration;
+	configuration?: StrikeConfiguration | S3StrikeConfiguration;
 }
 
 /** How strikes' directories are resolved on this cluster, and the service's own directories. */
@@ -89,11 +96,12 @@ export async function parseStrikeEdit(body: unknown, options: StrikeOptions): Pr
 	return edit;
 }
 
-/** A configuration parsed, its watched directory checked. */
+/** A configuration parsed, its watched directory checked (2.0: its monitor's shape). */
 async function parseConfiguration(
 	doc: unknown,
 	options: StrikeOptions
-): Promise<StrikeConfiguration> {
+): Promise<StrikeConfiguration | S3StrikeConfiguration> {
+	if (isS3StrikeConfiguration(doc)) return parseS3StrikeConfiguration(doc, "configuration");
 	const config = parseStrikeConfiguration(doc, "configuration", options);
 	await checkWatchedDirectory(
 		config,
@@ -130,9 +138,10 @@ async function checkWatchedDirectory(
  */
 export async function checkStrikeWorkspaces(
 	db: Sequelize,
-	config: StrikeConfiguration,
+	config: StrikeConfiguration | S3StrikeConfiguration,
 	t?: Sql
 ): Promise<Warning[]> {
+	if (isS3StrikeConfiguration(config)) return checkS3StrikeWorkspaces(db, config, t);
 	const names = workspaceNamesIn(config);
 	const rows = await select<{ name: string; is_active: boolean; host_path: string | null }>(
 		db,
@@ -154,6 +163,38 @@ export async function checkStrikeWorkspaces(
 				at,
 				`the workspace "${rule.workspace_name}" is not a host workspace: the monitor moves files into a directory`
 			);
+	});
+	return [];
+}
+
+/**
+ * A 2.0 configuration's workspaces: each exists, is active and is an s3 workspace (its objects
+ * are ingested where they are, or copied within the store).
+ */
+async function checkS3StrikeWorkspaces(
+	db: Sequelize,
+	config: S3StrikeConfiguration,
+	t?: Sql
+): Promise<Warning[]> {
+	const rows = await select<{ name: string; is_active: boolean; type: string | null }>(
+		db,
+		`SELECT name, is_active, json_config->'broker'->>'type' AS type
+		 FROM workspace WHERE name = ANY($1::text[])`,
+		[s3StrikeWorkspaces(config)],
+		t
+	);
+	const byName = new Map(rows.map(row => [row.name, row]));
+	const check = (name: string, at: string) => {
+		const found = byName.get(name);
+		if (!found) throw new FieldError(at, `"${name}" is not the name of a workspace`);
+		if (!found.is_active) throw new FieldError(at, `the workspace "${name}" is not active`);
+		if (found.type !== "s3")
+			throw new FieldError(at, `the workspace "${name}" is not an s3 workspace`);
+	};
+	check(config.workspace, "configuration.workspace");
+	config.files_to_ingest.forEach((rule, i) => {
+		if (rule.new_workspace)
+			check(rule.new_workspace, `configuration.files_to_ingest[${i}].new_workspace`);
 	});
 	return [];
 }
@@ -272,7 +313,7 @@ export async function getStrikeDetails(db: Sequelize, id: number) {
 	if (!row) throw new NotFoundError(`No strike with id ${id}`);
 	return {
 		...serializeStrike(row, await loadStrikeJobs(db, [row])),
-		configuration: row.configuration
+		configuration: maskStrikeSecrets(row.configuration)
 	};
 }
 
