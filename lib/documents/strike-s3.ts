@@ -149,7 +149,10 @@ export function s3StrikeWorkspaces(config: S3StrikeConfiguration): string[] {
 const compiled = new WeakMap<S3StrikeRule, RegExp>();
 
 /** The first rule matching the file name from its start (as Scale's re.match), or null. */
-export function matchS3Rule(config: S3StrikeConfiguration, fileName: string): S3StrikeRule | null {
+export function matchS3Rule(
+	config: Pick<S3StrikeConfiguration, "files_to_ingest">,
+	fileName: string
+): S3StrikeRule | null {
 	for (const rule of config.files_to_ingest) {
 		let regex = compiled.get(rule);
 		if (!regex) {

@@ -54,7 +54,11 @@ export async function s3MonitorSetup(
 	return { directory: "", transferSuffix: "", open: [], sqs };
 }
 
-interface Planned {
+/** Who ingests: a strike or a scan. */
+export type IngestOrigin =
+	{ strikeId: number; scanId?: undefined } | { scanId: number; strikeId?: undefined };
+
+export interface Planned {
 	object: CreatedObject;
 	transferPath: string;
 	checksum: string;
@@ -136,7 +140,7 @@ export async function recordS3Objects(
 				p.status = "ERRORED";
 				p.error = `cannot copy it to ${p.workspace!.name}: ${(error as Error).message}`;
 			});
-	const written = plans.length === 0 ? null : await writePlans(db, strikeId, plans);
+	const written = plans.length === 0 ? null : await writePlans(db, { strikeId }, plans);
 	// the originals of moved objects go once their ingests are recorded
 	for (const p of plans)
 		if (p.moved && p.status === "INGESTED" && home && written?.ingested.has(p.transferPath))
@@ -144,8 +148,8 @@ export async function recordS3Objects(
 	return { recorded: written?.recorded ?? 0, events: written?.ingested.size ?? 0 };
 }
 
-function plan(
-	config: S3StrikeConfiguration,
+export function plan(
+	config: Pick<S3StrikeConfiguration, "workspace" | "files_to_ingest">,
 	byName: Map<string, WorkspaceFacts>,
 	home: WorkspaceFacts | undefined,
 	object: CreatedObject,
@@ -166,7 +170,7 @@ function plan(
 		filePath: null,
 		moved: false
 	};
-	if (!home || home.broker?.bucket_name !== object.bucket) {
+	if (!home || (home.broker?.type === "s3" && home.broker.bucket_name !== object.bucket)) {
 		p.status = "ERRORED";
 		p.error = `the bucket "${object.bucket}" is not the workspace "${config.workspace}"'s`;
 		return p;
@@ -205,11 +209,13 @@ function plan(
  * source files of the ingested ones, their INGEST events. Answers how many ingests were written
  * and the transfer paths of those ingested.
  */
-async function writePlans(
+export async function writePlans(
 	db: Sequelize,
-	strikeId: number,
+	origin: IngestOrigin,
 	plans: Planned[]
 ): Promise<{ recorded: number; ingested: Set<string> }> {
+	const column = origin.strikeId !== undefined ? "strike_id" : "scan_id";
+	const originId = origin.strikeId ?? origin.scanId;
 	const rows = plans.map(p => ({
 		name: p.fileName,
 		transfer_path: p.transferPath,
@@ -230,7 +236,7 @@ async function writePlans(
 			workspace_id int, file_path text`;
 		// the ingests first: one that another delivery wrote is not written, nor its file
 		const ingests = (await q(
-			`INSERT INTO ingest (file_name, strike_id, status, transfer_path, bytes_transferred,
+			`INSERT INTO ingest (file_name, ${column}, status, transfer_path, bytes_transferred,
 				transfer_started, transfer_ended, media_type, file_size, data_type, file_path,
 				workspace_id, ingest_started, ingest_ended, error, checksum)
 			 SELECT r.name, $2, CASE WHEN r.status = 'INGESTED' THEN 'INGESTING' ELSE r.status END,
@@ -238,9 +244,9 @@ async function writePlans(
 				r.file_path, r.workspace_id, now(),
 				CASE WHEN r.status = 'INGESTED' THEN NULL ELSE now() END, r.error, r.checksum
 			 FROM json_to_recordset($1::json) AS r(${COLUMNS})
-			 ON CONFLICT (strike_id, transfer_path, checksum) WHERE checksum IS NOT NULL DO NOTHING
+			 ON CONFLICT (${column}, transfer_path, checksum) WHERE checksum IS NOT NULL DO NOTHING
 			 RETURNING id, transfer_path, status`,
-			[JSON.stringify(rows), strikeId]
+			[JSON.stringify(rows), originId]
 		)) as { id: number; transfer_path: string; status: string }[];
 		const ingesting = ingests.filter(i => i.status === "INGESTING");
 		const ingested = new Set<string>();
@@ -273,12 +279,12 @@ async function writePlans(
 				 ), e AS (
 					INSERT INTO trigger_event (type, description, occurred)
 					SELECT 'INGEST', jsonb_build_object('version', '1.0', 'file_id', i.source_file_id,
-						'file_name', i.file_name, 'ingest_id', i.id, 'strike_id', $2::int),
+						'file_name', i.file_name, 'ingest_id', i.id, '${column}', $2::int),
 						i.ingest_ended
 					FROM i WHERE i.status = 'INGESTED' ORDER BY i.id RETURNING id
 				 )
 				 SELECT transfer_path FROM i WHERE status = 'INGESTED'`,
-				[JSON.stringify(toStore), strikeId]
+				[JSON.stringify(toStore), originId]
 			)) as { transfer_path: string }[];
 			for (const row of stored) ingested.add(row.transfer_path);
 		}
