@@ -4,7 +4,7 @@ import path from "path";
 import { Containers, DEFAULT_CONTAINER_SETTINGS, type ContainerSettings } from "./containers";
 import { DEFAULT_TASK_PATH, Execution, taskDirOf } from "./execution";
 import { createLauncher, type Launched, type Launcher, type LauncherChoice } from "./launcher";
-import { TaskDirs } from "./task-dirs";
+import { TaskDirs } from "./task";
 import { DEFAULT_TASK_UIDS, taskIdentities, type TaskIdentities } from "./task-identities";
 import {
 	LOG_TAIL_BYTES,

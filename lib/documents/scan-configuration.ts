@@ -1,6 +1,6 @@
 import { FieldError } from "../errors";
 import { assertSchema, compileChecker } from "../validation/schema";
-import { checkStorableText } from "../validation/text";
+import { checkStorableText } from "../validation/schema";
 import { parseS3StrikeConfiguration, type S3StrikeRule } from "./strike-s3";
 
 /**

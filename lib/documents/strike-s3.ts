@@ -1,7 +1,7 @@
 import path from "path";
 import { FieldError } from "../errors";
 import { assertSchema, compileChecker } from "../validation/schema";
-import { checkStorableText } from "../validation/text";
+import { checkStorableText } from "../validation/schema";
 import { MASKED_SECRET } from "./s3-broker";
 
 /**

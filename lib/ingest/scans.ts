@@ -4,7 +4,7 @@ import { parseScanConfiguration, type ScanConfiguration } from "../documents/sca
 import { ConflictError, FieldError, NotFoundError } from "../errors";
 import type { ListSource } from "../list/types";
 import { assertSchema, compileChecker } from "../validation/schema";
-import { checkStorableText } from "../validation/text";
+import { checkStorableText } from "../validation/schema";
 import { formatDatetime } from "../validation/iso8601";
 
 /**

@@ -9,7 +9,7 @@ import {
 	type WorkspaceConfig,
 	type WorkspaceMountOptions
 } from "../documents/workspace-config";
-import { textProblem } from "../validation/text";
+import { textProblem } from "../validation/schema";
 import { keepMaskedSecret, maskBrokerSecrets } from "../documents/s3-broker";
 
 export interface WorkspaceRow {
