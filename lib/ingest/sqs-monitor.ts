@@ -18,6 +18,11 @@ export interface SqsMonitorLink {
 
 /** Long polling: a receive waits this long for a message (and a stop waits at most this). */
 const WAIT_S = 2;
+/**
+ * Receives under way at once: a receive answers at most 10 messages, and each batch waits for
+ * its record before its delete, so one loop alone leaves the queue and the service idle by turns.
+ */
+const CONSUMERS = 4;
 /** Objects per call to the service (its batch limit). */
 const OBJECTS_PER_CALL = 500;
 
@@ -42,8 +47,9 @@ export async function runSqsMonitor(
 			});
 		});
 	link.info(`strike ${task.strikeId}: reading the notifications of SQS queue ${place.queueName}`);
-	try {
-		while (!signal.aborted) {
+	let refused = false;
+	const consume = async () => {
+		while (!signal.aborted && !refused) {
 			let messages: QueueMessage[];
 			try {
 				messages = await queue.receive(WAIT_S, signal);
@@ -68,7 +74,8 @@ export async function runSqsMonitor(
 					link.warn(
 						`strike ${task.strikeId}: the control plane refused this monitor (${(error as Error).message}); stopping`
 					);
-					return 1;
+					refused = true;
+					return;
 				}
 				link.warn(
 					`strike ${task.strikeId}: ingest.s3Objects failed (the messages come back): ${(error as Error).message}`
@@ -85,7 +92,10 @@ export async function runSqsMonitor(
 					)
 				);
 		}
-		return 0;
+	};
+	try {
+		await Promise.all(Array.from({ length: CONSUMERS }, consume));
+		return refused ? 1 : 0;
 	} finally {
 		queue.destroy();
 		link.info(`strike ${task.strikeId}: monitor stopped`);

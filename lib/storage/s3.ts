@@ -79,12 +79,17 @@ export async function uploadFile(place: S3Place, key: string, file: string): Pro
 	return { size, etag: unquote((done as { ETag?: string }).ETag) };
 }
 
-/** Uploads a small body (a test's or a bench's object) in one PUT. */
-export async function putObject(place: S3Place, key: string, body: Buffer | string): Promise<void> {
+/** Uploads a small body (a test's or a bench's object) in one PUT; answers its ETag. */
+export async function putObject(
+	place: S3Place,
+	key: string,
+	body: Buffer | string
+): Promise<string | null> {
 	const { PutObjectCommand } = s3Sdk();
-	await s3Client(place).send(
+	const answer = await s3Client(place).send(
 		new PutObjectCommand({ Bucket: place.bucket, Key: key, Body: body })
 	);
+	return unquote(answer.ETag);
 }
 
 /** Streams the object at `key` into `target` (created or replaced); answers the bytes written. */
