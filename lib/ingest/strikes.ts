@@ -15,6 +15,7 @@ import { queueNewJobs } from "../jobs/new-job";
 import { mountProblem, type ServiceDirectories } from "../documents/confined-mounts";
 import { assertSchema, compileChecker, checkStorableText } from "../validation/schema";
 import { watchedDirectory } from "./record";
+import { keepMaskedSecret } from "../documents/s3-broker";
 import {
 	isS3StrikeConfiguration,
 	maskStrikeSecrets,
@@ -281,6 +282,18 @@ async function queueStrikeJob(db: Sequelize, t: Sql, strikeId: number): Promise<
 export async function updateStrike(db: Sequelize, id: number, edit: StrikeEdit): Promise<boolean> {
 	return transaction(db, async t => {
 		if (edit.configuration) await checkStrikeWorkspaces(db, edit.configuration, t);
+		if (isS3StrikeConfiguration(edit.configuration)) {
+			const [stored] = await select<{ configuration: S3StrikeConfiguration }>(
+				db,
+				"SELECT configuration FROM strike WHERE id = $1",
+				[id],
+				t
+			);
+			edit.configuration.monitor = keepMaskedSecret(
+				edit.configuration.monitor,
+				stored?.configuration.monitor
+			) as S3StrikeConfiguration["monitor"];
+		}
 		const sets: string[] = [];
 		const binds: unknown[] = [id];
 		const set = (column: string, value: unknown, cast = "") => {

@@ -209,6 +209,15 @@ describe("a strike on an S3 bucket", () => {
 			access_key_id: "AKIDSQS",
 			secret_access_key: "********"
 		});
+		// an edit that gives back what it read keeps the secret
+		await e2e.ok("PATCH", `/strikes/${strikeId}/`, { configuration: details.configuration });
+		const [stored] = (
+			await tdb.db.query(
+				"SELECT configuration->'monitor'->'credentials'->>'secret_access_key' AS s FROM strike WHERE id = $1",
+				{ bind: [strikeId] }
+			)
+		)[0] as { s: string }[];
+		expect(stored.s).toBe(SECRET);
 		await until(
 			"the strike's job to run",
 			() => e2e.ok("GET", `/jobs/${created.job.id}/`),
