@@ -235,7 +235,8 @@ async function main() {
 			"P5-S3 burst (notifications of objects put before)",
 			"u",
 			notified,
-			burstStarted
+			burstStarted,
+			BURST
 		);
 
 		// Scan: objects already in a bucket
