@@ -39,6 +39,7 @@ import { databaseUrlOf } from "../lib/db/broker-database";
 import { AgentReachability } from "../lib/scheduling/reachability";
 import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { jsonParams } from "../lib/validation/params";
+import { bodyParams } from "../lib/validation/body";
 
 export interface SchedulerSettings {
 	/** s3 workspaces' credentials go in run specs (no transport, or NATS over TLS: launch) */
@@ -140,7 +141,13 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 		update: {
 			rest: "PATCH /scheduler",
-			params: jsonParams({ type: "object" }),
+			// the fields are checked by parseSettingsEdit
+			params: jsonParams(
+				bodyParams({
+					type: "object",
+					properties: { is_paused: {}, node_error_period: {}, max_node_errors: {} }
+				})
+			),
 			async handler(this: SchedulerThis, ctx: Context<Record<string, unknown>>) {
 				const edit = parseSettingsEdit(ctx.params);
 				const settings = await updateSchedulerSettings(poolSql(this.db), edit);

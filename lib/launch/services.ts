@@ -5,6 +5,8 @@ import type { Config } from "./config";
 function ingestSettings(config: Config): Record<string, unknown> {
 	return {
 		nfsMountRoot: config.nfsMountRoot,
+		// one machine: this process sees the directories its agent watches
+		checkMounts: config.transporter === null,
 		dataDir: config.dataDir,
 		agentWorkDir: config.agent.workDir
 	};
