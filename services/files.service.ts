@@ -13,7 +13,10 @@ const FilesService: ServiceSchema = {
 	mixins: [DbMixin()],
 
 	actions: {
-		/** Streams the file from its workspace; the gateway pipes the stream to the client. */
+		/**
+		 * Streams the file from its workspace (the gateway pipes the stream to the client), or
+		 * redirects to a presigned link for a file in S3.
+		 */
 		download: {
 			rest: "GET /files/:id/download",
 			params: jsonParams({
@@ -23,6 +26,11 @@ const FilesService: ServiceSchema = {
 			}),
 			async handler(this: Service, ctx: Context<{ id: number }, RequestMeta>) {
 				const file = await openDownload(this.db, ctx.params.id);
+				if ("redirect" in file) {
+					ctx.meta.$statusCode = 302;
+					ctx.meta.$location = file.redirect;
+					return null;
+				}
 				ctx.meta.$responseType = file.mediaType;
 				ctx.meta.$responseHeaders = {
 					"Content-Length": String(file.size),

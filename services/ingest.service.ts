@@ -27,6 +27,8 @@ import {
 	type StrikeRow
 } from "../lib/records/ingest";
 import { getIngestStatus } from "../lib/records/ingest-status";
+import { recordS3Objects } from "../lib/ingest/s3-record";
+import type { CreatedObject } from "../lib/storage/sqs";
 import { parseFileRef } from "../lib/records/scale-file";
 import type { ServiceDirectories } from "../lib/documents/confined-mounts";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
@@ -81,6 +83,27 @@ const ARRIVED_PARAMS = monitorParams(
 		}
 	},
 	["files"]
+);
+
+const S3_OBJECTS_PARAMS = monitorParams(
+	{
+		objects: {
+			type: "array",
+			maxItems: BATCH,
+			items: {
+				type: "object",
+				required: ["bucket", "key", "size"],
+				properties: {
+					bucket: { type: "string", minLength: 1, maxLength: 63 },
+					key: { type: "string", minLength: 1, maxLength: 1000 },
+					size: SIZE,
+					etag: { type: ["string", "null"], maxLength: 100 },
+					eventTime: { type: ["string", "null"], maxLength: 40 }
+				}
+			}
+		}
+	},
+	["objects"]
 );
 
 const INGESTING_PARAMS = monitorParams(
@@ -139,6 +162,8 @@ interface IngestSettings extends ServiceSettingSchema, ServiceDirectories {
 	 * cluster, where only the agents may see it (its job then fails naming the directory)
 	 */
 	checkMounts: boolean;
+	/** an S3 strike's credentials go to its monitor (no transport, or NATS over TLS: launch) */
+	s3CredentialsToAgents: boolean;
 }
 
 type IngestThis = Service<IngestSettings> & Methods;
@@ -150,6 +175,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 	settings: {
 		nfsMountRoot: null,
 		checkMounts: true,
+		s3CredentialsToAgents: false,
 		// lib/launch/config.ts's defaults; lib/launch/services.ts sets the process's own
 		dataDir: path.resolve("./data"),
 		agentWorkDir: path.resolve("./data/agent")
@@ -289,7 +315,12 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 			visibility: "public",
 			params: jsonParams(monitorParams()),
 			handler(this: IngestThis, ctx: MonitorContext<unknown>) {
-				return monitorSetup(this.db, ctx.params, ctx.nodeID ?? this.broker.nodeID);
+				return monitorSetup(
+					this.db,
+					ctx.params,
+					ctx.nodeID ?? this.broker.nodeID,
+					this.settings.s3CredentialsToAgents
+				);
 			}
 		},
 
@@ -332,6 +363,26 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 					ctx.params.ingestIds
 				);
 				return { ok: true };
+			}
+		},
+
+		/** An S3 strike's objects created (lib/ingest/s3-record.ts). */
+		s3Objects: {
+			visibility: "public",
+			params: jsonParams(S3_OBJECTS_PARAMS),
+			async handler(this: IngestThis, ctx: MonitorContext<{ objects: CreatedObject[] }>) {
+				const recorded = await recordS3Objects(
+					this.db,
+					ctx.params,
+					ctx.nodeID ?? this.broker.nodeID,
+					ctx.params.objects
+				);
+				if (recorded.events > 0)
+					this.broker.broadcast("trigger-events.created", {
+						type: "INGEST",
+						count: recorded.events
+					});
+				return recorded;
 			}
 		},
 

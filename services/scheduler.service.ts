@@ -44,6 +44,8 @@ import { jsonParams } from "../lib/validation/params";
 import { bodyParams } from "../lib/validation/body";
 
 export interface SchedulerSettings {
+	/** s3 workspaces' credentials go in run specs (no transport, or NATS over TLS: launch) */
+	s3CredentialsToAgents: boolean;
 	/** an agent not heard from for this long has lost its node (its executions fail: node-lost) */
 	leaseMs: number;
 	/** the safety tick: lost agents are looked for, and a pass runs, this often */
@@ -119,6 +121,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 	mixins: [DbMixin()],
 
 	settings: {
+		s3CredentialsToAgents: false,
 		leaseMs: 15000,
 		tickMs: 1000,
 		leaderRetryMs: 3000,
@@ -659,7 +662,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			{ probeMs: this.settings.reachProbeMs, windowMs: this.settings.leaseMs }
 		);
 		this.dispatchLink = {
-			buildSpecs: placed => buildSpecs(poolSql(this.db), placed),
+			buildSpecs: placed =>
+				buildSpecs(poolSql(this.db), placed, this.settings.s3CredentialsToAgents),
 			run: (agentId, executions) =>
 				this.broker.call(
 					"node-agent.run",

@@ -14,6 +14,7 @@ import {
 	workspaceOf,
 	type TaskDirs
 } from "./task";
+import { uploadFile } from "../storage/s3";
 import { LaunchError, type Launched, type Launcher, type TaskIdentity } from "./launcher";
 import type { TaskIdentities } from "./task-identities";
 import type {
@@ -557,7 +558,12 @@ export class Execution {
 		try {
 			for (const plan of planned) {
 				if (this.canceled || this.stopped) break;
-				plan.product.size = await copyAtomically(plan.from, plan.to);
+				if (plan.s3)
+					Object.assign(
+						plan.product,
+						await uploadFile(plan.s3, plan.product.filePath, plan.from)
+					);
+				else plan.product.size = await copyAtomically(plan.from, plan.to);
 				products.push(plan.product);
 			}
 		} catch (error) {

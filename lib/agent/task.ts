@@ -10,6 +10,7 @@ import {
 import { isPlainFileName, openAgentFile, resolveConfined } from "./files";
 import { isInside } from "../paths";
 import { mediaTypeOf } from "../documents/media-types";
+import { deleteObject, downloadToFile, type S3Place } from "../storage/s3";
 import type {
 	ExecutionSpec,
 	OutputWorkspace,
@@ -137,8 +138,8 @@ export class TaskDirs {
 }
 
 /**
- * Copies each staged file of an execution to `<inputsDir>/<input name>/<file name>` and answers
- * the substitution values: a file input's file path, a files input's directory, a property's
+ * Copies (or downloads, from S3) each staged file of an execution to
+ * `<inputsDir>/<input name>/<file name>` and answers the substitution values: a file input's file path, a files input's directory, a property's
  * value; null for an optional input given nothing. Unknown inputs in the spec are ignored.
  * Copying stops early once `abandoned()` (the execution was canceled or the agent stops).
  * Throws ExecutionFailure: task-launch for inputs that do not fit the interface, filesystem-io
@@ -222,7 +223,8 @@ async function copyInputFiles(
 		for (const file of files) {
 			if (abandoned()) break;
 			const target = path.join(dir, file.fileName);
-			await fs.promises.copyFile(file.hostPath, target);
+			if (file.s3) await downloadToFile(file.s3, file.s3.key, target);
+			else await fs.promises.copyFile(file.hostPath, target);
 			if (owner) await fs.promises.chown(target, owner.uid, owner.gid);
 			paths.push(target);
 		}
@@ -305,9 +307,9 @@ export async function planProducts(
 	spec: ExecutionSpec,
 	merged: ResultsManifest | null,
 	dirs: { outputDir: string; taskDir: string; owner?: number }
-): Promise<{ from: string; to: string; product: ProducedFile }[]> {
+): Promise<ProductPlan[]> {
 	const byName = new Map((merged?.output_data ?? []).map(entry => [entry.name, entry]));
-	const plans: { from: string; to: string; product: ProducedFile }[] = [];
+	const plans: ProductPlan[] = [];
 	const destinations = new Map<string, string>();
 	for (const output of spec.interface.output_data) {
 		const entry = byName.get(output.name);
@@ -351,8 +353,11 @@ export async function planProducts(
 				String(spec.jobId),
 				fileName
 			].join("/");
-			const to = path.resolve(workspace.hostPath, filePath);
-			if (!isPlainFileName(fileName) || !isInside(path.resolve(workspace.hostPath), to))
+			const to = workspace.s3
+				? `s3://${workspace.s3.bucket}/${filePath}`
+				: path.resolve(workspace.hostPath, filePath);
+			const inside = workspace.s3 || isInside(path.resolve(workspace.hostPath), to);
+			if (!isPlainFileName(fileName) || !inside)
 				throw new ExecutionFailure(
 					"task-launch",
 					`the output "${output.name}": "${filePath}" would leave its workspace`
@@ -376,13 +381,21 @@ export async function planProducts(
 				dataEnded: geo?.data_ended ?? null
 			};
 			if (geo?.geo_json !== undefined) product.geoJson = geo.geo_json;
-			plans.push({ from: found.path, to, product });
+			plans.push({ from: found.path, to, product, s3: workspace.s3 });
 		}
 	}
 	return plans;
 }
 
-/** The output workspace of an output, which must have an absolute host path here. */
+/** A product to copy from the task directory into its workspace (`to`), or upload to `s3`. */
+export interface ProductPlan {
+	from: string;
+	to: string;
+	product: ProducedFile;
+	s3?: S3Place;
+}
+
+/** The output workspace of an output: an s3 workspace, or one with an absolute host path here. */
 export function workspaceOf(spec: ExecutionSpec, outputName: string): OutputWorkspace {
 	const workspace = spec.outputWorkspaces[outputName];
 	if (!workspace)
@@ -390,7 +403,7 @@ export function workspaceOf(spec: ExecutionSpec, outputName: string): OutputWork
 			"task-launch",
 			`the output "${outputName}" has no output workspace`
 		);
-	if (!path.isAbsolute(workspace.hostPath))
+	if (!workspace.s3 && !path.isAbsolute(workspace.hostPath))
 		throw new ExecutionFailure(
 			"task-launch",
 			`the workspace ${workspace.workspaceId} of the output "${outputName}" has no host path (got "${workspace.hostPath}"): it is not mounted on this node`
@@ -404,7 +417,9 @@ export async function removeProducts(spec: ExecutionSpec, products: ProducedFile
 		const workspace = Object.values(spec.outputWorkspaces).find(
 			w => w.workspaceId === product.workspaceId
 		);
-		if (workspace)
+		if (workspace?.s3)
+			await deleteObject(workspace.s3, product.filePath).catch(() => undefined);
+		else if (workspace)
 			await fs.promises
 				.rm(path.resolve(workspace.hostPath, product.filePath), { force: true })
 				.catch(() => undefined);

@@ -30,6 +30,8 @@ import { ID_SCHEMA } from "../validation/ids";
  *                      retries until it gets an answer)
  */
 
+import type { S3Place } from "./s3-broker";
+
 export interface Resources {
 	cpus: number;
 	/** MiB */
@@ -128,11 +130,16 @@ export interface NodeHeartbeatAnswer {
 	drain?: true;
 }
 
-/** A file input staged from a workspace: the agent copies `hostPath` into the task directory. */
+/**
+ * A file input staged from a workspace: the agent copies `hostPath` into the task directory, or
+ * downloads the object `s3` names.
+ */
 export interface StagedFile {
 	fileId: number;
-	/** absolute path of the file in its (host-mounted) workspace */
+	/** absolute path of the file in its (host-mounted) workspace; `s3://bucket/key` in S3 */
 	hostPath: string;
+	/** the object of a file in an s3 workspace */
+	s3?: S3Place & { key: string };
 	fileName: string;
 	mediaType: string;
 	size: number;
@@ -140,8 +147,10 @@ export interface StagedFile {
 
 export interface OutputWorkspace {
 	workspaceId: number;
-	/** absolute directory of the workspace on the host */
+	/** absolute directory of the workspace on the host ("" for an s3 workspace) */
 	hostPath: string;
+	/** an s3 workspace's bucket: products are uploaded there, under the same paths */
+	s3?: S3Place;
 }
 
 export interface ExecutionSpec {
@@ -199,6 +208,8 @@ export interface ProducedFile {
 	/** from the manifest or the interface, else from the extension */
 	mediaType: string;
 	size: number;
+	/** the store's checksum of the file: an S3 ETag */
+	etag?: string | null;
 	dataStarted?: string | null;
 	dataEnded?: string | null;
 	/** GeoJSON geometry from the manifest's geo_metadata, as given */

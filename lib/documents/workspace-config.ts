@@ -8,6 +8,7 @@ import {
 	type ValidationWarning
 } from "./host-broker";
 import { nfsMountPoint } from "./nfs";
+import { validateS3Broker } from "./s3-broker";
 
 export type { ValidationWarning } from "./host-broker";
 
@@ -16,15 +17,13 @@ export type { ValidationWarning } from "./host-broker";
  * `{"version": "1.0", "broker": {"type": "host", "host_path": "/abs/dir"}}`, or
  * `{"broker": {"type": "nfs", "nfs_path": "host:/path"}}` where the nodes mount NFS exports under
  * `NFS_MOUNT_ROOT` (lib/documents/nfs.ts): such a workspace is kept with the `host_path` it has on
- * the nodes, `<root>/<host>/<path>`, and used as a host workspace there.
+ * the nodes, `<root>/<host>/<path>`, and used as a host workspace there; or Scale 4.0's
+ * `{"broker": {"type": "s3", "bucket_name": ...}}` (lib/documents/s3-broker.ts).
  */
 export const WORKSPACE_CONFIG_VERSION = "1.0";
 
 /** The broker types this service can store files with. */
-export const SUPPORTED_BROKER_TYPES = ["host", "nfs"] as const;
-
-/** Broker types Scale knows that this service does not support (yet). */
-const SCALE_ONLY_BROKER_TYPES = ["s3"];
+export const SUPPORTED_BROKER_TYPES = ["host", "nfs", "s3"] as const;
 
 /**
  * How workspace configurations are resolved on this cluster, and the service's own directories,
@@ -109,13 +108,10 @@ export async function validateBroker(
 			};
 		case "nfs":
 			return validateNfsBroker(config.broker, at, mounts);
+		case "s3":
+			return { broker: validateS3Broker(config.broker, at), warnings: [] };
 	}
 	const supported = SUPPORTED_BROKER_TYPES.map(t => `"${t}"`).join(", ");
-	if (SCALE_ONLY_BROKER_TYPES.includes(type))
-		throw new FieldError(
-			`${at}.type`,
-			`the "${type}" broker is not supported by this service; only ${supported} workspaces can be created`
-		);
 	throw new FieldError(`${at}.type`, `unknown broker type "${type}" (supported: ${supported})`);
 }
 

@@ -136,7 +136,8 @@ export async function complete(
 	if (inputIds.length > 0) {
 		const rows = await sql.query(
 			`SELECT f.id, f.file_type, f.file_name, f.file_path, f.is_operational,
-				w.json_config->'broker'->>'host_path' AS workspace_host_path, w.is_move_enabled
+				(CASE WHEN w.json_config->'broker'->>'type' <> 's3' THEN w.json_config->'broker'->>'host_path' END)
+					AS workspace_host_path, w.is_move_enabled
 			 FROM scale_file f JOIN workspace w ON w.id = f.workspace_id
 			 WHERE f.id = ANY($1::int[])`,
 			[inputIds]

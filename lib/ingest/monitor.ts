@@ -1,5 +1,6 @@
 import { promises as fs, watch, type FSWatcher } from "fs";
 import path from "path";
+import { runSqsMonitor } from "./sqs-monitor";
 import type { Launched } from "../agent/launcher";
 import type { FsMoved } from "./fs-batch";
 import { FsThread } from "./fs-thread";
@@ -109,6 +110,8 @@ export class StrikeMonitor {
 				if (!setup) await Promise.race([stopped, delay(this.rescanMs)]);
 			}
 			if (!setup) return this.refusal || this.failure ? 1 : 0;
+			if (setup.sqs)
+				return await runSqsMonitor(this.task, setup.sqs, this.link, signal, this.rescanMs);
 			this.link.info(
 				`strike ${this.task.strikeId}: watching ${this.directory} (${setup.open.length} ingests left open)`
 			);
@@ -177,7 +180,7 @@ export class StrikeMonitor {
 	/** Reads the configuration; (re)watches the directory when it changed. */
 	private async setup(): Promise<MonitorSetup | null> {
 		const setup = await this.call<MonitorSetup>("ingest.monitorSetup", {});
-		if (!setup || this.stopped) return setup;
+		if (!setup || this.stopped || setup.sqs) return setup;
 		this.suffix = setup.transferSuffix;
 		if (setup.directory !== this.directory || !this.watcher) {
 			this.directory = setup.directory;

@@ -11,6 +11,8 @@
  *   ingest.arrived         MonitorCall & {files: ArrivedFile[]}      → {decisions: Decision[]}
  *   ingest.ingesting       MonitorCall & {ingestIds: number[]}       → {ok}
  *   ingest.settle          MonitorCall & {results: Settled[]}        → {answers: SettleAnswer[]}
+ *   ingest.s3Objects       MonitorCall & {objects: CreatedObject[]}  → S3Recorded (a 2.0 strike's
+ *                          monitor, lib/ingest/s3-record.ts; it deletes the messages after)
  *
  * A file's life: seen with the transfer suffix, TRANSFERRING (`transferring`, its size as it
  * grows); seen without it, `arrived`: the service decides. To ingest, the file's place in the
@@ -24,6 +26,8 @@
  * writes the source file, the ingest INGESTED (its one write, for a move under way) and the
  * INGEST trigger event in one transaction.
  */
+
+import type { SqsPlace } from "../storage/sqs";
 
 export interface MonitorCall {
 	strikeId: number;
@@ -44,6 +48,8 @@ export interface MonitorSetup {
 	transferSuffix: string;
 	/** ingests of this strike not finished (a previous monitor's), for the monitor to settle */
 	open: OpenIngest[];
+	/** a 2.0 strike's queue of its bucket's notifications: the monitor reads it, not a directory */
+	sqs?: SqsPlace;
 }
 
 export interface OpenIngest {

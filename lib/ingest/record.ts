@@ -1,15 +1,17 @@
 import path from "path";
 import type { Sequelize } from "sequelize";
 import { intArray, textArray } from "../db/array-literal";
-import { PIPELINED, transaction, type Sql } from "../db/run";
+import { PIPELINED, transaction } from "../db/run";
 import {
 	matchFileName,
 	workspaceNamesIn,
 	type StrikeConfiguration
 } from "../documents/strike-configuration";
 import { mediaTypeOf } from "../documents/media-types";
-import { ConflictError } from "../errors";
 import { Folder, isPlainName } from "./file-paths";
+import { guard } from "./guard";
+import { isS3StrikeConfiguration } from "../documents/strike-s3";
+import { s3MonitorSetup } from "./s3-record";
 import type {
 	ArrivedFile,
 	AsideStatus,
@@ -32,30 +34,6 @@ const OPEN_STATUSES = ["TRANSFERRING", "TRANSFERRED", "INGESTING"];
 /** The open statuses as an SQL list, for the statements' fixed texts. */
 const OPEN = `(${OPEN_STATUSES.map(s => `'${s}'`).join(", ")})`;
 
-/**
- * The strike's configuration, when `call` comes from the strike job's RUNNING execution on the
- * agent `agentId`; a ConflictError (409) otherwise: a monitor whose execution has ended (its
- * agent was found lost and the job placed elsewhere, or the strike's job was canceled) stops.
- */
-async function guard(
-	q: Sql["query"],
-	call: MonitorCall,
-	agentId: string
-): Promise<StrikeConfiguration> {
-	const [row] = await q(
-		`SELECT s.configuration FROM strike s
-		 JOIN job_exe e ON e.job_id = s.job_id AND e.id = $2 AND e.status = 'RUNNING'
-			AND e.agent_id = $3
-		 WHERE s.id = $1`,
-		[call.strikeId, call.jobExeId, agentId]
-	);
-	if (!row)
-		throw new ConflictError(
-			`execution ${call.jobExeId} on ${agentId} is not the running process of strike ${call.strikeId}`
-		);
-	return row.configuration as StrikeConfiguration;
-}
-
 /** The directory a strike's monitor watches: `mount_on`, else `mount`. */
 export function watchedDirectory(config: StrikeConfiguration): string {
 	return config.mount_on ?? config.mount;
@@ -65,10 +43,12 @@ export function watchedDirectory(config: StrikeConfiguration): string {
 export async function monitorSetup(
 	db: Sequelize,
 	call: MonitorCall,
-	agentId: string
+	agentId: string,
+	withCredentials = false
 ): Promise<MonitorSetup> {
 	return transaction(db, PIPELINED, async ({ query: q }) => {
 		const config = await guard(q, call, agentId);
+		if (isS3StrikeConfiguration(config)) return s3MonitorSetup(q, config, withCredentials);
 		const open = await q(
 			`SELECT x.id, x.file_name, x.status,
 				CASE WHEN x.status = 'INGESTING' THEN
@@ -195,19 +175,21 @@ export async function recordArrivals(
 				 SELECT * FROM i UNION ALL SELECT * FROM m ORDER BY id`,
 				[call.strikeId, names]
 			) as Promise<OpenRow[]>,
+			// a source file of the name is a duplicate only at the same size (a host file moved by
+			// a rename has no checksum); one in another strike's hands, whatever its size
 			q(
-				`SELECT file_name FROM scale_file
+				`SELECT file_name, file_size FROM scale_file
 				 WHERE file_type = 'SOURCE' AND file_name = ANY($1::text[])
 				 UNION
-				 SELECT file_name FROM ingest
+				 SELECT file_name, NULL FROM ingest
 				 WHERE file_name = ANY($1::text[]) AND status = 'INGESTING' AND strike_id <> $2
 				 UNION
-				 SELECT file_name FROM ingest_move
+				 SELECT file_name, NULL FROM ingest_move
 				 WHERE file_name = ANY($1::text[]) AND strike_id <> $2`,
 				[names, call.strikeId]
-			) as Promise<{ file_name: string }[]>,
+			) as Promise<{ file_name: string; file_size: string | null }[]>,
 			q(
-				`SELECT id, name, is_active, json_config->'broker'->>'host_path' AS host_path
+				`SELECT id, name, is_active, (CASE WHEN json_config->'broker'->>'type' <> 's3' THEN json_config->'broker'->>'host_path' END) AS host_path
 				 FROM workspace WHERE name = ANY($1::text[])`,
 				[workspaceNamesIn(config)]
 			) as Promise<WorkspaceFacts[]>
@@ -215,7 +197,15 @@ export async function recordArrivals(
 		const openByName = new Map<string, OpenRow>();
 		for (const row of open)
 			if (!openByName.has(row.file_name)) openByName.set(row.file_name, row);
-		const takenNames = new Set(taken.map(row => row.file_name));
+		const takenNames = new Set(
+			taken.map(row =>
+				row.file_size === null ? row.file_name : `${row.file_name}\0${row.file_size}`
+			)
+		);
+		const isTaken = (name: string, size: number) =>
+			takenNames.has(name) || takenNames.has(`${name}\0${size}`);
+		// a source file has the name with other content: this one is stored beside it, not on it
+		const reusedNames = new Set(taken.map(row => row.file_name));
 		const byName = new Map(workspaces.map(w => [w.name, w]));
 		// an INGESTING ingest keeps the workspace it was given, which the configuration may no
 		// longer name
@@ -231,7 +221,7 @@ export async function recordArrivals(
 		const byId = new Map(workspaces.map(w => [w.id, w]));
 		if (keptIds.length > 0) {
 			const kept = (await q(
-				`SELECT id, name, is_active, json_config->'broker'->>'host_path' AS host_path
+				`SELECT id, name, is_active, (CASE WHEN json_config->'broker'->>'type' <> 's3' THEN json_config->'broker'->>'host_path' END) AS host_path
 				 FROM workspace WHERE id = ANY($1::int[])`,
 				[keptIds]
 			)) as WorkspaceFacts[];
@@ -284,7 +274,7 @@ export async function recordArrivals(
 				row.target = path.posix.join(ws.host_path, existing.file_path);
 				return row;
 			}
-			if (takenNames.has(file.name)) return asideFor("DUPLICATE");
+			if (isTaken(file.name, file.size)) return asideFor("DUPLICATE");
 			const rule = matchFileName(config, file.name);
 			if (!rule) return asideFor("DEFERRED");
 			row.data_type = rule.data_types;
@@ -310,8 +300,9 @@ export async function recordArrivals(
 				};
 				folders.set(key, folder);
 			}
-			row.file_path = folder.file + file.name;
-			row.target = folder.target + file.name;
+			const under = reusedNames.has(file.name) ? `${file.size}/` : "";
+			row.file_path = folder.file + under + file.name;
+			row.target = folder.target + under + file.name;
 			return row;
 		});
 
@@ -477,7 +468,8 @@ const WRITE_MOVED_SQL = `
 		SELECT 'SOURCE', r.workspace_id, r.file_name, r.file_path, r.media_type, r.file_size,
 			r.data_type, md5(r.file_name)
 		FROM r WHERE r.status = 'INGESTED'
-		ON CONFLICT (file_name) WHERE file_type = 'SOURCE' DO NOTHING
+		ON CONFLICT (file_name, file_size, (COALESCE(checksum, '')))
+			WHERE file_type = 'SOURCE' DO NOTHING
 		RETURNING id, file_name
 	 ), i AS (
 		INSERT INTO ingest (id, file_name, strike_id, status, transfer_path, bytes_transferred,
@@ -587,7 +579,8 @@ export async function settleIngests(
 						file_size, data_type, uuid)
 					SELECT 'SOURCE', r.workspace_id, r.file_name, r.file_path, r.media_type,
 						r.file_size, r.data_type, md5(r.file_name) FROM r
-					ON CONFLICT (file_name) WHERE file_type = 'SOURCE' DO NOTHING
+					ON CONFLICT (file_name, file_size, (COALESCE(checksum, '')))
+						WHERE file_type = 'SOURCE' DO NOTHING
 					RETURNING id, file_name, file_size
 				 ), i AS (
 					UPDATE ingest SET status = 'INGESTED', file_size = f.file_size,

@@ -16,6 +16,14 @@ import { queueNewJobs } from "../jobs/new-job";
 import { mountProblem, type ServiceDirectories } from "../documents/confined-mounts";
 import { assertSchema, compileChecker, checkStorableText } from "../validation/schema";
 import { watchedDirectory } from "./record";
+import { keepMaskedSecret } from "../documents/s3-broker";
+import {
+	isS3StrikeConfiguration,
+	maskStrikeSecrets,
+	parseS3StrikeConfiguration,
+	s3StrikeWorkspaces,
+	type S3StrikeConfiguration
+} from "../documents/strike-s3";
 
 const NAME_MAX = 50;
 const TITLE_MAX = 50;
@@ -48,13 +56,13 @@ export interface NewStrike {
 	name: string;
 	title: string | null;
 	description: string | null;
-	configuration: StrikeConfiguration;
+	configuration: StrikeConfiguration | S3StrikeConfiguration;
 }
 
 export interface StrikeEdit {
 	title?: string | null;
 	description?: string | null;
-	configuration?: StrikeConfiguration;
+	configuration?: StrikeConfiguration | S3StrikeConfiguration;
 }
 
 /** How strikes' directories are resolved on this cluster, and the service's own directories. */
@@ -97,12 +105,13 @@ export async function parseStrikeEdit(body: unknown, options: StrikeOptions): Pr
 	return edit;
 }
 
-/** A configuration parsed, its watched directory checked. */
+/** A configuration parsed, its watched directory checked (2.0: its monitor's shape). */
 async function parseConfiguration(
 	doc: unknown,
 	options: StrikeOptions,
 	warnings?: Warning[]
-): Promise<StrikeConfiguration> {
+): Promise<StrikeConfiguration | S3StrikeConfiguration> {
+	if (isS3StrikeConfiguration(doc)) return parseS3StrikeConfiguration(doc, "configuration");
 	const config = parseStrikeConfiguration(doc, "configuration", options);
 	await checkWatchedDirectory(
 		config,
@@ -162,13 +171,14 @@ async function checkWatchedDirectory(
  */
 export async function checkStrikeWorkspaces(
 	db: Sequelize,
-	config: StrikeConfiguration,
+	config: StrikeConfiguration | S3StrikeConfiguration,
 	t?: Sql
 ): Promise<Warning[]> {
+	if (isS3StrikeConfiguration(config)) return checkS3StrikeWorkspaces(db, config, t);
 	const names = workspaceNamesIn(config);
 	const rows = await select<{ name: string; is_active: boolean; host_path: string | null }>(
 		db,
-		`SELECT name, is_active, json_config->'broker'->>'host_path' AS host_path
+		`SELECT name, is_active, (CASE WHEN json_config->'broker'->>'type' <> 's3' THEN json_config->'broker'->>'host_path' END) AS host_path
 		 FROM workspace WHERE name = ANY($1::text[])`,
 		[names],
 		t
@@ -186,6 +196,38 @@ export async function checkStrikeWorkspaces(
 				at,
 				`the workspace "${rule.workspace_name}" is not a host workspace: the monitor moves files into a directory`
 			);
+	});
+	return [];
+}
+
+/**
+ * A 2.0 configuration's workspaces: each exists, is active and is an s3 workspace (its objects
+ * are ingested where they are, or copied within the store).
+ */
+async function checkS3StrikeWorkspaces(
+	db: Sequelize,
+	config: S3StrikeConfiguration,
+	t?: Sql
+): Promise<Warning[]> {
+	const rows = await select<{ name: string; is_active: boolean; type: string | null }>(
+		db,
+		`SELECT name, is_active, json_config->'broker'->>'type' AS type
+		 FROM workspace WHERE name = ANY($1::text[])`,
+		[s3StrikeWorkspaces(config)],
+		t
+	);
+	const byName = new Map(rows.map(row => [row.name, row]));
+	const check = (name: string, at: string) => {
+		const found = byName.get(name);
+		if (!found) throw new FieldError(at, `"${name}" is not the name of a workspace`);
+		if (!found.is_active) throw new FieldError(at, `the workspace "${name}" is not active`);
+		if (found.type !== "s3")
+			throw new FieldError(at, `the workspace "${name}" is not an s3 workspace`);
+	};
+	check(config.workspace, "configuration.workspace");
+	config.files_to_ingest.forEach((rule, i) => {
+		if (rule.new_workspace)
+			check(rule.new_workspace, `configuration.files_to_ingest[${i}].new_workspace`);
 	});
 	return [];
 }
@@ -274,6 +316,18 @@ async function queueStrikeJob(db: Sequelize, t: Sql, strikeId: number): Promise<
 export async function updateStrike(db: Sequelize, id: number, edit: StrikeEdit): Promise<boolean> {
 	return transaction(db, async t => {
 		if (edit.configuration) await checkStrikeWorkspaces(db, edit.configuration, t);
+		if (isS3StrikeConfiguration(edit.configuration)) {
+			const [stored] = await select<{ configuration: S3StrikeConfiguration }>(
+				db,
+				"SELECT configuration FROM strike WHERE id = $1",
+				[id],
+				t
+			);
+			edit.configuration.monitor = keepMaskedSecret(
+				edit.configuration.monitor,
+				stored?.configuration.monitor
+			) as S3StrikeConfiguration["monitor"];
+		}
 		const sets: string[] = [];
 		const binds: unknown[] = [id];
 		const set = (column: string, value: unknown, cast = "") => {
@@ -305,7 +359,7 @@ export async function getStrikeDetails(db: Sequelize, id: number) {
 	if (!row) throw new NotFoundError(`No strike with id ${id}`);
 	return {
 		...serializeStrike(row, await loadStrikeJobs(db, [row])),
-		configuration: row.configuration
+		configuration: maskStrikeSecrets(row.configuration)
 	};
 }
 

@@ -22,6 +22,7 @@ export const ALL_SERVICES = [
 	"sources",
 	"products",
 	"ingest",
+	"scans",
 	"triggers",
 	"files",
 	"nodes",

@@ -1,6 +1,17 @@
 import type { ServiceSchema } from "moleculer";
 import type { Config } from "./config";
 
+/** The directories the ingest and workspaces services confine mounts and workspaces by. */
+function ingestSettings(config: Config): Record<string, unknown> {
+	return {
+		nfsMountRoot: config.nfsMountRoot,
+		// one machine: this process sees the directories its agent watches
+		checkMounts: config.transporter === null,
+		dataDir: config.dataDir,
+		agentWorkDir: config.agent.workDir
+	};
+}
+
 /** Settings each service takes from the configuration. */
 function settingsFor(name: string, config: Config): Record<string, unknown> {
 	switch (name) {
@@ -14,14 +25,14 @@ function settingsFor(name: string, config: Config): Record<string, unknown> {
 			};
 		case "status":
 			return { apiPort: config.port };
-		case "ingest":
 		case "workspaces":
+			return ingestSettings(config);
+		case "scheduler":
+		case "ingest":
+			// a secret leaves the process only over a protected link (docs/decisions.md)
 			return {
-				nfsMountRoot: config.nfsMountRoot,
-				// one machine: this process sees the directories its agent watches
-				checkMounts: config.transporter === null,
-				dataDir: config.dataDir,
-				agentWorkDir: config.agent.workDir
+				...(name === "ingest" ? ingestSettings(config) : {}),
+				s3CredentialsToAgents: !config.transporter || Boolean(config.transporter.tls)
 			};
 		case "node-agent":
 			return { agent: config.agent, port: config.port };

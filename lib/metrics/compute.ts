@@ -117,7 +117,8 @@ const INGEST_COUNTS = [
 const INGEST_STATS = [...stats("file_size"), ...stats("transfer_time"), ...stats("ingest_time")];
 
 /**
- * Ingests DEFERRED, INGESTED, ERRORED or DUPLICATE that ended in the day, per strike. Scale
+ * Ingests DEFERRED, INGESTED, ERRORED or DUPLICATE that ended in the day, per strike (a scan's
+ * are not a strike's). Scale
  * takes `ingest_ended`; here an ingest set aside before ingesting (DEFERRED, DUPLICATE, ERRORED
  * from TRANSFERRED) has none, so its end is its `transfer_ended`. File sizes count when non-zero,
  * transfer times for every status, ingest times for INGESTED only, as in Scale.
@@ -130,7 +131,7 @@ const INGEST_SQL = `WITH ${BOUNDS},
 			CASE WHEN i.status = 'INGESTED'
 				THEN ${secs("i.ingest_started", "i.ingest_ended")} END AS ingest_time_v
 		FROM ingest i CROSS JOIN bounds b
-		WHERE i.status IN ('DEFERRED', 'INGESTED', 'ERRORED', 'DUPLICATE')
+		WHERE i.status IN ('DEFERRED', 'INGESTED', 'ERRORED', 'DUPLICATE') AND i.strike_id IS NOT NULL
 			AND COALESCE(i.ingest_ended, i.transfer_ended) >= b.lo
 			AND COALESCE(i.ingest_ended, i.transfer_ended) < b.hi
 	),

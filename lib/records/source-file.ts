@@ -77,7 +77,7 @@ export const SOURCE_UPDATE_RECORD: RecordSpec<ScaleFileRow> = {
 
 /**
  * GET /sources/{id}/ (or /sources/{file_name}/, source file names being unique): the source
- * file with `ingests`, the ingests that brought it in, and `products`, the products made from
+ * file (by a name several files had, the latest) with `ingests`, the ingests that brought it in, and `products`, the products made from
  * it, each oldest first and RELATED_LIMIT at most.
  */
 export async function getSourceDetails(db: Sequelize, ref: FileRef | null, apiRoot?: string) {
@@ -88,7 +88,7 @@ export async function getSourceDetails(db: Sequelize, ref: FileRef | null, apiRo
 					db,
 					`SELECT ${FILE_COLUMNS} FROM scale_file f JOIN workspace w ON w.id = f.workspace_id
 					 WHERE ${"id" in ref ? "f.id = $1::int" : "f.file_name = $1::text"}
-						AND f.file_type = 'SOURCE'`,
+						AND f.file_type = 'SOURCE' ORDER BY f.id DESC LIMIT 1`,
 					["id" in ref ? ref.id : ref.fileName]
 				);
 	if (!source) throw new NotFoundError(notFoundDetail("source file", ref));

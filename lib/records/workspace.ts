@@ -10,6 +10,7 @@ import {
 	type WorkspaceMountOptions
 } from "../documents/workspace-config";
 import { textProblem } from "../validation/schema";
+import { keepMaskedSecret, maskBrokerSecrets } from "../documents/s3-broker";
 
 export interface WorkspaceRow {
 	id: number;
@@ -50,9 +51,9 @@ export function serializeWorkspace(row: WorkspaceRow) {
 	};
 }
 
-/** A workspace's details: the list fields and its configuration. */
+/** A workspace's details: the list fields and its configuration, its secrets masked. */
 export function serializeWorkspaceDetails(row: WorkspaceRow) {
-	return { ...serializeWorkspace(row), json_config: row.json_config };
+	return { ...serializeWorkspace(row), json_config: maskBrokerSecrets(row.json_config) };
 }
 
 const LIST_FIELDS = [
@@ -200,8 +201,12 @@ export async function updateWorkspace(
 	let config: WorkspaceConfig | null = null;
 	if (edit.json_config !== undefined) {
 		// As in Scale, an unknown workspace is a 404 whatever its new configuration.
-		await getWorkspace(db, id);
+		const stored = await getWorkspace(db, id);
 		config = (await checkWorkspaceConfig(edit.json_config, "json_config", mounts)).config;
+		config.broker = keepMaskedSecret(
+			config.broker,
+			stored.json_config?.broker
+		) as WorkspaceConfig["broker"];
 	}
 	const [row] = await write<WorkspaceRow>(
 		db,

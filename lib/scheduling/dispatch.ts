@@ -12,6 +12,7 @@ import {
 import type { JobInterface } from "../documents/types";
 import { STRIKE_JOB_TYPE } from "../documents/strike-configuration";
 import type { Sql } from "../db/run";
+import { s3PlaceOf } from "../documents/s3-broker";
 
 /** What handing placed executions to their agents needs of the scheduler service. */
 export interface DispatchLink {
@@ -92,11 +93,14 @@ interface FileRow {
 	media_type: string;
 	file_size: string | number;
 	host_path: string | null;
+	/** an s3 workspace's broker configuration */
+	s3?: Record<string, unknown> | null;
 }
 
 interface WorkspaceRow {
 	id: number;
 	host_path: string | null;
+	s3?: Record<string, unknown> | null;
 }
 
 /** The file ids and workspace ids the job data of the placed executions refer to. */
@@ -115,8 +119,16 @@ export function referencedIds(placed: readonly PlacedExe[]): {
 	return { fileIds: [...files], workspaceIds: [...workspaces] };
 }
 
-/** Builds the specs, reading the files and workspaces involved in one statement (none without any). */
-export async function buildSpecs(sql: Sql, placed: readonly PlacedExe[]): Promise<ExecutionSpec[]> {
+/**
+ * Builds the specs, reading the files and workspaces involved in one statement (none without any).
+ * An s3 workspace's credentials go in them only when `withCredentials` (docs/decisions.md, "S3
+ * credentials reach agents only over a protected link").
+ */
+export async function buildSpecs(
+	sql: Sql,
+	placed: readonly PlacedExe[],
+	withCredentials = false
+): Promise<ExecutionSpec[]> {
 	const { fileIds, workspaceIds } = referencedIds(placed);
 	let files = new Map<number, FileRow>();
 	let workspaces = new Map<number, WorkspaceRow>();
@@ -128,21 +140,34 @@ export async function buildSpecs(sql: Sql, placed: readonly PlacedExe[]): Promis
 			`SELECT
 				(SELECT json_agg(json_build_object('id', f.id, 'file_name', f.file_name,
 					'file_path', f.file_path, 'media_type', f.media_type, 'file_size', f.file_size,
-					'host_path', w.json_config->'broker'->>'host_path'))
+					'host_path', w.json_config->'broker'->>'host_path', 's3', ${S3_BROKER}))
 				 FROM scale_file f JOIN workspace w ON w.id = f.workspace_id
 				 WHERE f.id = ANY($1::int[])) AS files,
 				(SELECT json_agg(json_build_object('id', w.id,
-					'host_path', w.json_config->'broker'->>'host_path'))
+					'host_path', w.json_config->'broker'->>'host_path', 's3', ${S3_BROKER}))
 				 FROM workspace w WHERE w.id = ANY($2::int[])) AS workspaces`,
 			[fileIds, workspaceIds]
 		);
 		files = new Map((row.files ?? []).map(f => [f.id, f]));
 		workspaces = new Map((row.workspaces ?? []).map(w => [w.id, w]));
 	}
-	return placed.map(exe => specFor(exe, files, workspaces));
+	return placed.map(exe => specFor(exe, files, workspaces, withCredentials));
 }
 
-function staged(file: FileRow): StagedFile {
+const S3_BROKER = `CASE WHEN w.json_config->'broker'->>'type' = 's3' THEN w.json_config->'broker' END`;
+
+function staged(file: FileRow, withCredentials: boolean): StagedFile {
+	if (file.s3) {
+		const place = s3PlaceOf(file.s3, withCredentials);
+		return {
+			fileId: file.id,
+			hostPath: `s3://${place.bucket}/${file.file_path}`,
+			s3: { ...place, key: file.file_path },
+			fileName: file.file_name,
+			mediaType: file.media_type,
+			size: Number(file.file_size)
+		};
+	}
 	return {
 		fileId: file.id,
 		hostPath: path.posix.join(file.host_path ?? "/", file.file_path),
@@ -168,7 +193,8 @@ function builtinTask(exe: PlacedExe): Pick<ExecutionSpec, "task"> {
 export function specFor(
 	exe: PlacedExe,
 	files: ReadonlyMap<number, FileRow>,
-	workspaces: ReadonlyMap<number, WorkspaceRow>
+	workspaces: ReadonlyMap<number, WorkspaceRow>,
+	withCredentials = false
 ): ExecutionSpec {
 	const iface = exe.interface as JobInterface;
 	const inputs: ExecutionSpec["inputs"] = {};
@@ -181,17 +207,20 @@ export function specFor(
 		inputs[input.name] = {
 			files: ids.flatMap(id => {
 				const file = files.get(id);
-				return file ? [staged(file)] : [];
+				return file ? [staged(file, withCredentials)] : [];
 			})
 		};
 	}
 	const outputWorkspaces: Record<string, OutputWorkspace> = {};
 	for (const output of exe.data?.output_data ?? []) {
 		const ws = workspaces.get(output.workspace_id);
-		outputWorkspaces[output.name] = {
-			workspaceId: output.workspace_id,
-			hostPath: ws?.host_path ?? ""
-		};
+		outputWorkspaces[output.name] = ws?.s3
+			? {
+					workspaceId: output.workspace_id,
+					hostPath: "",
+					s3: s3PlaceOf(ws.s3, withCredentials)
+				}
+			: { workspaceId: output.workspace_id, hostPath: ws?.host_path ?? "" };
 	}
 	return {
 		jobExeId: exe.id,

@@ -5,11 +5,18 @@ import type { Sequelize } from "sequelize";
 import { isInside } from "../paths";
 import { select } from "../db/run";
 import { NotFoundError } from "../errors";
+import { s3PlaceOf } from "../documents/s3-broker";
+import { presignedGet } from "./s3";
 
 /**
  * Downloads through the API (GET /files/{id}/download/), for files whose workspace has no base
- * URL: the file is streamed from its workspace's host directory, never from outside it.
+ * URL: the file is streamed from its workspace's host directory, never from outside it; a file in
+ * an s3 workspace is answered with a redirect to a presigned link (docs/decisions.md, "An S3
+ * file's download is a presigned redirect").
  */
+
+/** How long a download's presigned link works. */
+export const PRESIGNED_LINK_S = 300;
 
 export type OpenedFile = { stream: ReadStream; size: number } | { refused: string };
 
@@ -67,23 +74,42 @@ export interface Download {
 	fileName: string;
 }
 
-/** The file with this id opened for download; a 404 when it is unknown, deleted or not on disk. */
-export async function openDownload(db: Sequelize, id: number): Promise<Download> {
+/**
+ * The file with this id opened for download, or the link to it in S3; a 404 when it is unknown,
+ * deleted or not on disk.
+ */
+export async function openDownload(
+	db: Sequelize,
+	id: number
+): Promise<Download | { redirect: string }> {
 	const [row] = await select<{
 		file_name: string;
 		file_path: string;
 		media_type: string;
 		is_deleted: boolean;
 		host_path: string | null;
+		broker: Record<string, unknown>;
 	}>(
 		db,
 		`SELECT f.file_name, f.file_path, f.media_type, f.is_deleted,
-			w.json_config->'broker'->>'host_path' AS host_path
+			w.json_config->'broker'->>'host_path' AS host_path, w.json_config->'broker' AS broker
 		 FROM scale_file f JOIN workspace w ON w.id = f.workspace_id WHERE f.id = $1`,
 		[id]
 	);
 	if (!row) throw new NotFoundError(`No file with id ${id}`);
 	if (row.is_deleted) throw new NotFoundError(`File ${id} has been deleted`);
+	if (row.broker?.type === "s3") {
+		const disposition = contentDisposition(row.file_name);
+		const place = s3PlaceOf(row.broker, true);
+		const link = await presignedGet(
+			place,
+			row.file_path,
+			disposition,
+			row.media_type,
+			PRESIGNED_LINK_S
+		);
+		return { redirect: link };
+	}
 	if (!row.host_path)
 		throw new NotFoundError(`File ${id} is not in a workspace on the host's file system`);
 	const opened = await openWorkspaceFile(row.host_path, row.file_path);

@@ -33,6 +33,7 @@ const SERVICES = [
 	"sources",
 	"products",
 	"ingest",
+	"scans",
 	"files",
 	"nodes",
 	"scheduler",

@@ -373,15 +373,17 @@ describe("a file through the strike", () => {
 		expect(fs.existsSync(path.join(strikeDir, "b.dat"))).toBe(false);
 	});
 
-	it("marks a file whose name a source file has a DUPLICATE, moving it aside", async () => {
-		deliver("a.txt", "again");
+	it("marks a file whose name and size a source file has a DUPLICATE, moving it aside", async () => {
+		deliver("a.txt", "hello again\n");
 		const list = await until(
 			"the second a.txt to be DUPLICATE",
 			() => ingestsOf("a.txt"),
 			l => l.length === 2 && l[0].status === "DUPLICATE"
 		);
 		expect(list[1].status).toBe("INGESTED");
-		expect(fs.readFileSync(path.join(strikeDir, "duplicate", "a.txt"), "utf8")).toBe("again");
+		expect(fs.readFileSync(path.join(strikeDir, "duplicate", "a.txt"), "utf8")).toBe(
+			"hello again\n"
+		);
 		// the stored one is untouched
 		expect(fs.readFileSync(path.join(rawDir, "in", today(), "a.txt"), "utf8")).toBe(
 			"hello world\n"

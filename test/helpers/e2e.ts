@@ -22,7 +22,8 @@ export const FAST_SETTINGS: Record<string, Record<string, unknown>> = {
 		killGraceMs: 500,
 		strikeRescanMs: 300
 	},
-	triggers: { pollMs: 200 }
+	triggers: { pollMs: 200 },
+	scans: { claimMs: 200, leaseMs: 1500, pageSize: 100 }
 };
 
 export interface E2e {

@@ -191,12 +191,12 @@ describe("a file that arrives whole", () => {
 		expect(await movesOf("b.txt")).toHaveLength(1);
 	});
 
-	it("is a DUPLICATE to move aside when a source file of its name was stored meanwhile", async () => {
+	it("is a DUPLICATE to move aside when a source file of its name and size was stored meanwhile", async () => {
 		const [decision] = await recordArrivals(tdb.db, call, AGENT, [arrived("c.txt")], when);
 		await query(
 			`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
-				data_type, uuid)
-			 SELECT 'SOURCE', id, 'c.txt', 'elsewhere/c.txt', 'text/plain', '{}', md5('c')
+				file_size, data_type, uuid)
+			 SELECT 'SOURCE', id, 'c.txt', 'elsewhere/c.txt', 'text/plain', 10, '{}', md5('c')
 			 FROM workspace WHERE name = 'raw'`
 		);
 		const settled = await settleIngests(tdb.db, call, AGENT, [
@@ -216,6 +216,29 @@ describe("a file that arrives whole", () => {
 			{ id: decision.ingestId, status: "DUPLICATE", source_file_id: null }
 		]);
 		expect(await movesOf("c.txt")).toEqual([]);
+	});
+
+	it("is a new source file beside the first when its name is reused by a file of another size", async () => {
+		const [first] = await recordArrivals(tdb.db, call, AGENT, [arrived("r.txt", 10)], when);
+		await settleIngests(tdb.db, call, AGENT, [
+			{ ingestId: first.ingestId, status: "INGESTED", size: 10 }
+		]);
+		const [same] = await recordArrivals(tdb.db, call, AGENT, [arrived("r.txt", 10)], when);
+		expect(same).toMatchObject({ status: "DUPLICATE" });
+		const [other] = await recordArrivals(tdb.db, call, AGENT, [arrived("r.txt", 11)], when);
+		expect(other).toMatchObject({ target: `${HOST}/t/2026/11/27/11/r.txt` });
+		await settleIngests(tdb.db, call, AGENT, [
+			{ ingestId: other.ingestId, status: "INGESTED", size: 11 }
+		]);
+		const sources = await query<{ file_path: string; file_size: string }>(
+			`SELECT file_path, file_size FROM scale_file
+			 WHERE file_type = 'SOURCE' AND file_name = 'r.txt' ORDER BY id`
+		);
+		expect(sources).toEqual([
+			{ file_path: "t/2026/11/27/r.txt", file_size: "10" },
+			{ file_path: "t/2026/11/27/11/r.txt", file_size: "11" }
+		]);
+		expect((await ingestsOf("r.txt")).map(i => i.status)).toEqual(["INGESTED", "INGESTED"]);
 	});
 
 	it("is ERRORED with the reason when the monitor lost it mid-move", async () => {

@@ -462,12 +462,14 @@ describe("GET /files/{id}/download/", () => {
 		expect(Buffer.from(await reply.arrayBuffer())).toEqual(Buffer.alloc(3000, 7));
 	});
 
-	it("serves a file of an nfs workspace from where the nodes mount it, not one of an s3 workspace", async () => {
+	it("serves a file of an nfs workspace from where the nodes mount it, one of an s3 workspace by a presigned link", async () => {
 		const [nfs, s3] = await query<{ id: number }>(
 			`INSERT INTO workspace (name, json_config) VALUES
 				('nfs-ws', jsonb_build_object('version', '1.0', 'broker', jsonb_build_object(
 					'type', 'nfs', 'nfs_path', 'filer:/exports/out', 'host_path', $1::text))),
-				('s3-ws', '{"version": "1.0", "broker": {"type": "s3", "bucket_name": "b"}}')
+				('s3-ws', '{"version": "1.0", "broker": {"type": "s3", "bucket_name": "b",
+					"endpoint_url": "http://store.local:9000", "region_name": "eu-west-3",
+					"credentials": {"access_key_id": "AKID", "secret_access_key": "S3CRET"}}}')
 			 RETURNING id`,
 			[outDir]
 		);
@@ -482,11 +484,16 @@ describe("GET /files/{id}/download/", () => {
 		const reply = await request("GET", `${api}/files/${nfsFile.id}/download/`);
 		expect(reply.status).toBe(200);
 		expect(reply.text).toBe("nfs");
-		expectJsonError(
-			await request("GET", `${api}/files/${s3File.id}/download/`),
-			404,
-			/not in a workspace on the host's file system/
+		const redirect = await fetch(`${api}/files/${s3File.id}/download/`, { redirect: "manual" });
+		expect(redirect.status).toBe(302);
+		const link = new URL(redirect.headers.get("location")!);
+		expect(`${link.origin}${link.pathname}`).toBe("http://store.local:9000/b/in-s3.txt");
+		expect(link.searchParams.get("X-Amz-Credential")).toMatch(/^AKID\/\d{8}\/eu-west-3\/s3\//);
+		expect(link.searchParams.get("X-Amz-Expires")).toBe("300");
+		expect(link.searchParams.get("response-content-disposition")).toBe(
+			`attachment; filename="in-s3.txt"; filename*=UTF-8''in-s3.txt`
 		);
+		expect(link.href).not.toContain("S3CRET");
 		await query("DELETE FROM scale_file WHERE id = ANY($1::int[])", [[nfsFile.id, s3File.id]]);
 		await query("DELETE FROM workspace WHERE id = ANY($1::int[])", [[nfs.id, s3.id]]);
 	});

@@ -287,9 +287,9 @@ describe("workspaces service", () => {
 				/^json_config\.broker\.type: an "nfs" workspace needs NFS_MOUNT_ROOT/
 			],
 			[
-				"the s3 broker",
+				"the s3 broker without a bucket",
 				() => ({ name: "n1", json_config: { broker: { type: "s3" } } }),
-				/^json_config\.broker\.type: the "s3" broker is not supported/
+				/^json_config\.broker\.bucket_name: is required/
 			],
 			[
 				"an unknown broker",
@@ -588,7 +588,10 @@ describe("workspaces service", () => {
 					{ json_config: { broker: { type: "nfs" } } },
 					/^json_config\.broker\.nfs_path: is required/
 				],
-				[{ json_config: { broker: { type: "s3" } } }, /^json_config\.broker\.type: /],
+				[
+					{ json_config: { broker: { type: "s3" } } },
+					/^json_config\.broker\.bucket_name: /
+				],
 				[{ json_config: config(dir("x"), { version: "9" }) }, /^json_config\.version: /],
 				[
 					{ json_config: config("/etc") },

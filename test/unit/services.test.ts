@@ -32,4 +32,20 @@ describe("loadServiceSchemas", () => {
 		const [ingest] = loadServiceSchemas(loadConfig({ SERVICES: "ingest" }));
 		expect(ingest.settings).toMatchObject({ nfsMountRoot: null });
 	});
+
+	it.each([
+		[{}, true],
+		[{ TRANSPORTER: "nats://127.0.0.1:4222" }, false],
+		[{ TRANSPORTER: "tls://127.0.0.1:4222" }, true],
+		[{ TRANSPORTER: "nats://127.0.0.1:4222", NATS_TLS: "true" }, true]
+	])(
+		"sends s3 credentials to agents only without a transport or over TLS (%j: %s)",
+		(env, sent) => {
+			const schemas = loadServiceSchemas(
+				loadConfig({ SERVICES: "scheduler,ingest", DATABASE_URL: "postgres://x/y", ...env })
+			);
+			for (const schema of schemas)
+				expect(schema.settings).toMatchObject({ s3CredentialsToAgents: sent });
+		}
+	);
 });

@@ -132,13 +132,43 @@ describe("parseWorkspaceConfig (shape and version)", () => {
 });
 
 describe("validateBroker", () => {
-	it("says plainly that Scale's s3 broker is not supported", async () => {
+	it("takes Scale's s3 broker, with an endpoint of its own", async () => {
+		const broker = {
+			type: "s3",
+			bucket_name: "my-bucket.1",
+			credentials: { access_key_id: "AKID", secret_access_key: "secret" },
+			region_name: "eu-west-3",
+			host_path: "/mnt/my-bucket",
+			endpoint_url: "http://minio.local:9000"
+		};
+		const checked = await validateBroker({ version: "1.0", broker }, "json_config", OWN);
+		expect(checked).toEqual({ broker, warnings: [] });
+	});
+
+	it.each([
+		[{ type: "s3" }, "json_config.broker.bucket_name: is required"],
+		[{ type: "s3", bucket_name: "Upper_Case" }, "json_config.broker.bucket_name: "],
+		[
+			{ type: "s3", bucket_name: "b-1", credentials: { access_key_id: "x" } },
+			"json_config.broker.credentials.secret_access_key: is required"
+		],
+		[
+			{ type: "s3", bucket_name: "b-1", endpoint_url: "ftp://x" },
+			'json_config.broker.endpoint_url: must be an absolute http or https URL, got "ftp://x"'
+		],
+		[
+			{ type: "s3", bucket_name: "b-1", endpoint_url: "http://u:p@x" },
+			"json_config.broker.endpoint_url: must not hold credentials (give them in credentials)"
+		],
+		[
+			{ type: "s3", bucket_name: "b-1", host_path: "mnt" },
+			'json_config.broker.host_path: must be an absolute path, got "mnt"'
+		]
+	])("refuses the s3 broker %j", async (broker, problem) => {
 		const message = await asyncProblemOf(
-			validateBroker({ version: "1.0", broker: { type: "s3" } }, "json_config", OWN)
+			validateBroker({ version: "1.0", broker }, "json_config", OWN)
 		);
-		expect(message).toBe(
-			'json_config.broker.type: the "s3" broker is not supported by this service; only "host", "nfs" workspaces can be created'
-		);
+		expect(message.startsWith(problem)).toBe(true);
 	});
 
 	it("refuses an unknown broker type", async () => {
@@ -146,7 +176,9 @@ describe("validateBroker", () => {
 			await asyncProblemOf(
 				validateBroker({ version: "1.0", broker: { type: "ftp" } }, "json_config", OWN)
 			)
-		).toBe('json_config.broker.type: unknown broker type "ftp" (supported: "host", "nfs")');
+		).toBe(
+			'json_config.broker.type: unknown broker type "ftp" (supported: "host", "nfs", "s3")'
+		);
 	});
 });
 

@@ -31,7 +31,7 @@ describe("a strike's mount at create", () => {
 
 	it("accepts it in a cluster, where only the agents may see it, creating nothing", async () => {
 		const strike = await parseNewStrike(body, { ...directories, checkMounts: false });
-		expect(strike.configuration.mount).toBe(nowhere);
+		expect((strike.configuration as { mount: string }).mount).toBe(nowhere);
 		expect(fs.existsSync(nowhere)).toBe(false);
 	});
 });
