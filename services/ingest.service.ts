@@ -1,3 +1,5 @@
+import { MetricsMixin, type Metered } from "../mixins/prometheus-gauges.mixin";
+import { INGEST_DEFINITIONS, METRICS } from "../lib/observability/gauges";
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import path from "path";
 import { DbMixin } from "../mixins/db.mixin";
@@ -124,11 +126,11 @@ interface IngestSettings extends ServiceSettingSchema, ServiceDirectories {
 	nfsMountRoot: string | null;
 }
 
-type IngestThis = Service<IngestSettings> & Methods;
+type IngestThis = Service<IngestSettings> & Methods & Metered;
 
 const IngestService: ServiceSchema<IngestSettings, Methods> = {
 	name: "ingest",
-	mixins: [DbMixin()],
+	mixins: [DbMixin(), MetricsMixin(INGEST_DEFINITIONS)],
 
 	settings: {
 		nfsMountRoot: null,
@@ -321,6 +323,9 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 					ctx.params.results
 				);
 				const ingested = answers.filter(a => a.status === "INGESTED").length;
+				if (this.metered)
+					for (const a of answers)
+						this.broker.metrics.increment(METRICS.ingestsEnded, { status: a.status });
 				if (ingested > 0)
 					this.logger.info(
 						{ strikeId: ctx.params.strikeId, ingested, settled: answers.length },

@@ -25,6 +25,7 @@ import {
 import { databaseUrlOf } from "../lib/db/broker-database";
 import { AgentReachability } from "../lib/scheduling/reachability";
 import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
+import { JobMeter } from "../lib/observability/job-meter";
 import { buildSpecs } from "../lib/scheduling/spec";
 import {
 	clientSql,
@@ -330,7 +331,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 						this.broker.metrics.increment(METRICS.schedulerPasses);
 						this.broker.metrics.observe(
 							METRICS.schedulerPassDuration,
-							performance.now() - passStarted
+							(performance.now() - passStarted) / 1000
 						);
 					}
 					this.lastExcluded = result.excluded;
@@ -372,6 +373,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		/** Hands placed executions to their agents (lib/scheduling/dispatch.ts). */
 		dispatch(placed: PlacedExe[]) {
 			this.placedExecutions.remember(placed);
+			this.jobMeter?.placed(placed);
 			return dispatchPlaced(placed, this.dispatchLink);
 		},
 
@@ -557,6 +559,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 		/** Logs and announces what the written reports changed (lib/executions/reports.ts). */
 		afterWrite(result: FinishResult) {
+			this.jobMeter?.ended(result);
 			announceReports(result, {
 				info: (fields, message) => this.logger.info(fields, message),
 				warn: (fields, message) => this.logger.warn(fields, message),
@@ -612,7 +615,18 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			error: (fields, message) => this.logger.error(fields, message)
 		} satisfies DispatchLink;
 		this.metered = this.broker.isMetricsEnabled();
-		if (this.metered) registerMetrics(this.broker.metrics, SCHEDULER_DEFINITIONS);
+		this.jobMeter = null as JobMeter | null;
+		if (this.metered) {
+			registerMetrics(this.broker.metrics, SCHEDULER_DEFINITIONS);
+			this.broker.metrics.set(METRICS.schedulerLeader, 0);
+			this.jobMeter = new JobMeter(this.broker.metrics, {
+				queueWait: METRICS.queueWait,
+				runTime: METRICS.runTime,
+				completed: METRICS.jobsCompleted,
+				failed: METRICS.jobsFailed,
+				canceled: METRICS.jobsCanceled
+			});
+		}
 		this.reports = new MicroBatcher<ReportItem, boolean>(items => this.flushReports(items), {
 			delayMs: this.settings.flushMs,
 			maxItems: this.settings.flushMaxItems,
@@ -632,12 +646,14 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				this.ledSince = Date.now();
 				this.chain = Promise.resolve();
 				this.logger.info("scheduler: leading");
+				if (this.metered) this.broker.metrics.set(METRICS.schedulerLeader, 1);
 				void this.tick();
 			},
 			onLost: (reason: string) => {
 				this.leaderClient = null;
 				this.leaderSql = null;
 				this.logger.info({ reason }, "scheduler: no longer leading");
+				if (this.metered) this.broker.metrics.set(METRICS.schedulerLeader, 0);
 			},
 			log: (message: string, error?: unknown) => this.logger.warn({ err: error }, message)
 		});

@@ -317,7 +317,8 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				u.disk_total, j.data, r.interface, j.job_type_id, t.name, t.version,
 				t.uses_docker, t.docker_image, t.docker_privileged, t.is_long_running, t.is_system,
 				j.num_exes, j.max_tries, t.is_operational, t.error_mapping,
-				EXISTS (SELECT 1 FROM recipe_job rj WHERE rj.job_id = e.job_id) AS in_recipe
+				EXISTS (SELECT 1 FROM recipe_job rj WHERE rj.job_id = e.job_id) AS in_recipe,
+				extract(epoch FROM now() - e.queued)::float8 AS queue_wait_s
 		),
 		jr AS (
 			UPDATE job SET status = 'RUNNING', started = now(), last_status_change = now(),
