@@ -26,6 +26,7 @@ import { databaseUrlOf } from "../lib/db/broker-database";
 import { AgentReachability } from "../lib/scheduling/reachability";
 import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { JobMeter } from "../lib/observability/job-meter";
+import { readWaiting, whyWaiting, type LastPass } from "../lib/scheduling/waiting";
 import { buildSpecs } from "../lib/scheduling/spec";
 import {
 	clientSql,
@@ -92,6 +93,8 @@ type SchedulerVars = Record<string, any> & {
 	reach: AgentReachability;
 	reconnectedAt: number;
 	disconnectedAt: number;
+	/** the leader's last pass, for why jobs wait */
+	lastPass: LastPass | null;
 };
 type SchedulerThis = Service<SchedulerSettings> & SchedulerMethods & SchedulerVars;
 
@@ -125,6 +128,42 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 	},
 
 	actions: {
+		/**
+		 * Why queued jobs wait (lib/scheduling/waiting.ts), from the leader's last pass: these
+		 * jobs, or the head of these job types' queues (of every job type's when neither is
+		 * given). A replica that does not lead says so.
+		 */
+		waiting: {
+			params: jsonParams({
+				type: "object",
+				properties: {
+					jobIds: { type: "array", items: { type: "integer" }, maxItems: 1000 },
+					jobTypeIds: { type: "array", items: { type: "integer" }, maxItems: 1000 }
+				},
+				additionalProperties: false
+			}),
+			async handler(
+				this: SchedulerThis,
+				ctx: Context<{ jobIds?: number[]; jobTypeIds?: number[] }>
+			) {
+				if (!this.isLeader()) return { leader: false, jobs: [] };
+				const last = this.lastPass;
+				const { jobs, nodes } = await readWaiting(
+					poolSql(this.db),
+					ctx.params,
+					this.settings.leaseMs
+				);
+				return {
+					leader: true,
+					jobs: jobs.map(job => ({
+						job_id: job.job_id,
+						job_type_id: job.job_type_id,
+						...whyWaiting(last, job, nodes)
+					}))
+				};
+			}
+		},
+
 		get: {
 			rest: "GET /scheduler",
 			params: jsonParams({ type: "object" }),
@@ -313,6 +352,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 					this.dirty = false;
 					const sql: Sql = this.leaderSql;
 					const passStarted = this.metered ? performance.now() : 0;
+					const passAt = new Date();
 					const result = await this.exclusive(() =>
 						schedulePass(
 							sql,
@@ -335,6 +375,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 						);
 					}
 					this.lastExcluded = result.excluded;
+					this.lastPass = { at: passAt, ctx: result.context };
 					if (result.unrunnable.length > 0) this.sayWhyWaiting(result.unrunnable);
 					again =
 						this.dirty || (result.placed.length > 0 && result.stop === "scan-limit");
@@ -574,6 +615,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		this.leaderClient = null as Client | null;
 		this.leaderSql = null as Sql | null;
 		this.lastExcluded = [] as number[];
+		this.lastPass = null as LastPass | null;
 		this.imageSets = new ImageSets();
 		this.waitingReasons = new WaitingReasons();
 		this.placedExecutions = new PlacedExecutions();
@@ -652,6 +694,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			onLost: (reason: string) => {
 				this.leaderClient = null;
 				this.leaderSql = null;
+				this.lastPass = null;
 				this.logger.info({ reason }, "scheduler: no longer leading");
 				if (this.metered) this.broker.metrics.set(METRICS.schedulerLeader, 0);
 			},

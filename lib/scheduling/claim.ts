@@ -361,6 +361,8 @@ export interface PassResult {
 	stop: "paused" | "no-nodes" | "queue-end" | "full" | "scan-limit";
 	/** the queued container job types no node taking work can run (their rows were not read) */
 	unrunnable: Unrunnable[];
+	/** what the pass read, its nodes' free resources as its placements left them (waiting.ts) */
+	context: PassContext;
 }
 
 /**
@@ -389,7 +391,8 @@ export async function schedulePass(
 		excluded: excludedFirst,
 		scanned,
 		stop,
-		unrunnable: ctx.paused ? [] : ctx.unrunnable
+		unrunnable: ctx.paused ? [] : ctx.unrunnable,
+		context: ctx
 	});
 	if (ctx.paused) return stop("paused");
 	if (!ctx.queued) return stop("queue-end");
