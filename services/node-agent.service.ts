@@ -197,6 +197,23 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			}
 		},
 
+		/**
+		 * A stream of the execution's stdout and stderr as they are written (frames of
+		 * lib/documents/log-frames.ts), ending when it ends; NOT_FOUND when it is not held here.
+		 */
+		followLogs: {
+			caller: "execution-reader",
+			params: jsonParams(JOB_EXE_ID_SCHEMA),
+			handler(this: AgentThis, ctx: Context<{ jobExeId: number }>) {
+				const stream = this.agent.followLogs(ctx.params.jobExeId);
+				if (!stream)
+					throw new NotFoundError(
+						`execution ${ctx.params.jobExeId} is not held by the agent ${this.broker.nodeID}`
+					);
+				return stream;
+			}
+		},
+
 		/** Live stdout/stderr (their tails); NOT_FOUND when the execution is not held here. */
 		logs: {
 			caller: "execution-reader",
