@@ -16,6 +16,11 @@ export interface LogTailOptions {
 	maxBufferedBytes?: number;
 	/** reads without an event at least this often (an event missed, a file made late) */
 	safetyReadMs?: number;
+	/**
+	 * how long a write's event waits for the writes after it before the files are read: a job
+	 * printing a line a millisecond is sent in a few dozen chunks a second, not a thousand
+	 */
+	gatherMs?: number;
 }
 
 const STREAMS: LogStream[] = ["stdout", "stderr"];
@@ -40,6 +45,7 @@ export class LogTail {
 	private timer: NodeJS.Timeout | null = null;
 	private ended = false;
 	private closed = false;
+	private buffer: Buffer | null = null;
 	/** followers whose history is still being read */
 	private joining = 0;
 
@@ -94,14 +100,23 @@ export class LogTail {
 		}
 	}
 
+	/**
+	 * A write was seen: the watch is let go (a job printing a line a millisecond would wake the
+	 * agent a thousand times a second), the files are read gatherMs later, and the watch is
+	 * taken again first, so that no write after the read goes unseen.
+	 */
 	private readSoon(): void {
 		if (this.readQueued || this.closed) return;
-		this.watch();
 		this.readQueued = true;
-		this.enqueue(async () => {
-			this.readQueued = false;
-			await this.readNew();
-		});
+		this.watcher?.close();
+		this.watcher = null;
+		setTimeout(() => {
+			this.watch();
+			this.enqueue(async () => {
+				this.readQueued = false;
+				await this.readNew();
+			});
+		}, this.opts.gatherMs ?? 20).unref?.();
 	}
 
 	private fd(stream: LogStream): number | null {
@@ -126,11 +141,12 @@ export class LogTail {
 			const fd = this.fd(stream);
 			if (fd === null) continue;
 			for (;;) {
-				const buffer = Buffer.alloc(READ_CHUNK);
-				const n = await readAt(fd, buffer, this.pos[stream]);
+				// one buffer for every read (most reads are a few lines); each frame is a copy
+				this.buffer ??= Buffer.allocUnsafe(READ_CHUNK);
+				const n = await readAt(fd, this.buffer, this.pos[stream]);
 				if (n === 0) break;
 				this.pos[stream] += n;
-				const frame = encodeFrame(stream, buffer.subarray(0, n));
+				const frame = encodeFrame(stream, this.buffer.subarray(0, n));
 				for (const out of this.followers) this.send(out, frame);
 				if (n < READ_CHUNK) break;
 			}
