@@ -7,7 +7,9 @@
  *
  *   node scripts/job-path.js               the working tree
  *   node scripts/job-path.js --at <rev>    the same steps at an earlier commit: each file is
- *                                          followed back through the renames git finds since
+ *                                          followed back through the renames git finds since,
+ *                                          or, where it was folded into another, to the file
+ *                                          that held the name
  */
 const fs = require("fs");
 const { execFileSync } = require("child_process");
@@ -16,43 +18,43 @@ const { execFileSync } = require("child_process");
 const STEPS = [
 	["POST /queue/new-job/", "services/api.service.ts", "ApiGateway"],
 	["POST /queue/new-job/", "services/queue.service.ts", "POST /queue/new-job"],
-	["POST /queue/new-job/", "lib/validation/text.ts", "checkBodyDepth"],
+	["POST /queue/new-job/", "lib/validation/schema.ts", "checkBodyDepth"],
 	["POST /queue/new-job/", "services/queue.service.ts", "newJob"],
-	["POST /queue/new-job/", "lib/db/batcher.ts", "MicroBatcher"],
+	["POST /queue/new-job/", "lib/db/run.ts", "MicroBatcher"],
 	["POST /queue/new-job/", "lib/jobs/new-job.ts", "queueEachNewJob"],
 	["POST /queue/new-job/", "lib/jobs/prepare-job.ts", "prepareEachNewJob"],
 	["POST /queue/new-job/", "lib/documents/job-data.ts", "parseJobData"],
 	["POST /queue/new-job/", "lib/validation/schema.ts", "compileChecker"],
-	["POST /queue/new-job/", "lib/db/connection.ts", "writePrepared"],
+	["POST /queue/new-job/", "lib/db/run.ts", "writePrepared"],
 	["POST /queue/new-job/", "lib/records/job-details.ts", "jobsDetailsFromRows"],
 	["placed", "services/scheduler.service.ts", "schedulePass"],
 	["placed", "lib/scheduling/claim.ts", "schedulePass"],
 	["placed", "lib/scheduling/matching.ts", "matchBatch"],
 	["placed", "lib/documents/images.ts", "ImageSets"],
 	["placed", "lib/executions/placed-executions.ts", "remember"],
-	["placed", "lib/scheduling/spec.ts", "buildSpecs"],
+	["placed", "lib/scheduling/dispatch.ts", "buildSpecs"],
 	["placed", "lib/scheduling/dispatch.ts", "dispatchPlaced"],
-	["placed", "lib/documents/call-groups.ts", "callGroups"],
+	["placed", "lib/documents/agent-protocol.ts", "callGroups"],
 	["run on an agent", "services/node-agent.service.ts", "RUN_PARAMS"],
-	["run on an agent", "lib/agent/spec-schema.ts", "RUN_PARAMS"],
+	["run on an agent", "lib/documents/agent-protocol.ts", "RUN_PARAMS"],
 	["run on an agent", "lib/agent/agent.ts", "NodeAgent"],
 	["run on an agent", "lib/agent/execution.ts", "Execution"],
-	["run on an agent", "lib/agent/task-dirs.ts", "TaskDirs"],
-	["run on an agent", "lib/agent/inputs.ts", "stageInputs"],
+	["run on an agent", "lib/agent/task.ts", "TaskDirs"],
+	["run on an agent", "lib/agent/task.ts", "stageInputs"],
 	["run on an agent", "lib/agent/launcher.ts", "LauncherPool"],
-	["run on an agent", "lib/agent/outputs.ts", "planProducts"],
-	["run on an agent", "lib/documents/results-manifest.ts", "parseResultsManifest"],
+	["run on an agent", "lib/agent/task.ts", "planProducts"],
+	["run on an agent", "lib/documents/results.ts", "parseResultsManifest"],
 	["run on an agent", "lib/agent/files.ts", "isPlainFileName"],
 	["run on an agent", "lib/agent/reporter.ts", "ExecutionReporter"],
 	["finished", "services/scheduler.service.ts", "exeFinished"],
-	["finished", "lib/executions/report-schema.ts", "FINISHED_PARAMS"],
+	["finished", "lib/documents/agent-protocol.ts", "FINISHED_PARAMS"],
 	["finished", "lib/executions/reports.ts", "writeReportBatch"],
 	["finished", "lib/executions/finish.ts", "finishExecutions"],
-	["finished", "lib/executions/steps.ts", "collectSteps"],
+	["finished", "lib/executions/complete.ts", "collectSteps"],
 	["finished", "lib/executions/complete.ts", "complete"],
 	["finished", "lib/executions/parse.ts", "planParseUpdates"],
 	["finished", "lib/records/product.ts", "checkProducts"],
-	["finished", "lib/documents/job-results.ts", "buildJobResults"],
+	["finished", "lib/documents/results.ts", "buildJobResults"],
 	["GET /jobs/{id}/", "services/api.service.ts", "ApiGateway"],
 	["GET /jobs/{id}/", "services/jobs.service.ts", "GET /jobs/:id"],
 	["GET /jobs/{id}/", "services/jobs.service.ts", "getJobDetails"],
@@ -60,7 +62,12 @@ const STEPS = [
 	["GET /jobs/{id}/", "lib/validation/iso8601.ts", "formatDatetime"]
 ];
 
-const git = (...args) => execFileSync("git", args, { encoding: "utf8", maxBuffer: 1 << 26 });
+const git = (...args) =>
+	execFileSync("git", args, {
+		encoding: "utf8",
+		maxBuffer: 1 << 26,
+		stdio: ["ignore", "pipe", "ignore"]
+	});
 const at = process.argv.includes("--at") ? process.argv[process.argv.indexOf("--at") + 1] : null;
 
 /** Current path -> path at `at`, through the renames git finds between them. */
@@ -78,8 +85,25 @@ const files = [];
 const entries = new Map();
 let previous = null;
 let missing = 0;
-for (const [stage, current, name] of STEPS) {
+/**
+ * At an earlier commit, the file that defined the step's name there (files were folded together
+ * since), else the file followed back through git's renames.
+ */
+function fileAt(current, name) {
 	const file = pathOf(current);
+	if (!at || !current.startsWith("lib/")) return file;
+	const pattern = `export (async )?(const|function|class) ${name}\\b`;
+	let found = [];
+	try {
+		found = git("grep", "-l", "-E", pattern, at, "--", "lib").split("\n").filter(Boolean);
+	} catch {
+		// no file defines it: a method or a route, kept in the same file
+	}
+	return found.length === 1 ? found[0].slice(at.length + 1) : file;
+}
+
+for (const [stage, current, name] of STEPS) {
+	const file = fileAt(current, name);
 	if (!textOf(file).includes(name)) {
 		console.error(`missing: ${name} in ${file}`);
 		missing++;

@@ -15,7 +15,7 @@ import {
 	UnauthorizedError,
 	UnsupportedMediaTypeError
 } from "../lib/errors";
-import { checkBodyDepth, checkStorableText } from "../lib/validation/text";
+import { checkBodyDepth, checkStorableText } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
 
 export interface ApiSettings {

@@ -9,9 +9,10 @@ import { DEFAULT_CONTAINER_SETTINGS } from "../lib/agent/containers";
 import { DEFAULT_TASK_UIDS } from "../lib/agent/task-identities";
 import { ExecutionReporter } from "../lib/agent/reporter";
 import { measureResources, readSlaveId } from "../lib/agent/resources";
-import { RUN_PARAMS, JOB_EXE_ID_SCHEMA, STRIKE_ID_SCHEMA } from "../lib/agent/spec-schema";
-import { launchStrikeMonitor, StrikeMonitor } from "../lib/ingest/monitor";
 import {
+	RUN_PARAMS,
+	JOB_EXE_ID_SCHEMA,
+	STRIKE_ID_SCHEMA,
 	LOG_TAIL_BYTES,
 	type ExecutionFinished,
 	type ExecutionSpec,
@@ -22,6 +23,7 @@ import {
 	type NodeRegistration,
 	type NodeRegistrationAnswer
 } from "../lib/documents/agent-protocol";
+import { launchStrikeMonitor, StrikeMonitor } from "../lib/ingest/monitor";
 import { jsonParams } from "../lib/validation/params";
 
 /**

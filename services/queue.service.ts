@@ -2,7 +2,7 @@ import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "mole
 import { DbMixin } from "../mixins/db.mixin";
 import { WhyWaitingMixin, type JobWaiting } from "../mixins/why-waiting.mixin";
 import { listParamsSchema, REPEATABLE } from "../mixins/list.mixin";
-import { CONFLICT_RETRY, plannedPoolSql, select, transaction } from "../lib/db/run";
+import { CONFLICT_RETRY, plannedPoolSql, select, transaction, MicroBatcher } from "../lib/db/run";
 import { buildEnvelope } from "../lib/list/envelope";
 import { parseListQuery } from "../lib/list/params";
 import { JOB_COLUMNS, JOB_FROM, serializeJob, type JobListRow } from "../lib/records/job";
@@ -10,7 +10,6 @@ import { getJobsDetails, jobsDetailsFromRows, type JobDetails } from "../lib/rec
 import { getJobLoad, LOAD_FILTERS, recordJobLoad } from "../lib/queue/load";
 import { queueEachNewJob } from "../lib/jobs/new-job";
 import type { NewJobRequest, QueuedJob } from "../lib/jobs/types";
-import { MicroBatcher } from "../lib/db/batcher";
 import { requeueJobs, type RequeueFilters } from "../lib/queue/requeue";
 import { getQueueStatus } from "../lib/queue/status";
 import type { RequestMeta } from "../types/meta";

@@ -1,16 +1,29 @@
 import type { Context, Service, ServiceSchema } from "moleculer";
 import type { Client } from "pg";
-import type { ExecutionFinished, ExecutionStep } from "../lib/documents/agent-protocol";
+import {
+	type ExecutionFinished,
+	type ExecutionStep,
+	FINISHED_PARAMS,
+	STEP_SCHEMA
+} from "../lib/documents/agent-protocol";
 import { DbMixin } from "../mixins/db.mixin";
-import { MicroBatcher } from "../lib/db/batcher";
+import {
+	MicroBatcher,
+	clientSql,
+	CONFLICT_RETRY,
+	PIPELINED,
+	poolSql,
+	retrying,
+	transaction,
+	type Sql
+} from "../lib/db/run";
 import { schedulePass, type Unrunnable } from "../lib/scheduling/claim";
 import { ImageSets } from "../lib/documents/images";
 import { WaitingReasons } from "../lib/scheduling/matching";
 import { ERRORS } from "../lib/executions/failure";
-import { dispatchPlaced, type DispatchLink } from "../lib/scheduling/dispatch";
+import { dispatchPlaced, type DispatchLink, buildSpecs } from "../lib/scheduling/dispatch";
 import { finishExecutions } from "../lib/executions/finish";
 import type { FailureRequest, FinishResult } from "../lib/executions/types";
-import { FINISHED_PARAMS, STEP_SCHEMA } from "../lib/executions/report-schema";
 import { announceReports, writeReportBatch, type ReportItem } from "../lib/executions/reports";
 import { LeaderLock } from "../lib/db/leader";
 import { PlacedExecutions, type PlacedExe } from "../lib/executions/placed-executions";
@@ -27,16 +40,6 @@ import { AgentReachability } from "../lib/scheduling/reachability";
 import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { JobMeter } from "../lib/observability/job-meter";
 import { readWaiting, whyWaiting, type LastPass } from "../lib/scheduling/waiting";
-import { buildSpecs } from "../lib/scheduling/spec";
-import {
-	clientSql,
-	CONFLICT_RETRY,
-	PIPELINED,
-	poolSql,
-	retrying,
-	transaction,
-	type Sql
-} from "../lib/db/run";
 import { jsonParams } from "../lib/validation/params";
 
 export interface SchedulerSettings {

@@ -6,7 +6,7 @@ import { Containers, DEFAULT_CONTAINER_SETTINGS, type ContainerSettings } from "
 import { DEFAULT_TASK_PATH, Execution, taskDirOf } from "./execution";
 import { createLauncher, type Launched, type Launcher, type LauncherChoice } from "./launcher";
 import { LogTail } from "./log-tail";
-import { TaskDirs } from "./task-dirs";
+import { TaskDirs } from "./task";
 import { DEFAULT_TASK_UIDS, taskIdentities, type TaskIdentities } from "./task-identities";
 import {
 	LOG_TAIL_BYTES,

@@ -2,18 +2,19 @@ import fs from "fs";
 import path from "path";
 import { FieldError } from "../errors";
 import { splitCommandArguments, substituteArguments } from "../documents/job-interface";
-import {
-	mergeArtifacts,
-	parseArtifactLines,
-	type ResultsManifest
-} from "../documents/results-manifest";
+import { mergeArtifacts, parseArtifactLines, type ResultsManifest } from "../documents/results";
 import type { ContainerExit, Containers } from "./containers";
 import { ExecutionFailure } from "./execution-failure";
 import { artifactLines, copyAtomically, openAgentFile, readTail } from "./files";
-import { stageInputs } from "./inputs";
+import {
+	stageInputs,
+	planProducts,
+	readManifest,
+	removeProducts,
+	workspaceOf,
+	type TaskDirs
+} from "./task";
 import { LaunchError, type Launched, type Launcher, type TaskIdentity } from "./launcher";
-import { planProducts, readManifest, removeProducts, workspaceOf } from "./outputs";
-import type { TaskDirs } from "./task-dirs";
 import type { TaskIdentities } from "./task-identities";
 import type {
 	ExecutionFinished,

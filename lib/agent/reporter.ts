@@ -1,6 +1,9 @@
 import { Errors } from "moleculer";
-import { callGroups } from "../documents/call-groups";
-import type { ExecutionFinished, ExecutionStep } from "../documents/agent-protocol";
+import {
+	callGroups,
+	type ExecutionFinished,
+	type ExecutionStep
+} from "../documents/agent-protocol";
 
 /** What the reporter needs of the node agent service that owns it. */
 export interface ReporterLink {

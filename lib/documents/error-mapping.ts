@@ -1,6 +1,5 @@
 import { FieldError } from "../errors";
-import { assertSchema, compileChecker } from "../validation/schema";
-import { checkStorableText } from "../validation/text";
+import { assertSchema, compileChecker, checkStorableText } from "../validation/schema";
 import type { ErrorMapping } from "./types";
 
 /**

@@ -1,6 +1,10 @@
 import { FieldError } from "../errors";
-import { assertSchema, compileChecker, type Checker } from "../validation/schema";
-import { checkStorableText } from "../validation/text";
+import {
+	assertSchema,
+	compileChecker,
+	type Checker,
+	checkStorableText
+} from "../validation/schema";
 import type { JobInterface } from "./types";
 import { ID_SCHEMA } from "../validation/ids";
 

@@ -1,7 +1,6 @@
 import { FieldError } from "../errors";
-import { assertSchema, compileChecker } from "../validation/schema";
+import { assertSchema, compileChecker, checkStorableText } from "../validation/schema";
 import { INPUT_ENTRY_SCHEMA, IO_NAME_RULE, NAME_PATTERN } from "./job-interface";
-import { checkStorableText } from "../validation/text";
 import type {
 	InputEntry,
 	InputType,

@@ -1,8 +1,7 @@
 import path from "path";
 import { FieldError } from "../errors";
-import { assertSchema, compileChecker } from "../validation/schema";
+import { assertSchema, compileChecker, checkStorableText } from "../validation/schema";
 import { isNfsExport, nfsMountPoint } from "./nfs";
-import { checkStorableText } from "../validation/text";
 
 /**
  * Strike configuration 1.0 (Scale's ingest/strike/configuration/strike_configuration.py and

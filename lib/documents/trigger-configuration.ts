@@ -1,7 +1,6 @@
 import { FieldError } from "../errors";
 import { Iso8601Error, parseDuration } from "../validation/iso8601";
-import { assertSchema, compileChecker } from "../validation/schema";
-import { checkStorableText } from "../validation/text";
+import { assertSchema, compileChecker, checkStorableText } from "../validation/schema";
 import type { InputEntry, Warning } from "./types";
 
 /**

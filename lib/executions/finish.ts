@@ -1,7 +1,7 @@
 import type { ExecutionFinished, ProducedFile } from "../documents/agent-protocol";
 import { checkProducts } from "../records/product";
 import { advanceRecipes, blockRecipeJobs, readRecipes, type RecipesRead } from "../recipes/run";
-import { complete } from "./complete";
+import { complete, collectSteps, stepUnnest, type StepColumns } from "./complete";
 import {
 	countsAgainstNode,
 	ERRORS,
@@ -12,7 +12,6 @@ import {
 } from "./failure";
 import type { EndingExe } from "./placed-executions";
 import type { Sql } from "../db/run";
-import { collectSteps, stepUnnest, type StepColumns } from "./steps";
 import type { FinishInput, FinishOptions, FinishResult } from "./types";
 
 /**

@@ -13,8 +13,7 @@ import type { ListSource } from "../list/types";
 import { loadStrikeJobs, serializeStrike, type StrikeRow } from "../records/ingest";
 import { queueNewJobs } from "../jobs/new-job";
 import { mountProblem, type ServiceDirectories } from "../documents/confined-mounts";
-import { assertSchema, compileChecker } from "../validation/schema";
-import { checkStorableText } from "../validation/text";
+import { assertSchema, compileChecker, checkStorableText } from "../validation/schema";
 import { watchedDirectory } from "./record";
 
 const NAME_MAX = 50;

@@ -9,7 +9,7 @@ import {
 	type WorkspaceConfig,
 	type WorkspaceMountOptions
 } from "../documents/workspace-config";
-import { textProblem } from "../validation/text";
+import { textProblem } from "../validation/schema";
 
 export interface WorkspaceRow {
 	id: number;

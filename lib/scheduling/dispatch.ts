@@ -1,8 +1,17 @@
-import { callGroups } from "../documents/call-groups";
-import type { ExecutionSpec } from "../documents/agent-protocol";
+import path from "path";
 import type { PlacedExe } from "../executions/placed-executions";
 import { ERRORS, runFailureError } from "../executions/failure";
 import type { FailureRequest } from "../executions/types";
+import { entryFileIds } from "../documents/job-data";
+import {
+	callGroups,
+	type ExecutionSpec,
+	type OutputWorkspace,
+	type StagedFile
+} from "../documents/agent-protocol";
+import type { JobInterface } from "../documents/types";
+import { STRIKE_JOB_TYPE } from "../documents/strike-configuration";
+import type { Sql } from "../db/run";
 
 /** What handing placed executions to their agents needs of the scheduler service. */
 export interface DispatchLink {
@@ -68,4 +77,139 @@ export async function dispatchPlaced(placed: PlacedExe[], link: DispatchLink): P
 					link.fail({ jobExeId: exe.id, errorName });
 				}
 			});
+}
+
+/**
+ * The ExecutionSpec each placed execution is sent to its agent with: everything the agent needs,
+ * since it has no database. Input files are staged from their workspace's host path; outputs go to
+ * the workspaces the job data names.
+ */
+
+interface FileRow {
+	id: number;
+	file_name: string;
+	file_path: string;
+	media_type: string;
+	file_size: string | number;
+	host_path: string | null;
+}
+
+interface WorkspaceRow {
+	id: number;
+	host_path: string | null;
+}
+
+/** The file ids and workspace ids the job data of the placed executions refer to. */
+export function referencedIds(placed: readonly PlacedExe[]): {
+	fileIds: number[];
+	workspaceIds: number[];
+} {
+	const files = new Set<number>();
+	const workspaces = new Set<number>();
+	for (const exe of placed) {
+		for (const input of exe.data?.input_data ?? [])
+			for (const id of entryFileIds(input)) files.add(id);
+		for (const output of exe.data?.output_data ?? [])
+			if (Number.isInteger(output.workspace_id)) workspaces.add(output.workspace_id);
+	}
+	return { fileIds: [...files], workspaceIds: [...workspaces] };
+}
+
+/** Builds the specs, reading the files and workspaces involved in one statement (none without any). */
+export async function buildSpecs(sql: Sql, placed: readonly PlacedExe[]): Promise<ExecutionSpec[]> {
+	const { fileIds, workspaceIds } = referencedIds(placed);
+	let files = new Map<number, FileRow>();
+	let workspaces = new Map<number, WorkspaceRow>();
+	if (fileIds.length > 0 || workspaceIds.length > 0) {
+		const [row] = await sql.query<{
+			files: FileRow[] | null;
+			workspaces: WorkspaceRow[] | null;
+		}>(
+			`SELECT
+				(SELECT json_agg(json_build_object('id', f.id, 'file_name', f.file_name,
+					'file_path', f.file_path, 'media_type', f.media_type, 'file_size', f.file_size,
+					'host_path', w.json_config->'broker'->>'host_path'))
+				 FROM scale_file f JOIN workspace w ON w.id = f.workspace_id
+				 WHERE f.id = ANY($1::int[])) AS files,
+				(SELECT json_agg(json_build_object('id', w.id,
+					'host_path', w.json_config->'broker'->>'host_path'))
+				 FROM workspace w WHERE w.id = ANY($2::int[])) AS workspaces`,
+			[fileIds, workspaceIds]
+		);
+		files = new Map((row.files ?? []).map(f => [f.id, f]));
+		workspaces = new Map((row.workspaces ?? []).map(w => [w.id, w]));
+	}
+	return placed.map(exe => specFor(exe, files, workspaces));
+}
+
+function staged(file: FileRow): StagedFile {
+	return {
+		fileId: file.id,
+		hostPath: path.posix.join(file.host_path ?? "/", file.file_path),
+		fileName: file.file_name,
+		mediaType: file.media_type,
+		size: Number(file.file_size)
+	};
+}
+
+/**
+ * What the agent runs itself instead of a command: a strike's monitor for the system job type
+ * `scale-strike` (lib/ingest/monitor.ts), the strike named by its "Strike ID" input.
+ */
+function builtinTask(exe: PlacedExe): Pick<ExecutionSpec, "task"> {
+	if (!exe.is_system || exe.name !== STRIKE_JOB_TYPE) return {};
+	const input = (exe.data?.input_data ?? []).find(
+		(i: { name: string }) => i.name === "Strike ID"
+	);
+	const strikeId = Number(input?.value);
+	return Number.isInteger(strikeId) && strikeId > 0 ? { task: { kind: "strike", strikeId } } : {};
+}
+
+export function specFor(
+	exe: PlacedExe,
+	files: ReadonlyMap<number, FileRow>,
+	workspaces: ReadonlyMap<number, WorkspaceRow>
+): ExecutionSpec {
+	const iface = exe.interface as JobInterface;
+	const inputs: ExecutionSpec["inputs"] = {};
+	for (const input of exe.data?.input_data ?? []) {
+		if (typeof input.value === "string") {
+			inputs[input.name] = { value: input.value };
+			continue;
+		}
+		const ids = entryFileIds(input);
+		inputs[input.name] = {
+			files: ids.flatMap(id => {
+				const file = files.get(id);
+				return file ? [staged(file)] : [];
+			})
+		};
+	}
+	const outputWorkspaces: Record<string, OutputWorkspace> = {};
+	for (const output of exe.data?.output_data ?? []) {
+		const ws = workspaces.get(output.workspace_id);
+		outputWorkspaces[output.name] = {
+			workspaceId: output.workspace_id,
+			hostPath: ws?.host_path ?? ""
+		};
+	}
+	return {
+		jobExeId: exe.id,
+		jobId: exe.job_id,
+		jobType: {
+			id: exe.job_type_id,
+			name: exe.name,
+			version: exe.version,
+			usesDocker: exe.uses_docker,
+			dockerImage: exe.docker_image,
+			dockerPrivileged: exe.docker_privileged,
+			isLongRunning: exe.is_long_running
+		},
+		interface: iface,
+		inputs,
+		outputWorkspaces,
+		...builtinTask(exe),
+		timeout: exe.is_long_running ? 0 : exe.timeout,
+		resources: { cpus: exe.cpus, mem: exe.mem, disk: exe.disk_total }
+	};
 }

@@ -8,7 +8,7 @@ import {
 	validateBroker
 } from "../../lib/documents/workspace-config";
 import { validateHostBroker } from "../../lib/documents/host-broker";
-import { textProblem } from "../../lib/validation/text";
+import { textProblem } from "../../lib/validation/schema";
 
 let dir: string;
 let file: string;

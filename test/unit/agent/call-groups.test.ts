@@ -1,4 +1,4 @@
-import { CALL_CHARS, callGroups } from "../../../lib/documents/call-groups";
+import { CALL_CHARS, callGroups } from "../../../lib/documents/agent-protocol";
 
 describe("callGroups", () => {
 	it("keeps items in order, in groups whose JSON stays within the limit", () => {

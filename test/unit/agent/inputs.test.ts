@@ -1,7 +1,7 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { stageInputs } from "../../../lib/agent/inputs";
+import { stageInputs } from "../../../lib/agent/task";
 
 let root: string;
 let source: string;

@@ -1,6 +1,6 @@
 import fs from "fs";
 import path from "path";
-import { TaskDirs } from "../../../lib/agent/task-dirs";
+import { TaskDirs } from "../../../lib/agent/task";
 import { removeTempDirs, tempDir } from "../../fixtures/agent";
 
 afterAll(() => removeTempDirs());

@@ -1,4 +1,4 @@
-import { MicroBatcher } from "../../../lib/db/batcher";
+import { MicroBatcher } from "../../../lib/db/run";
 
 describe("MicroBatcher", () => {
 	it("hands items that arrive together to one flush and answers each", async () => {

@@ -1,5 +1,5 @@
 import { FieldError } from "../../../lib/errors";
-import { buildJobResults, parseJobResults } from "../../../lib/documents/job-results";
+import { buildJobResults, parseJobResults } from "../../../lib/documents/results";
 
 function fieldErrorOf(fn: () => unknown): { field: string; message: string } {
 	try {

@@ -3,7 +3,7 @@ import {
 	mergeArtifacts,
 	parseArtifactLines,
 	parseResultsManifest
-} from "../../../lib/documents/results-manifest";
+} from "../../../lib/documents/results";
 
 function fieldErrorOf(fn: () => unknown): { field: string; message: string } {
 	try {

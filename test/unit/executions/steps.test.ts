@@ -1,4 +1,4 @@
-import { collectSteps } from "../../../lib/executions/steps";
+import { collectSteps } from "../../../lib/executions/complete";
 
 describe("collectSteps", () => {
 	it("maps step reports to the execution's columns, later reports winning", () => {

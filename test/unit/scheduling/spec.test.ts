@@ -1,5 +1,5 @@
 import type { PlacedExe } from "../../../lib/executions/placed-executions";
-import { referencedIds, specFor } from "../../../lib/scheduling/spec";
+import { referencedIds, specFor } from "../../../lib/scheduling/dispatch";
 
 const placed: PlacedExe = {
 	id: 11,
