@@ -31,7 +31,14 @@ async function repl(name: string, args: CommandArgs = {}): Promise<string> {
 	const command = COMMANDS.find(c => c.command.split(" ")[0] === name);
 	if (!command) throw new Error(`no command ${name}`);
 	const printed: string[] = [];
-	await command.run({ broker: e2e.broker, print: text => printed.push(text) }, args);
+	await command.run(
+		{
+			broker: e2e.broker,
+			print: text => printed.push(text),
+			write: text => printed.push(text)
+		},
+		args
+	);
 	return printed.join("\n");
 }
 
@@ -141,7 +148,7 @@ describe("the operators' REPL commands", () => {
 		expect((await e2e.ok("GET", `/jobs/${a}/`)).status).toBe("CANCELED");
 		const requeued = await repl("requeue", { ids: [String(a), "999999"] });
 		expect(requeued).toMatch(new RegExp(`^\\s*${a}\\s+echo\\s+QUEUED`, "m"));
-		expect(requeued).toContain("not requeued (no such job): 999999");
+		expect(requeued).toContain("refused: no such job: 999999");
 		expect((await e2e.ok("GET", `/jobs/${a}/`)).status).toBe("QUEUED");
 
 		expect(await repl("scheduler-resume")).toBe("scheduler: running");
