@@ -151,7 +151,8 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 
 	settings: {
 		agent: DEFAULT_AGENT,
-		port: 8000,
+		// the API port this process serves (lib/launch/services.ts); an agent alone serves none
+		port: 0,
 		heartbeatMs: 5000,
 		registerRetryMs: 2000,
 		finishRetryMs: 2000,
