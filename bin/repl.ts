@@ -75,11 +75,22 @@ async function main() {
 			say('every service runs in this process; "help" lists the commands, "quit" stops them');
 		}
 	}
-	// moleculer-repl's `info` prints the broker's options: the transporter without credentials
-	if (config.transporter)
+	// moleculer-repl's `info` prints the broker's options and the transporter's settings: both
+	// without credentials. Once connected, the NATS client reconnects with its own copy of them,
+	// and Moleculer reads the transporter's settings no more.
+	if (config.transporter) {
 		(broker.options as Record<string, unknown>).transporter = describeTransporter(
 			config.transporter
 		);
+		const tx = (broker as unknown as { transit?: { tx?: { opts?: Record<string, unknown> } } })
+			.transit?.tx;
+		if (tx?.opts)
+			tx.opts = {
+				servers: tx.opts.servers,
+				user: tx.opts.user,
+				...(tx.opts.tls ? { tls: "(TLS, the cluster's CA)" } : {})
+			};
+	}
 	await broker.repl();
 }
 
