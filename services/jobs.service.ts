@@ -60,11 +60,11 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 				// a QUEUED job says why it waits (the leading scheduler's last pass)
 				if ((details as { status?: string }).status !== "QUEUED") return details;
 				const [why] = (await this.askWhyWaiting({ jobIds: [ctx.params.id] })) ?? [];
+				// no leading scheduler to say: left out rather than guessed
+				if (!why) return details;
 				return {
 					...details,
-					why_waiting: why
-						? { code: why.code, reason: why.reason, pass_at: why.pass_at }
-						: null
+					why_waiting: { code: why.code, reason: why.reason, pass_at: why.pass_at }
 				};
 			}
 		},

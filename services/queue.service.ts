@@ -208,7 +208,9 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 				// each job type's head job: why it waits (the leading scheduler's last pass)
 				const ids = status.results.map(r => r.job_type.id);
 				const why = ids.length > 0 ? await this.askWhyWaiting({ jobTypeIds: ids }) : null;
-				const byType = new Map((why ?? []).map(w => [w.job_type_id, w]));
+				// with no leading scheduler to say, the entries are as Scale's
+				if (why === null) return status;
+				const byType = new Map(why.map(w => [w.job_type_id, w]));
 				const said = (id: number) => {
 					const w = byType.get(id);
 					return w ? { code: w.code, reason: w.reason, pass_at: w.pass_at } : null;
