@@ -172,10 +172,13 @@ export async function readWaiting(
 		`WITH q AS (
 			SELECT * FROM queue WHERE job_id = ANY($1::int[])
 			UNION ALL
-			SELECT h.* FROM (SELECT DISTINCT ON (job_type_id) * FROM queue
-				WHERE cardinality($1::int[]) = 0
-					AND (cardinality($2::int[]) = 0 OR job_type_id = ANY($2::int[]))
-				ORDER BY job_type_id, priority, queued, id) h
+			-- each job type's head through the queue's (job_type_id, priority, queued, id) index:
+			-- one row read per type, whatever waits behind it
+			SELECT h.* FROM job_type t CROSS JOIN LATERAL (
+				SELECT * FROM queue WHERE job_type_id = t.id ORDER BY priority, queued, id LIMIT 1
+			) h
+			WHERE cardinality($1::int[]) = 0
+				AND (cardinality($2::int[]) = 0 OR t.id = ANY($2::int[]))
 		)
 		SELECT
 			(SELECT json_agg(json_build_object('job_id', q.job_id, 'job_type_id', q.job_type_id,
