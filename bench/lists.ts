@@ -7,7 +7,9 @@
  *
  * Each list is measured with a mix of requests, not one URL: every request draws its page
  * (1-20) and its filter value (job type, node, status) at random, so no cached answer can
- * stand in for the work.
+ * stand in for the work. Each is measured again with the time window real clients send: Scale's
+ * web UI computes absolute `started`/`ended` timestamps at every page load, so each request has
+ * its own (`started` 1-30 days back, `ended` now, both to the millisecond).
  *
  *   npm run bench:seed && npm run bench:lists      (the embedded database under data/bench-p4)
  *   DATABASE_URL=postgres://... npm run bench:lists
@@ -56,8 +58,8 @@ interface Mix {
 	label: string;
 	/** a request's path under the API, drawn at random */
 	draw: () => string;
-	/** the same shape with fixed values, for the count check */
-	countPath: string;
+	/** the same shape with fixed values, for the count check (none for the windowed mixes) */
+	countPath?: string;
 	/** the true count of countPath's rows, in SQL */
 	countSql: string;
 	countBind: unknown[];
@@ -91,7 +93,7 @@ async function main() {
 		).rows.map(r => r.status);
 		// BENCH_ONLY=jobs,products: the mixes whose label holds one of these, and no page 500
 		const only = (process.env.BENCH_ONLY ?? "").split(",").filter(Boolean);
-		const mixes = listMixes(names, nodes, statuses).filter(
+		const mixes = withWindows(listMixes(names, nodes, statuses)).filter(
 			mix => only.length === 0 || only.some(part => mix.label.includes(part))
 		);
 
@@ -133,13 +135,14 @@ async function main() {
 		const maxRss = rss.stop();
 
 		const counts = [];
-		for (const mix of mixes) counts.push(await checkCount(api, client, mix));
+		for (const mix of mixes)
+			if (mix.countPath !== undefined) counts.push(await checkCount(api, client, mix));
 
 		console.log(
 			`P4 lists on ${seeded[0].jobs.toLocaleString("en-US")} jobs, ${seeded[0].exes.toLocaleString("en-US")} executions, ${seeded[0].files.toLocaleString("en-US")} files (${database.where}); ${SECONDS} s per run after ${WARMUP_SECONDS} s of warm-up; ${os.cpus().length} cpus; services: all but scheduler and node-agent`
 		);
 		console.log(
-			"each list: page 1-20 of 100 rows and its filter value drawn at random per request"
+			"each list: page 1-20 of 100 rows and its filter value drawn at random per request; +window: started 1-30 days back and ended now, absolute, to the ms, distinct per request"
 		);
 		printTable(version, lists, deep, maxRss);
 		printCounts(counts);
@@ -226,6 +229,27 @@ function listMixes(names: string[], nodes: number[], statuses: string[]): Mix[] 
 	];
 }
 
+/** An ISO-8601 instant to the millisecond, as a browser's toISOString writes it. */
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * Each mix again with the window a client computes at each page load: absolute `started` and
+ * `ended` (a relative `started=P7D` replaced), distinct per request.
+ */
+function withWindows(mixes: Mix[]): Mix[] {
+	const windowed = mixes.map(mix => ({
+		label: `${mix.label.replace(/&started=P7D$/, "")} +window`,
+		draw: () => {
+			const now = Date.now();
+			const started = now - (1 + Math.random() * 29) * 86400000;
+			return `${mix.draw().replace(/&started=P7D/, "")}&started=${iso(started)}&ended=${iso(now)}`;
+		},
+		countSql: mix.countSql,
+		countBind: mix.countBind
+	}));
+	return [...mixes, ...windowed];
+}
+
 interface CountCheck {
 	path: string;
 	/** the API's count, or its status when it did not answer 200 */
@@ -234,11 +258,15 @@ interface CountCheck {
 }
 
 async function checkCount(api: string, client: Client, mix: Mix): Promise<CountCheck> {
-	const res = await fetch(api + mix.countPath);
+	const res = await fetch(api + mix.countPath!);
 	const body = res.status === 200 ? ((await res.json()) as { count: number }) : null;
 	if (!body) await res.arrayBuffer();
 	const { rows } = await client.query(mix.countSql, mix.countBind);
-	return { path: mix.countPath, api: body ? body.count : `HTTP ${res.status}`, truth: rows[0].n };
+	return {
+		path: mix.countPath!,
+		api: body ? body.count : `HTTP ${res.status}`,
+		truth: rows[0].n
+	};
 }
 
 function printTable(
@@ -250,7 +278,7 @@ function printTable(
 	const ok = (f: Figures) => f.non2xx === 0 && f.errors === 0;
 	const row = (label: string, f: Figures, target: string, met: string) =>
 		[
-			label.padEnd(44),
+			label.padEnd(48),
 			f.rps.toFixed(0).padStart(7),
 			String(f.p50).padStart(5),
 			String(f.p99).padStart(5),
@@ -267,7 +295,7 @@ function printTable(
 		].join(" ");
 	console.log(
 		[
-			"request".padEnd(44),
+			"request".padEnd(48),
 			"req/s".padStart(7),
 			"p50".padStart(5),
 			"p99".padStart(5),

@@ -5,6 +5,9 @@ import type { Context, Service, ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
 import { ALL_SERVICES } from "../lib/launch/config";
 import { aliasesFrom, answersInPlainText, ID_PARAMS } from "../lib/http/aliases";
+import { isDocsRequest, serveDocs } from "../lib/http/docs";
+import { VERSION } from "../lib/paths";
+import { openApiDocument } from "../lib/http/openapi";
 import { toHttpError } from "../lib/http/errors";
 import { forwardedBaseUrl, listeningUrl } from "../lib/http/public-url";
 import {
@@ -49,11 +52,14 @@ const BODY_METHODS = ["POST", "PUT", "PATCH"];
  * (lib/http/aliases.ts says why the table is fixed at start rather than moleculer-web's
  * autoAliases).
  */
-export const ALIASES = aliasesFrom(
-	ALL_SERVICES.filter(name => name !== "api").map(
-		name => require(`./${name}.service`).default as ServiceSchema
-	)
+const SCHEMAS = ALL_SERVICES.filter(name => name !== "api").map(
+	name => require(`./${name}.service`).default as ServiceSchema
 );
+export const ALIASES = aliasesFrom(SCHEMAS);
+
+/** The OpenAPI document of those routes (lib/http/openapi.ts), served at /api/openapi.json. */
+export const OPENAPI = openApiDocument(SCHEMAS, VERSION);
+const OPENAPI_JSON = Buffer.from(JSON.stringify(OPENAPI));
 
 /** The gateway as its hooks see it: a service with the methods below. */
 type ApiThis = Service<ApiSettings> & {
@@ -276,6 +282,7 @@ const ApiService: ServiceSchema<ApiSettings> = {
 		 * once held `/version/` at 1.6 s.
 		 */
 		httpHandler(this: ApiThis, req: Req, res: ServerResponse, next?: unknown) {
+			if (isDocsRequest(req.method, req.url ?? "")) return serveDocs(req, res, OPENAPI_JSON);
 			try {
 				this.authenticate(req);
 				refuseOversizedBody(req);

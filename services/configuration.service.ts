@@ -10,6 +10,7 @@ import { QUERY_SCHEMA } from "../lib/validation/schema";
 import { uploadAsImport } from "../lib/http/upload";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { bodyParams } from "../lib/validation/body";
 import { ID_SCHEMA } from "../lib/validation/ids";
 
 const IDS = { type: "array", items: ID_SCHEMA };
@@ -30,11 +31,11 @@ const EXPORT_PARAMS = {
 	}
 };
 
-const IMPORT_PARAMS = {
+const IMPORT_PARAMS = bodyParams({
 	type: "object",
 	required: ["import"],
 	properties: { import: { type: "object" } }
-};
+});
 
 type ExportParams = Record<string, any>;
 

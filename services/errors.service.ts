@@ -13,6 +13,11 @@ import {
 } from "../lib/records/error";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { bodyParams, readOnlyWarnings, withWarnings } from "../lib/validation/body";
+import { ERROR_READ_ONLY } from "../lib/documents/configuration";
+
+/** What an error's record shows that no body sets. */
+const READ_ONLY = [...ERROR_READ_ONLY, "is_builtin"];
 import { ID_SCHEMA } from "../lib/validation/ids";
 
 const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
@@ -31,21 +36,26 @@ const ErrorsService: ServiceSchema = {
 	actions: {
 		create: {
 			rest: "POST /errors",
-			params: jsonParams({
-				type: "object",
-				required: ["name", "category"],
-				properties: {
-					name: NAME,
-					title: TITLE,
-					description: DESCRIPTION,
-					category: { enum: ["ALGORITHM", "DATA"] }
-				}
-			}),
+			params: jsonParams(
+				bodyParams(
+					{
+						type: "object",
+						required: ["name", "category"],
+						properties: {
+							name: NAME,
+							title: TITLE,
+							description: DESCRIPTION,
+							category: { enum: ["ALGORITHM", "DATA"] }
+						}
+					},
+					READ_ONLY
+				)
+			),
 			async handler(this: Service, ctx: Context<NewError, RequestMeta>) {
 				const row = await createError(this.db, ctx.params);
 				ctx.meta.$statusCode = 201;
 				ctx.meta.$location = `/errors/${row.id}/`;
-				return serializeError(row);
+				return withWarnings(serializeError(row), readOnlyWarnings(ctx.params, "error"));
 			}
 		},
 
@@ -59,23 +69,31 @@ const ErrorsService: ServiceSchema = {
 
 		update: {
 			rest: "PATCH /errors/:id",
-			params: jsonParams({
-				type: "object",
-				required: ["id"],
-				properties: {
-					id: ID_SCHEMA,
-					title: TITLE,
-					description: DESCRIPTION,
-					category: { enum: ["SYSTEM", "ALGORITHM", "DATA"] }
-				}
-			}),
+			params: jsonParams(
+				bodyParams(
+					{
+						type: "object",
+						required: ["id"],
+						properties: {
+							id: ID_SCHEMA,
+							title: TITLE,
+							description: DESCRIPTION,
+							category: { enum: ["SYSTEM", "ALGORITHM", "DATA"] }
+						}
+					},
+					[...READ_ONLY, "name"]
+				)
+			),
 			async handler(this: Service, ctx: Context<ErrorEdit & { id: number }>) {
 				const { id, ...fields } = ctx.params;
 				const edit: ErrorEdit = {};
 				if ("title" in fields) edit.title = fields.title;
 				if ("description" in fields) edit.description = fields.description;
 				if (fields.category) edit.category = fields.category;
-				return serializeError(await updateError(this.db, id, edit));
+				return withWarnings(
+					serializeError(await updateError(this.db, id, edit)),
+					readOnlyWarnings(ctx.params, "error")
+				);
 			}
 		}
 	}

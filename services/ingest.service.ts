@@ -34,6 +34,7 @@ import type { ServiceDirectories } from "../lib/documents/confined-mounts";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { bodyParams, readOnlyWarnings, withWarnings } from "../lib/validation/body";
 import { ID_SCHEMA } from "../lib/validation/ids";
 
 /**
@@ -113,7 +114,18 @@ const SETTLE_PARAMS = monitorParams(
 );
 
 /** Strike bodies are checked by lib/ingest/strikes, which names each field at fault. */
-const BODY = { type: "object" };
+/** A strike's body: its fields, checked by lib/ingest/strikes.ts (as is `configuration`). */
+const STRIKE_FIELDS = { title: {}, description: {}, configuration: {} };
+/** What a strike's record shows that no body sets. */
+const STRIKE_READ_ONLY = ["id", "job", "created", "last_modified"];
+const BODY = bodyParams(
+	{ type: "object", properties: { name: {}, ...STRIKE_FIELDS } },
+	STRIKE_READ_ONLY
+);
+const EDIT_BODY = bodyParams(
+	{ type: "object", required: ["id"], properties: { id: ID_SCHEMA, ...STRIKE_FIELDS } },
+	[...STRIKE_READ_ONLY, "name"]
+);
 
 type MonitorContext<P> = Context<MonitorCall & P>;
 
@@ -124,6 +136,11 @@ interface Methods {
 interface IngestSettings extends ServiceSettingSchema, ServiceDirectories {
 	/** where the nodes mount the NFS exports strikes name without `mount_on` (NFS_MOUNT_ROOT) */
 	nfsMountRoot: string | null;
+	/**
+	 * whether a strike's `mount` must exist here at create: true on one machine, false in a
+	 * cluster, where only the agents may see it (its job then fails naming the directory)
+	 */
+	checkMounts: boolean;
 }
 
 type IngestThis = Service<IngestSettings> & Methods & Metered;
@@ -134,6 +151,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 
 	settings: {
 		nfsMountRoot: null,
+		checkMounts: true,
 		// lib/launch/config.ts's defaults; lib/launch/services.ts sets the process's own
 		dataDir: path.resolve("./data"),
 		agentWorkDir: path.resolve("./data/agent")
@@ -225,15 +243,19 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 				const strikeId = await this.createStrike(ctx.params);
 				ctx.meta.$statusCode = 201;
 				ctx.meta.$location = `/strikes/${strikeId}/`;
-				return getStrikeDetails(this.db, strikeId);
+				return withWarnings(
+					await getStrikeDetails(this.db, strikeId),
+					readOnlyWarnings(ctx.params, "strike")
+				);
 			}
 		},
 
 		validateStrike: {
 			rest: "POST /strikes/validation",
 			params: jsonParams(BODY),
-			handler(this: IngestThis, ctx: Context<Record<string, unknown>>) {
-				return validateStrike(this.db, ctx.params, this.settings);
+			async handler(this: IngestThis, ctx: Context<Record<string, unknown>>) {
+				const { warnings } = await validateStrike(this.db, ctx.params, this.settings);
+				return { warnings: [...readOnlyWarnings(ctx.params, "strike"), ...warnings] };
 			}
 		},
 
@@ -248,7 +270,7 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 		/** Title, description, configuration; the running monitor is told of a new configuration. */
 		updateStrike: {
 			rest: "PATCH /strikes/:id",
-			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
+			params: jsonParams(EDIT_BODY),
 			async handler(
 				this: IngestThis,
 				ctx: Context<{ id: number } & Record<string, unknown>>
@@ -257,7 +279,10 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 				const edit = await parseStrikeEdit(body, this.settings);
 				const changed = await updateStrike(this.db, id, edit);
 				if (changed) this.broker.broadcast("strike.changed", { strikeId: id });
-				return getStrikeDetails(this.db, id);
+				return withWarnings(
+					await getStrikeDetails(this.db, id),
+					readOnlyWarnings(ctx.params, "strike")
+				);
 			}
 		},
 

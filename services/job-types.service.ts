@@ -17,6 +17,8 @@ import {
 } from "../lib/records/job-type-save";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { bodyParams, readOnlyWarnings, withWarnings } from "../lib/validation/body";
+import { JOB_TYPE_READ_ONLY } from "../lib/documents/configuration";
 import { ID_SCHEMA } from "../lib/validation/ids";
 
 /**
@@ -34,22 +36,30 @@ const JobTypesService: ServiceSchema = {
 	actions: {
 		create: {
 			rest: "POST /job-types",
-			params: jsonParams(NEW_JOB_TYPE_SCHEMA),
+			params: jsonParams(bodyParams(NEW_JOB_TYPE_SCHEMA, JOB_TYPE_READ_ONLY)),
 			async handler(this: Service, ctx: Context<JobTypeSpec, RequestMeta>) {
 				const { id } = await transaction(this.db, (t: Sql) =>
 					saveJobType(this.db, ctx.params, t)
 				);
 				ctx.meta.$statusCode = 201;
 				ctx.meta.$location = `/job-types/${id}/`;
-				return getJobTypeDetails(this.db, id);
+				return withWarnings(
+					await getJobTypeDetails(this.db, id),
+					readOnlyWarnings(ctx.params, "job type")
+				);
 			}
 		},
 
 		validate: {
 			rest: "POST /job-types/validation",
-			params: jsonParams(NEW_JOB_TYPE_SCHEMA),
+			params: jsonParams(bodyParams(NEW_JOB_TYPE_SCHEMA, JOB_TYPE_READ_ONLY)),
 			async handler(this: Service, ctx: Context<JobTypeSpec>) {
-				return { warnings: await validateJobType(this.db, ctx.params) };
+				return {
+					warnings: [
+						...readOnlyWarnings(ctx.params, "job type"),
+						...(await validateJobType(this.db, ctx.params))
+					]
+				};
 			}
 		},
 
@@ -63,17 +73,26 @@ const JobTypesService: ServiceSchema = {
 
 		update: {
 			rest: "PATCH /job-types/:id",
-			params: jsonParams({
-				type: "object",
-				required: ["id"],
-				properties: { id: ID_SCHEMA, ...JOB_TYPE_FIELDS }
-			}),
+			// name and version cannot change: read-only here
+			params: jsonParams(
+				bodyParams(
+					{
+						type: "object",
+						required: ["id"],
+						properties: { id: ID_SCHEMA, ...JOB_TYPE_FIELDS }
+					},
+					[...JOB_TYPE_READ_ONLY, "name", "version"]
+				)
+			),
 			async handler(this: Service, ctx: Context<JobTypeSpec & { id: number }>) {
 				const { id, ...spec } = ctx.params;
 				await transaction(this.db, (t: Sql) =>
 					saveJobType(this.db, spec, t, { existingId: id })
 				);
-				return getJobTypeDetails(this.db, id);
+				return withWarnings(
+					await getJobTypeDetails(this.db, id),
+					readOnlyWarnings(ctx.params, "job type")
+				);
 			}
 		}
 	}

@@ -23,6 +23,7 @@ import { getRecipeDetailsOf } from "../lib/records/recipe";
 import { NotFoundError } from "../lib/errors";
 import { intakeGateOf } from "../lib/recipes/intake-gate";
 import { jsonParams } from "../lib/validation/params";
+import { bodyParams, parseIntSchema } from "../lib/validation/body";
 import { ID_SCHEMA, INT4_MAX } from "../lib/validation/ids";
 
 /** A new job posted through REST, with the API root its request used. */
@@ -74,18 +75,16 @@ const REQUEUE_SCHEMA = {
 		started: { type: "string" },
 		ended: { type: "string" },
 		status: { type: "string", enum: ["FAILED", "CANCELED"] },
-		job_ids: { type: "array", items: ID_SCHEMA },
-		job_type_ids: { type: "array", items: ID_SCHEMA },
+		job_ids: { type: "array", items: parseIntSchema(ID_SCHEMA) },
+		job_type_ids: { type: "array", items: parseIntSchema(ID_SCHEMA) },
 		job_type_names: { type: "array", items: { type: "string" } },
 		job_type_categories: { type: "array", items: { type: "string" } },
 		error_categories: {
 			type: "array",
 			items: { type: "string", enum: ["SYSTEM", "ALGORITHM", "DATA"] }
 		},
-		priority: { type: ["integer", "null"], minimum: 1, maximum: INT4_MAX }
-	},
-	// a misspelt filter (job_id for job_ids) must not turn into a requeue of every job
-	additionalProperties: false
+		priority: parseIntSchema({ type: ["integer", "null"], minimum: 1, maximum: INT4_MAX })
+	}
 };
 
 /**
@@ -110,11 +109,16 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 	actions: {
 		newJob: {
 			rest: "POST /queue/new-job",
-			params: jsonParams({
-				type: "object",
-				required: ["job_type_id"],
-				properties: { job_type_id: ID_SCHEMA, job_data: { type: "object" } }
-			}),
+			params: jsonParams(
+				bodyParams({
+					type: "object",
+					required: ["job_type_id"],
+					properties: {
+						job_type_id: parseIntSchema(ID_SCHEMA),
+						job_data: { type: "object" }
+					}
+				})
+			),
 			async handler(
 				this: QueueThis,
 				ctx: Context<{ job_type_id: number; job_data?: unknown }, RequestMeta>
@@ -149,11 +153,16 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 		 */
 		newRecipe: {
 			rest: "POST /queue/new-recipe",
-			params: jsonParams({
-				type: "object",
-				required: ["recipe_type_id"],
-				properties: { recipe_type_id: ID_SCHEMA, recipe_data: { type: "object" } }
-			}),
+			params: jsonParams(
+				bodyParams({
+					type: "object",
+					required: ["recipe_type_id"],
+					properties: {
+						recipe_type_id: parseIntSchema(ID_SCHEMA),
+						recipe_data: { type: "object" }
+					}
+				})
+			),
 			async handler(
 				this: QueueThis,
 				ctx: Context<{ recipe_type_id: number; recipe_data?: unknown }, RequestMeta>
@@ -188,7 +197,8 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 
 		requeueJobs: {
 			rest: "POST /queue/requeue-jobs",
-			params: jsonParams(REQUEUE_SCHEMA),
+			// a misspelt filter (job_id for job_ids) must not turn into a requeue of every job
+			params: jsonParams(bodyParams(REQUEUE_SCHEMA)),
 			async handler(this: QueueThis, ctx: Context<RequeueFilters, RequestMeta>) {
 				// run again after a deadlock: the requeue takes its jobs' rows, then their recipes'
 				// (unblockRecipeJobs); a report ending a job of the same recipe, the other way round

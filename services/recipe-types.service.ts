@@ -15,6 +15,8 @@ import {
 } from "../lib/records/recipe-type";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { bodyParams, readOnlyWarnings, withWarnings } from "../lib/validation/body";
+import { RECIPE_TYPE_READ_ONLY } from "../lib/documents/configuration";
 import { ID_SCHEMA } from "../lib/validation/ids";
 
 /**
@@ -35,22 +37,30 @@ const RecipeTypesService: ServiceSchema = {
 	actions: {
 		create: {
 			rest: "POST /recipe-types",
-			params: jsonParams(NEW_RECIPE_TYPE_SCHEMA),
+			params: jsonParams(bodyParams(NEW_RECIPE_TYPE_SCHEMA, RECIPE_TYPE_READ_ONLY)),
 			async handler(this: Service, ctx: Context<RecipeTypeSpec, RequestMeta>) {
 				const { id } = await transaction(this.db, (t: Sql) =>
 					saveRecipeType(this.db, ctx.params, t)
 				);
 				ctx.meta.$statusCode = 201;
 				ctx.meta.$location = `/recipe-types/${id}/`;
-				return getRecipeTypeDetails(this.db, id);
+				return withWarnings(
+					await getRecipeTypeDetails(this.db, id),
+					readOnlyWarnings(ctx.params, "recipe type")
+				);
 			}
 		},
 
 		validate: {
 			rest: "POST /recipe-types/validation",
-			params: jsonParams(NEW_RECIPE_TYPE_SCHEMA),
+			params: jsonParams(bodyParams(NEW_RECIPE_TYPE_SCHEMA, RECIPE_TYPE_READ_ONLY)),
 			async handler(this: Service, ctx: Context<RecipeTypeSpec>) {
-				return { warnings: await validateRecipeType(this.db, ctx.params) };
+				return {
+					warnings: [
+						...readOnlyWarnings(ctx.params, "recipe type"),
+						...(await validateRecipeType(this.db, ctx.params))
+					]
+				};
 			}
 		},
 
@@ -64,17 +74,25 @@ const RecipeTypesService: ServiceSchema = {
 
 		update: {
 			rest: "PATCH /recipe-types/:id",
-			params: jsonParams({
-				type: "object",
-				required: ["id"],
-				properties: { id: ID_SCHEMA, ...RECIPE_TYPE_FIELDS }
-			}),
+			params: jsonParams(
+				bodyParams(
+					{
+						type: "object",
+						required: ["id"],
+						properties: { id: ID_SCHEMA, ...RECIPE_TYPE_FIELDS }
+					},
+					[...RECIPE_TYPE_READ_ONLY, "name", "version"]
+				)
+			),
 			async handler(this: Service, ctx: Context<RecipeTypeSpec & { id: number }>) {
 				const { id, ...spec } = ctx.params;
 				await transaction(this.db, (t: Sql) =>
 					saveRecipeType(this.db, spec, t, { existingId: id })
 				);
-				return getRecipeTypeDetails(this.db, id);
+				return withWarnings(
+					await getRecipeTypeDetails(this.db, id),
+					readOnlyWarnings(ctx.params, "recipe type")
+				);
 			}
 		}
 	}

@@ -41,6 +41,7 @@ import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observab
 import { JobMeter } from "../lib/observability/job-meter";
 import { readWaiting, whyWaiting, type LastPass } from "../lib/scheduling/waiting";
 import { jsonParams } from "../lib/validation/params";
+import { bodyParams } from "../lib/validation/body";
 
 export interface SchedulerSettings {
 	/** an agent not heard from for this long has lost its node (its executions fail: node-lost) */
@@ -177,7 +178,13 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 		update: {
 			rest: "PATCH /scheduler",
-			params: jsonParams({ type: "object" }),
+			// the fields are checked by parseSettingsEdit
+			params: jsonParams(
+				bodyParams({
+					type: "object",
+					properties: { is_paused: {}, node_error_period: {}, max_node_errors: {} }
+				})
+			),
 			async handler(this: SchedulerThis, ctx: Context<Record<string, unknown>>) {
 				const edit = parseSettingsEdit(ctx.params);
 				const settings = await updateSchedulerSettings(poolSql(this.db), edit);

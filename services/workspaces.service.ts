@@ -17,6 +17,10 @@ import {
 import type { ServiceDirectories } from "../lib/documents/confined-mounts";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
+import { bodyParams, readOnlyWarnings, withWarnings } from "../lib/validation/body";
+
+/** What a workspace's record shows that no body sets. */
+const READ_ONLY = ["id", "used_size", "total_size", "created", "archived", "last_modified"];
 import { ID_SCHEMA } from "../lib/validation/ids";
 
 const NAME = { type: "string", minLength: 1, maxLength: 50, pattern: "^[A-Za-z0-9_.-]+$" };
@@ -72,20 +76,28 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 	actions: {
 		create: {
 			rest: "POST /workspaces",
-			params: jsonParams(NEW_WORKSPACE),
+			params: jsonParams(bodyParams(NEW_WORKSPACE, READ_ONLY)),
 			async handler(this: WorkspacesThis, ctx: Context<NewWorkspace, RequestMeta>) {
 				const row = await createWorkspace(this.db, ctx.params, this.settings);
 				ctx.meta.$statusCode = 201;
 				ctx.meta.$location = `/workspaces/${row.id}/`;
-				return serializeWorkspaceDetails(row);
+				return withWarnings(
+					serializeWorkspaceDetails(row),
+					readOnlyWarnings(ctx.params, "workspace")
+				);
 			}
 		},
 
 		validate: {
 			rest: "POST /workspaces/validation",
-			params: jsonParams(NEW_WORKSPACE),
+			params: jsonParams(bodyParams(NEW_WORKSPACE, READ_ONLY)),
 			async handler(this: WorkspacesThis, ctx: Context<NewWorkspace>) {
-				return { warnings: await validateWorkspace(this.db, ctx.params, this.settings) };
+				return {
+					warnings: [
+						...readOnlyWarnings(ctx.params, "workspace"),
+						...(await validateWorkspace(this.db, ctx.params, this.settings))
+					]
+				};
 			}
 		},
 
@@ -99,24 +111,32 @@ const WorkspacesService: ServiceSchema<WorkspacesSettings> = {
 
 		update: {
 			rest: "PATCH /workspaces/:id",
-			params: jsonParams({
-				type: "object",
-				required: ["id"],
-				properties: {
-					id: ID_SCHEMA,
-					title: TITLE,
-					description: DESCRIPTION,
-					base_url: BASE_URL,
-					is_active: IS_ACTIVE,
-					json_config: JSON_CONFIG
-				}
-			}),
+			params: jsonParams(
+				bodyParams(
+					{
+						type: "object",
+						required: ["id"],
+						properties: {
+							id: ID_SCHEMA,
+							title: TITLE,
+							description: DESCRIPTION,
+							base_url: BASE_URL,
+							is_active: IS_ACTIVE,
+							json_config: JSON_CONFIG
+						}
+					},
+					[...READ_ONLY, "name"]
+				)
+			),
 			async handler(this: WorkspacesThis, ctx: Context<WorkspaceFields & { id: number }>) {
 				const edit: Record<string, unknown> = {};
 				for (const field of EDITABLE)
 					if (field in ctx.params) edit[field] = ctx.params[field];
-				return serializeWorkspaceDetails(
-					await updateWorkspace(this.db, ctx.params.id, edit, this.settings)
+				return withWarnings(
+					serializeWorkspaceDetails(
+						await updateWorkspace(this.db, ctx.params.id, edit, this.settings)
+					),
+					readOnlyWarnings(ctx.params, "workspace")
 				);
 			}
 		}

@@ -505,6 +505,7 @@ export class Execution {
 				// nothing left
 			}
 		this.stepCompleted("main", status.code);
+		if (status.failed) throw new ExecutionFailure("task-launch", status.failed);
 		if (status.lost)
 			throw new ExecutionFailure(
 				spec.jobType.usesDocker ? "docker-task-launch" : "task-launch",

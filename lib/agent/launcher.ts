@@ -77,6 +77,8 @@ export interface ExitStatus {
 	signal: string | null;
 	/** set when the launcher died under the task: its outcome is unknown */
 	lost?: string;
+	/** set when a built-in task (a strike's monitor) could not do its work: why, for the job */
+	failed?: string;
 	/** the rest of the task's process group has been sent SIGKILL already */
 	groupKilled?: boolean;
 }

@@ -136,7 +136,7 @@ const ERROR_FIELDS: Record<string, unknown> = {
  * detail-only fields): accepted so that a record pasted from the REST API imports, ignored, and
  * reported as `read-only` warnings as Scale does.
  */
-const JOB_TYPE_READ_ONLY = [
+export const JOB_TYPE_READ_ONLY = [
 	"id",
 	"is_system",
 	"is_active",
@@ -152,7 +152,7 @@ const JOB_TYPE_READ_ONLY = [
 	"job_counts_12h",
 	"job_counts_24h"
 ];
-const RECIPE_TYPE_READ_ONLY = [
+export const RECIPE_TYPE_READ_ONLY = [
 	"id",
 	"is_active",
 	"revision_num",
@@ -161,7 +161,7 @@ const RECIPE_TYPE_READ_ONLY = [
 	"last_modified",
 	"job_types"
 ];
-const ERROR_READ_ONLY = ["id", "created", "last_modified"];
+export const ERROR_READ_ONLY = ["id", "created", "last_modified"];
 
 function entrySchema(
 	fields: Record<string, unknown>,

@@ -36,6 +36,26 @@ export type Aliases = Record<string, string | unknown[]>;
  */
 export function aliasesFrom(schemas: Partial<ServiceSchema>[]): Aliases {
 	const aliases: Aliases = {};
+	for (const { method, path, actionName, route } of routesOf(schemas)) {
+		const key = `${method} ${path.replace(/^\/+/, "")}`;
+		if (key in aliases) throw new Error(`Two actions claim the route ${key}`);
+		aliases[key] =
+			typeof route === "object" && route.handler ? [route.handler, actionName] : actionName;
+	}
+	return aliases;
+}
+
+/** One route of an action: its method, path (`/jobs/:id`), action and schema. */
+export interface ActionRoute {
+	method: string;
+	path: string;
+	actionName: string;
+	action: Record<string, unknown>;
+	route: RestRoute;
+}
+
+/** Every route the services' actions (and their mixins' actions) declare, in order. */
+export function* routesOf(schemas: Partial<ServiceSchema>[]): Generator<ActionRoute> {
 	for (const schema of schemas) {
 		const actions = Object.assign(
 			{},
@@ -45,20 +65,19 @@ export function aliasesFrom(schemas: Partial<ServiceSchema>[]): Aliases {
 		for (const [name, action] of Object.entries(actions)) {
 			if (typeof action !== "object" || action === null || !("rest" in action)) continue;
 			const rest = action.rest as RestRoute | RestRoute[] | undefined;
-			const actionName = `${schema.name}.${name}`;
 			for (const route of rest === undefined ? [] : Array.isArray(rest) ? rest : [rest]) {
 				const [method, path] =
 					typeof route === "string" ? route.split(/\s+/) : [route.method, route.path];
-				const key = `${method} ${path.replace(/^\/+/, "")}`;
-				if (key in aliases) throw new Error(`Two actions claim the route ${key}`);
-				aliases[key] =
-					typeof route === "object" && route.handler
-						? [route.handler, actionName]
-						: actionName;
+				yield {
+					method,
+					path,
+					actionName: `${schema.name}.${name}`,
+					action: action as Record<string, unknown>,
+					route
+				};
 			}
 		}
 	}
-	return aliases;
 }
 
 /** Path parameters that are integer ids: anything else in their place is a 404, as in Scale. */

@@ -74,6 +74,8 @@ export class StrikeMonitor {
 	private running: Promise<void> | null = null;
 	private again = false;
 	private refusal: Error | null = null;
+	/** why the monitor cannot watch its directory (it is missing), ending its execution */
+	private failure: string | null = null;
 	private stopped = false;
 	private wake: () => void = () => undefined;
 	private readonly rescanMs: number;
@@ -102,11 +104,11 @@ export class StrikeMonitor {
 		let timer: NodeJS.Timeout | null = null;
 		try {
 			let setup: MonitorSetup | null = null;
-			while (!setup && !signal.aborted && !this.refusal) {
+			while (!setup && !signal.aborted && !this.refusal && !this.failure) {
 				setup = await this.setup();
 				if (!setup) await Promise.race([stopped, delay(this.rescanMs)]);
 			}
-			if (!setup) return this.refusal ? 1 : 0;
+			if (!setup) return this.refusal || this.failure ? 1 : 0;
 			this.link.info(
 				`strike ${this.task.strikeId}: watching ${this.directory} (${setup.open.length} ingests left open)`
 			);
@@ -138,7 +140,12 @@ export class StrikeMonitor {
 			await this.files.stop();
 		}
 		this.link.info(`strike ${this.task.strikeId}: monitor stopped`);
-		return this.refusal ? 1 : 0;
+		return this.refusal || this.failure ? 1 : 0;
+	}
+
+	/** Why the monitor stopped on its own, when its directory is missing; null otherwise. */
+	get failed(): string | null {
+		return this.failure;
 	}
 
 	/** Tells the monitor that its configuration changed: read it again now. */
@@ -177,8 +184,17 @@ export class StrikeMonitor {
 			this.folder = new Folder(path.join, setup.directory);
 			this.watcher?.close();
 			this.watcher = null;
+			// the directory is the operator's (a host path, a network mount): a missing one is
+			// an export not mounted yet or a typo, never something to create and watch empty
+			const missing = await missingDirectory(this.directory);
+			if (missing !== null) {
+				this.failure = `strike ${this.task.strikeId}: ${missing}; mount it (or fix the strike's configuration), then requeue the strike's job`;
+				this.link.warn(this.failure);
+				this.stopped = true;
+				this.wake();
+				return null;
+			}
 			try {
-				await fs.mkdir(this.directory, { recursive: true });
 				for (const folder of Object.values(ASIDE_FOLDERS))
 					await fs.mkdir(path.join(this.directory, folder), { recursive: true });
 				this.watcher = watch(this.directory, (_event, name) => {
@@ -501,10 +517,24 @@ async function mapLimited<T, R>(
  * The monitor as a launched task, for the agent's execution: it runs until the execution is
  * canceled or the agent stops (kill), exit code 0, or until the control plane refuses it, 1.
  */
+/** Why a monitor cannot watch `directory`, or null when it is a directory. */
+async function missingDirectory(directory: string): Promise<string | null> {
+	try {
+		if ((await fs.stat(directory)).isDirectory()) return null;
+		return `${directory} is not a directory`;
+	} catch (error) {
+		const code = (error as NodeJS.ErrnoException).code;
+		if (code === "ENOENT" || code === "ENOTDIR")
+			return `the directory ${directory} it watches does not exist on this node`;
+		// anything else (EACCES, EIO) may pass: the watch is tried again at every rescan
+		return null;
+	}
+}
+
 export function launchStrikeMonitor(monitor: StrikeMonitor): Launched {
 	const abort = new AbortController();
 	const exited = monitor.run(abort.signal).then(
-		code => ({ code, signal: null, groupKilled: true }),
+		code => ({ code, signal: null, groupKilled: true, failed: monitor.failed ?? undefined }),
 		(error: Error) => ({ code: null, signal: null, groupKilled: true, lost: error.message })
 	);
 	return { pid: 0, exited, kill: () => abort.abort() };

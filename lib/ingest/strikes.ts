@@ -1,3 +1,4 @@
+import { promises as fs } from "fs";
 import type { Sequelize } from "sequelize";
 import { select, write, type Sql, transaction } from "../db/run";
 import {
@@ -57,13 +58,21 @@ export interface StrikeEdit {
 }
 
 /** How strikes' directories are resolved on this cluster, and the service's own directories. */
-export type StrikeOptions = StrikeMountOptions & ServiceDirectories;
+export type StrikeOptions = StrikeMountOptions &
+	ServiceDirectories & {
+		/** false in a cluster: the directory is on the agents, perhaps not on this host */
+		checkMounts?: boolean;
+	};
 
 /**
- * A create body, parsed (unknown fields ignored, as everywhere) and its directory checked
- * (checkWatchedDirectory); throws FieldError.
+ * A create body, parsed and its directory checked (checkWatchedDirectory, missingDirectory);
+ * throws FieldError. With `warnings` (validation), a directory missing is one of them instead.
  */
-export async function parseNewStrike(body: unknown, options: StrikeOptions): Promise<NewStrike> {
+export async function parseNewStrike(
+	body: unknown,
+	options: StrikeOptions,
+	warnings?: Warning[]
+): Promise<NewStrike> {
 	assertSchema(checkCreate, body, "");
 	const given = body as Record<string, unknown>;
 	checkStorableText({ name: given.name, title: given.title, description: given.description }, "");
@@ -71,7 +80,7 @@ export async function parseNewStrike(body: unknown, options: StrikeOptions): Pro
 		name: given.name as string,
 		title: (given.title as string | null | undefined) ?? null,
 		description: (given.description as string | null | undefined) ?? null,
-		configuration: await parseConfiguration(given.configuration, options)
+		configuration: await parseConfiguration(given.configuration, options, warnings)
 	};
 }
 
@@ -91,7 +100,8 @@ export async function parseStrikeEdit(body: unknown, options: StrikeOptions): Pr
 /** A configuration parsed, its watched directory checked. */
 async function parseConfiguration(
 	doc: unknown,
-	options: StrikeOptions
+	options: StrikeOptions,
+	warnings?: Warning[]
 ): Promise<StrikeConfiguration> {
 	const config = parseStrikeConfiguration(doc, "configuration", options);
 	await checkWatchedDirectory(
@@ -99,7 +109,30 @@ async function parseConfiguration(
 		(doc as { mount_on?: string }).mount_on !== undefined,
 		options
 	);
+	const missing = options.checkMounts === false ? null : await missingDirectory(config);
+	if (missing !== null && warnings === undefined)
+		throw new FieldError("configuration.mount", missing);
+	if (missing !== null)
+		warnings!.push({ id: "mount", details: `configuration.mount: ${missing}` });
 	return config;
+}
+
+/**
+ * Why a strike's `mount`, a directory of this host, cannot be watched (it is not there, or not a
+ * directory), or null. A `mount_on` (where the operator mounts a network export, perhaps not yet)
+ * is not checked: the strike's job fails with that reason if it is still missing when it runs.
+ */
+async function missingDirectory(config: StrikeConfiguration): Promise<string | null> {
+	if (config.mount_on !== undefined) return null;
+	try {
+		const stat = await fs.stat(config.mount);
+		return stat.isDirectory() ? null : `"${config.mount}" is not a directory`;
+	} catch (error) {
+		const code = (error as NodeJS.ErrnoException).code;
+		if (code === "ENOENT" || code === "ENOTDIR")
+			return `"${config.mount}" does not exist on this node; a strike watches a directory, it creates none`;
+		return `"${config.mount}" cannot be read (${code})`;
+	}
 }
 
 /**
@@ -163,8 +196,9 @@ export async function validateStrike(
 	body: unknown,
 	options: StrikeOptions
 ): Promise<{ warnings: Warning[] }> {
-	const strike = await parseNewStrike(body, options);
-	return { warnings: await checkStrikeWorkspaces(db, strike.configuration) };
+	const warnings: Warning[] = [];
+	const strike = await parseNewStrike(body, options, warnings);
+	return { warnings: [...warnings, ...(await checkStrikeWorkspaces(db, strike.configuration))] };
 }
 
 /**

@@ -18,6 +18,8 @@ function settingsFor(name: string, config: Config): Record<string, unknown> {
 		case "workspaces":
 			return {
 				nfsMountRoot: config.nfsMountRoot,
+				// one machine: this process sees the directories its agent watches
+				checkMounts: config.transporter === null,
 				dataDir: config.dataDir,
 				agentWorkDir: config.agent.workDir
 			};

@@ -154,7 +154,8 @@ function parseOrder(query: Record<string, unknown>, spec: ListSpec): string {
 	const byKey = new Map<string, string>();
 	for (const key of keys) {
 		const descending = key.startsWith("-");
-		const name = descending ? key.slice(1) : key;
+		// `error.category` is `error__category`: Scale's web UI sorts by its grid's field paths
+		const name = (descending ? key.slice(1) : key).replaceAll(".", "__");
 		const column = Object.hasOwn(spec.orderable, name) ? spec.orderable[name] : undefined;
 		if (column === undefined) {
 			const allowed = Object.keys(spec.orderable).join(", ");

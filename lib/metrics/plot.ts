@@ -28,23 +28,26 @@ const TIME_HINT = "use ISO-8601 with Z or an offset, or a duration such as PT3H"
 /** The choice records: table, columns read, order and serializer. */
 const CHOICES: Record<
 	ChoiceKind,
-	{ table: string; columns: string; serialize(row: any): unknown }
+	{ table: string; columns: string; where: string; serialize(row: any): unknown }
 > = {
 	"job-type": {
 		table: "job_type",
 		columns: `id, name, version, title, description, category, author_name, author_url,
 				is_system, is_long_running, is_active, is_operational, is_paused, icon_code`,
+		where: "TRUE",
 		serialize: (row: JobTypeRow) => serializeJobTypeBase(row)
 	},
 	strike: {
 		table: "strike",
 		columns: "id, name, title, description, job_id",
+		where: "TRUE",
 		serialize: serializeStrikeBase
 	},
 	// Scale's ErrorBaseSerializer
 	error: {
 		table: "error",
 		columns: "id, name, title, description, category, is_builtin",
+		where: "c.is_builtin",
 		serialize: (row: any) => ({
 			id: row.id,
 			name: row.name,
@@ -56,25 +59,19 @@ const CHOICES: Record<
 	}
 };
 
-/** A type's details (JSON): its definition and, as choices, the records that have metrics rows. */
+/**
+ * A type's details (JSON): its definition with its groups (Scale 3.0's details serializer kept
+ * them; its web UI looks each column's group title up) and, as choices, every record of its kind
+ * (Scale 3.0: all job types, all strikes, the built-in errors), metrics rows or not.
+ */
 export function getMetricsDetails(db: Sequelize, type: MetricsType): Promise<Buffer> {
 	return keptAnswer(db, JSON.stringify(["details", type.name]), type, async () => {
 		const choice = CHOICES[type.choice];
 		const rows = await select(
 			db,
-			`SELECT ${choice.columns} FROM ${choice.table} c
-			 WHERE EXISTS (SELECT 1 FROM ${type.table} m WHERE m.${type.choiceColumn} = c.id)
-			 ORDER BY c.id`
+			`SELECT ${choice.columns} FROM ${choice.table} c WHERE ${choice.where} ORDER BY c.id`
 		);
-		const { name, title, description, filters, columns } = serializeMetricsType(type);
-		return {
-			name,
-			title,
-			description,
-			filters,
-			columns,
-			choices: rows.map(row => choice.serialize(row))
-		};
+		return { ...serializeMetricsType(type), choices: rows.map(row => choice.serialize(row)) };
 	});
 }
 

@@ -117,6 +117,8 @@ export interface DetailsRow extends JobRow {
 	part_error: Json | null;
 	part_exes: Json[];
 	part_recipes: Json[];
+	/** the ids of the job's products, by id (absent for jobs just written: none yet) */
+	product_ids?: number[];
 }
 
 /** A row read as JSON, its named timestamp fields (JSON text) made Dates as `pg` gives them. */
@@ -160,7 +162,9 @@ const JOB_DETAILS_SQL = `SELECT j.*,
 		JOIN recipe_type rt ON rt.id = rc.recipe_type_id
 		JOIN recipe_type_rev rr ON rr.id = rc.recipe_type_rev_id
 		JOIN trigger_event ev ON ev.id = rc.event_id
-	 WHERE rj.job_id = j.id) AS part_recipes
+	 WHERE rj.job_id = j.id) AS part_recipes,
+	(SELECT coalesce(array_agg(f.id ORDER BY f.id), '{}') FROM scale_file f
+	 WHERE f.job_id = j.id AND f.file_type = 'PRODUCT') AS product_ids
 FROM job j WHERE j.id = ANY($1::int[])`;
 
 /** How job details are read: `t` to read inside a transaction (what it has written included),
@@ -209,10 +213,22 @@ export async function jobsDetailsFromRows(
 ): Promise<Map<number, JobDetails>> {
 	const files = await loadFiles(
 		db,
-		rows.flatMap(row => [...inputFileIds(row.data), ...resultFileIds(row.results)]),
+		rows.flatMap(row => [
+			...inputFileIds(row.data),
+			...resultFileIds(row.results),
+			...(row.product_ids ?? [])
+		]),
 		opts.t
 	);
 	return new Map(rows.map(row => [row.id, serializeJobDetails(row, files, opts.apiRoot)]));
+}
+
+/** The records of the files with these ids that exist, in the order given. */
+function fileRecords(ids: number[], files: Map<number, ScaleFileRow>, apiRoot: string | undefined) {
+	return ids.flatMap(id => {
+		const file = files.get(id);
+		return file ? [serializeScaleFile(file, apiRoot)] : [];
+	});
 }
 
 /**
@@ -227,8 +243,16 @@ function serializeJobDetails(
 	files: Map<number, ScaleFileRow>,
 	apiRoot: string | undefined
 ) {
-	const { part_job_type, part_rev, part_event, part_error, part_exes, part_recipes, ...job } =
-		row;
+	const {
+		part_job_type,
+		part_rev,
+		part_event,
+		part_error,
+		part_exes,
+		part_recipes,
+		product_ids,
+		...job
+	} = row;
 	let jobType = serializedJobTypes.get(part_job_type);
 	if (!jobType) {
 		jobType = serializeJobType(
@@ -279,6 +303,14 @@ function serializeJobDetails(
 			(job.results?.output_data ?? []) as Record<string, unknown>[],
 			files,
 			apiRoot
-		)
+		),
+		// Scale 3.0's deprecated members, kept for the clients that read them: the input files
+		// and the job's products, each by id
+		input_files: fileRecords(
+			[...new Set(inputFileIds(job.data))].sort((a, b) => a - b),
+			files,
+			apiRoot
+		),
+		products: fileRecords(product_ids ?? [], files, apiRoot)
 	};
 }

@@ -179,7 +179,9 @@ export const JOB_EXE_LIST: ListSource = {
 		node__id: "x.node_id",
 		node__hostname: "n.hostname",
 		error__name: "er.name",
-		error__category: "er.category"
+		error__category: "er.category",
+		// the web UI's duration column: how long it ran (so far, while it runs); never started last
+		duration: "coalesce(x.ended, now()) - x.started"
 	},
 	// Scale's JobExecutionManager.get_exes orders by last_modified unless told otherwise.
 	defaultOrder: ["last_modified"],

@@ -10,6 +10,7 @@ import { parseListQuery } from "../list/params";
 import type { CachedRecord } from "../list/record-cache";
 import { JOB_TYPE_BASE_FIELDS, jobExeScalars, jobTypeBaseOf } from "./job";
 import { getNode, NODE_COLUMNS, nodeState, serializeNode, type NodeRow } from "./node";
+import { hardwareResources } from "./status";
 
 /**
  * A node's details and GET /nodes/status/ (Scale 3.0's NodeDetailsView and NodesStatusView):
@@ -172,12 +173,12 @@ export async function getNodeDetails(db: Sequelize, id: number, c: Connectivity)
 	};
 	if (row.cpus_total !== null || row.mem_total !== null || row.disk_total !== null)
 		details.resources = {
-			total: {
-				cpus: Number(row.cpus_total ?? 0),
-				mem: Number(row.mem_total ?? 0),
-				disk: Number(row.disk_total ?? 0)
-			},
-			scheduled,
+			total: hardwareResources(
+				Number(row.cpus_total ?? 0),
+				Number(row.mem_total ?? 0),
+				Number(row.disk_total ?? 0)
+			),
+			scheduled: hardwareResources(scheduled.cpus, scheduled.mem, scheduled.disk),
 			used: { cpus: 0, mem: 0, disk: 0 }
 		};
 	return details;
@@ -348,22 +349,18 @@ export async function getNodesStatus(
 			})
 		);
 		const [cpus, mem, disk] = (JSON.parse(n.__scheduled) as number[]).map(Number);
-		const offered = {
-			cpus: Number(n.cpus_total ?? 0),
-			mem: Number(n.mem_total ?? 0),
-			disk: Number(n.disk_total ?? 0)
-		};
+		const offered = hardwareResources(
+			Number(n.cpus_total ?? 0),
+			Number(n.mem_total ?? 0),
+			Number(n.disk_total ?? 0)
+		);
 		const entry = JSON.stringify({
 			node: serializeNode(n),
 			is_online: online[i],
 			state: nodeState(n, online[i]),
 			resources: {
 				offered,
-				free: {
-					cpus: offered.cpus - cpus,
-					mem: offered.mem - mem,
-					disk: offered.disk - disk
-				}
+				free: hardwareResources(offered.cpus - cpus, offered.mem - mem, offered.disk - disk)
 			},
 			job_exe_counts: counts,
 			job_exes_running: []

@@ -8,6 +8,15 @@ export interface Resources {
 	disk: number;
 }
 
+/**
+ * Resources as Scale 3.0 gave them (mesos_api's HardwareResources.to_dict): each rounded to one
+ * decimal, so a sum of float columns reads 0.3, not 0.30000000000000004.
+ */
+export function hardwareResources(cpus: number, mem: number, disk: number): Resources {
+	const round = (value: number) => Math.round(value * 10) / 10;
+	return { cpus: round(cpus), mem: round(mem), disk: round(disk) };
+}
+
 export interface ClusterStatus {
 	master: { hostname: string; port: number; is_online: boolean };
 	scheduler: { hostname: string | null; is_online: boolean; is_paused: boolean };
@@ -74,8 +83,8 @@ export async function readClusterState(db: Sequelize, leaseMs = 15000) {
 		/** the nodeID of the replica holding the scheduler's leadership lock, if any */
 		leader: (row.leader as string | null) ?? null,
 		queueDepth: Number(row.queue_depth),
-		total: { cpus: Number(row.cpus), mem: Number(row.mem), disk: Number(row.disk) },
-		scheduled: { cpus: Number(row.s_cpus), mem: Number(row.s_mem), disk: Number(row.s_disk) }
+		total: hardwareResources(Number(row.cpus), Number(row.mem), Number(row.disk)),
+		scheduled: hardwareResources(Number(row.s_cpus), Number(row.s_mem), Number(row.s_disk))
 	};
 }
 

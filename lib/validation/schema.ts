@@ -1,6 +1,7 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import { FieldError, BadRequestError } from "../errors";
+import { BODY_SCHEMA, PARSE_INT, READ_ONLY_GIVEN } from "./body";
 
 export interface FieldProblem {
 	type: string;
@@ -21,6 +22,7 @@ function makeAjv(coerce: boolean): Ajv {
 		strict: true
 	});
 	addFormats(ajv);
+	ajv.addKeyword({ keyword: PARSE_INT, schemaType: "boolean" });
 	return ajv;
 }
 
@@ -64,9 +66,68 @@ export type Checker = (value: unknown) => true | FieldProblem[];
 
 /** Compiles a JSON Schema into a checker giving `true` or the problems found, each naming its field. */
 export function compileChecker(schema: Record<string, unknown>): Checker {
-	const { [QUERY_SCHEMA]: isQuery, ...jsonSchema } = schema;
+	const { [QUERY_SCHEMA]: isQuery, [BODY_SCHEMA]: readOnly, ...jsonSchema } = schema;
 	const validate: ValidateFunction = (isQuery ? queryAjv : strictAjv).compile(jsonSchema);
-	return value => (validate(value) ? true : (validate.errors || []).map(describe));
+	const check: Checker = value =>
+		validate(value) ? true : (validate.errors || []).map(describe);
+	const properties = (jsonSchema.properties ?? {}) as Record<string, Record<string, unknown>>;
+	const digits = Object.entries(properties).filter(
+		([, p]) =>
+			p[PARSE_INT] === true || (p.items as Record<string, unknown>)?.[PARSE_INT] === true
+	);
+	if (readOnly === undefined && digits.length === 0) return check;
+	return value => {
+		if (value === null || typeof value !== "object" || Array.isArray(value))
+			return check(value);
+		const body = value as Record<string | symbol, unknown>;
+		for (const [field] of digits) if (field in body) body[field] = integerOfDigits(body[field]);
+		const unknown =
+			readOnly === undefined
+				? []
+				: takeReadOnly(body, properties, readOnly as readonly string[]);
+		const checked = check(body);
+		if (checked === true && unknown.length === 0) return true;
+		return [...(checked === true ? [] : checked), ...unknown];
+	};
+}
+
+/**
+ * A body's unknown fields, all of them, as problems; the read-only fields it carries taken out
+ * (under READ_ONLY_GIVEN) when there are none.
+ */
+function takeReadOnly(
+	body: Record<string | symbol, unknown>,
+	properties: Record<string, unknown>,
+	readOnly: readonly string[]
+): FieldProblem[] {
+	const given: string[] = [];
+	const problems: FieldProblem[] = [];
+	for (const field of Object.keys(body)) {
+		if (Object.hasOwn(properties, field)) continue;
+		if (readOnly.includes(field)) given.push(field);
+		else {
+			problems.push({
+				type: "additionalProperties",
+				field,
+				message: "is not a field of this request"
+			});
+		}
+	}
+	if (problems.length > 0) {
+		// the fields it takes, once, after the last
+		const last = problems[problems.length - 1];
+		last.message += ` (its fields: ${Object.keys(properties).join(", ")})`;
+		return problems;
+	}
+	for (const field of given) delete body[field];
+	if (given.length > 0) body[READ_ONLY_GIVEN] = given;
+	return [];
+}
+
+/** Scale's parse_int: a string of digits is its number; anything else is left for the schema. */
+function integerOfDigits(value: unknown): unknown {
+	if (Array.isArray(value)) return value.map(integerOfDigits);
+	return typeof value === "string" && /^\d{1,15}$/.test(value) ? Number(value) : value;
 }
 
 /** Formats problems as one sentence for a `{"detail": ...}` body. */

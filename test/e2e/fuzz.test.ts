@@ -265,6 +265,7 @@ describe("fuzzing every route", () => {
 		root = fs.mkdtempSync(path.join(os.tmpdir(), "fuzz-"));
 		fs.chmodSync(root, 0o755);
 		fs.mkdirSync(path.join(root, "ws"));
+		fs.mkdirSync(path.join(root, "drop"));
 		fs.writeFileSync(path.join(root, "ws", "kept.txt"), "kept\n");
 		tdb = await createTestDatabase();
 		svc = await startServices(tdb.url, SERVICES, { LOG_LEVEL: "fatal" });

@@ -46,15 +46,12 @@ async function jobType(name: string, command: string, args: string, extra: objec
 	return body.id as number;
 }
 
-async function queue(jobTypeId: number, priority?: number): Promise<number> {
+/** A new job of the type (its priority the job type's: new-job takes none). */
+async function queue(jobTypeId: number): Promise<number> {
 	const body = await e2e.ok(
 		"POST",
 		"/queue/new-job/",
-		{
-			job_type_id: jobTypeId,
-			...(priority === undefined ? {} : { priority }),
-			job_data: { input_data: [], output_data: [] }
-		},
+		{ job_type_id: jobTypeId, job_data: { input_data: [], output_data: [] } },
 		201
 	);
 	return body.id as number;
@@ -88,18 +85,21 @@ afterAll(async () => {
 });
 
 it("runs small low-priority jobs at once behind 500 high-priority jobs larger than any node, which say why they wait", async () => {
-	const huge = await jobType("huge", "/bin/true", "", { cpus_required: 64 });
-	const small = await jobType("small", "/bin/true", "");
+	// priority 1 is the highest: every huge job is ahead of every small one
+	const huge = await jobType("huge", "/bin/true", "", { cpus_required: 64, priority: 1 });
+	const small = await jobType("small", "/bin/true", "", { priority: 500 });
 	const large: number[] = [];
 	for (let i = 0; i < 500; i += 50)
-		large.push(...(await Promise.all(Array.from({ length: 50 }, () => queue(huge, 1)))));
-	const smalls = await Promise.all(Array.from({ length: 5 }, () => queue(small, 500)));
+		large.push(...(await Promise.all(Array.from({ length: 50 }, () => queue(huge)))));
+	const smalls = await Promise.all(Array.from({ length: 5 }, () => queue(small)));
 	for (const id of smalls)
 		await until(
 			`small job ${id} COMPLETED`,
 			async () => (await e2e.ok("GET", `/jobs/${id}/`)).status,
 			s => s === "COMPLETED"
 		);
+	expect((await e2e.ok("GET", `/jobs/${large[0]}/`)).priority).toBe(1);
+	expect((await e2e.ok("GET", `/jobs/${smalls[0]}/`)).priority).toBe(500);
 	const why = await waitsFor(large[499], "RESOURCES");
 	expect(why.reason).toMatch(/more than any online node offers/);
 	expect(why.reason).toMatch(/offers 2 cpus/);

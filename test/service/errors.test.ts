@@ -146,20 +146,30 @@ describe("POST /errors/", () => {
 		expect(fetched.body).toEqual(reply.body);
 	});
 
-	it("ignores unknown body fields", async () => {
+	it("refuses unknown body fields, naming each; takes read-only ones with warnings", async () => {
+		expectJsonError(
+			await request("POST", `${api}/errors/`, {
+				name: "with-extras",
+				category: "DATA",
+				url: "http://example.com/",
+				page_number: 3
+			}),
+			400,
+			/^url: .*; page_number: /
+		);
 		const reply = await request("POST", `${api}/errors/`, {
 			name: "with-extras",
 			category: "DATA",
-			url: "http://example.com/",
-			page_number: 3,
 			is_builtin: true,
 			id: 99999
 		});
 		expect(reply.status).toBe(201);
 		expect(reply.body.is_builtin).toBe(false);
 		expect(reply.body.id).not.toBe(99999);
-		expect(reply.body).not.toHaveProperty("url");
-		expect(reply.body).not.toHaveProperty("page_number");
+		expect(reply.body.warnings.map((w: any) => w.details)).toEqual([
+			"Error includes read-only field is_builtin, ignored",
+			"Error includes read-only field id, ignored"
+		]);
 	});
 
 	it.each([
@@ -325,12 +335,15 @@ describe("PATCH /errors/{id}/", () => {
 		});
 	});
 
-	it("ignores unknown fields and fields that cannot be edited", async () => {
+	it("refuses unknown fields, and ignores fields that cannot be edited", async () => {
 		const created = await create("extras");
+		expectJsonError(
+			await request("PATCH", `${api}/errors/${created.id}/`, { description: "x", url: "y" }),
+			400,
+			/^url: /
+		);
 		const reply = await request("PATCH", `${api}/errors/${created.id}/`, {
 			description: "New",
-			url: "http://example.com/",
-			page_number: 2,
 			name: "renamed",
 			is_builtin: true,
 			id: 1

@@ -265,6 +265,14 @@ describe("GET /job-executions/", () => {
 		]);
 		const byType = await list("order=-job_type__name&order=id");
 		expect(byType.results[0].job.job_type.name).toBe("beta");
+		// Scale's web UI sends its grid's field paths, and sorts by duration
+		const dotted = await list("order=-job_type.name&order=id");
+		expect(dotted.results.map((x: any) => x.id)).toEqual(byType.results.map((x: any) => x.id));
+		const byDuration = await list("order=-duration&page_size=1000");
+		const spans = byDuration.results
+			.filter((x: any) => x.started !== null && x.ended !== null)
+			.map((x: any) => Date.parse(x.ended) - Date.parse(x.started));
+		expect(spans).toEqual([...spans].sort((a, b) => b - a));
 	});
 
 	it("refuses bad filters with a 400 naming them", async () => {

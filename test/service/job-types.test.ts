@@ -159,8 +159,7 @@ describe("POST /job-types/", () => {
 			disk_out_mult_required: 1.5,
 			interface: { ...iface(), shared_resources: [] },
 			error_mapping: { version: "1.0", exit_codes: { "1": "unknown", "2": "bad-pixels" } },
-			trigger_rule: parseRule(),
-			unknown_field: "ignored"
+			trigger_rule: parseRule()
 		});
 		expect(res.status).toBe(201);
 		expect(res.headers.get("location")).toBe(`${api}/job-types/${res.body.id}/`);
@@ -544,8 +543,7 @@ describe("PATCH /job-types/{id}/", () => {
 			priority: 7,
 			max_scheduled: null,
 			name: "ignored-name",
-			version: "9.9",
-			unknown: 1
+			version: "9.9"
 		});
 		expect(titled.status).toBe(200);
 		expect(titled.body).toMatchObject({
@@ -588,8 +586,11 @@ describe("PATCH /job-types/{id}/", () => {
 
 	it("changes nothing for a body with no editable field", async () => {
 		const jt = await create(body("untouched"));
-		const res = await patch(jt.id, { name: "x", unknown: true });
+		const res = await patch(jt.id, { name: "x" });
 		expect(res.status).toBe(200);
+		expect(res.body.warnings).toEqual([
+			{ id: "read-only", details: "Job type includes read-only field name, ignored" }
+		]);
 		expect(res.body.revision_num).toBe(1);
 		expect(res.body.last_modified).toBe(jt.last_modified);
 	});

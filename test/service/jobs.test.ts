@@ -51,7 +51,9 @@ const DETAIL_FIELDS = [
 	"recipes",
 	"job_exes",
 	"inputs",
-	"outputs"
+	"outputs",
+	"input_files",
+	"products"
 ];
 const EXE_BASE_FIELDS = [
 	"id",
@@ -349,6 +351,29 @@ describe("GET /jobs/", () => {
 		expect(byType.next).toBeNull();
 	});
 
+	it("orders by the field paths Scale's web UI sends (error.category) and by duration", async () => {
+		const ids = (b: any) => b.results.map((j: any) => j.id);
+		expect(ids(await list("order=error.category&page_size=1000"))).toEqual(
+			ids(await list("order=error__category&page_size=1000"))
+		);
+		expect(ids(await list("order=-job_type.name&page_size=1000"))).toEqual(
+			ids(await list("order=-job_type__name&page_size=1000"))
+		);
+		await query(
+			`UPDATE job SET started = now() - interval '3 hours', ended = now() WHERE id = $1`,
+			[failed.id]
+		);
+		await query(
+			`UPDATE job SET started = now() - interval '2 hours', ended = NULL WHERE id = $1`,
+			[running.id]
+		);
+		const longest = ids(await list("order=-duration&status=FAILED&status=RUNNING"));
+		expect(longest).toEqual([failed.id, running.id]);
+		const shortest = ids(await list("order=duration&status=FAILED&status=RUNNING"));
+		expect(shortest).toEqual([running.id, failed.id]);
+		expectJsonError(await request("GET", `${api}/jobs/?order=error.nope`), 400, /^order: /);
+	});
+
 	it("pages with next and previous links", async () => {
 		const first = await list("page_size=2&order=id");
 		expect(first.results).toHaveLength(2);
@@ -515,6 +540,10 @@ describe("GET /jobs/{id}/", () => {
 		});
 		expect(d.outputs[0].value.published).toMatch(ISO_MS_Z);
 		expect(d.outputs[1]).toEqual({ name: "logs", type: "files", value: null });
+		// Scale 3.0's deprecated members: the input files by id, and the job's products
+		expect(d.input_files.map((f: any) => f.id)).toEqual([ids.png, ids.png2]);
+		expect(d.input_files[0]).toEqual(d.inputs[0].value);
+		expect(d.products).toEqual([d.outputs[0].value]);
 	});
 
 	it("shows executions newest first and the whole error", async () => {

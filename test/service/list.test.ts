@@ -129,6 +129,32 @@ describe("count on a table of 150,014 errors", () => {
 		forgetEstimates();
 	});
 
+	it("keeps one estimate for the windows clients compute at each page load", async () => {
+		forgetEstimates();
+		const where = "last_modified >= $1 AND last_modified <= $2";
+		const window = (startedMs: number, endedMs: number): [string, string, unknown[]] => [
+			"error",
+			where,
+			[new Date(startedMs), new Date(endedMs)]
+		];
+		const now = Date.now();
+		// 150 steps of 2^24 ms (~29 days): its bounds are counted in steps of 2^24 ms; both
+		// bounds mid-step, so that the shift below stays within their steps
+		const step = 2 ** 24;
+		const ended = Math.floor(now / step) * step + step / 2;
+		const first = window(ended - 150 * step, ended);
+		expect(countNeeded(...first, now)).toBe(true);
+		expect(await estimateRows(tdb.db, ...first, 0, now)).toBeGreaterThan(ESTIMATE_ONLY_ABOVE);
+		// the same window from a page load ~70 minutes later, to the millisecond: the kept
+		// estimate serves it (counted to the minute, as before, it did not)
+		const later = step / 4 + 123;
+		expect(countNeeded(...window(ended - 150 * step + later, ended + later), now)).toBe(false);
+		// a window a tenth shorter, or moved by a tenth, is another condition
+		expect(countNeeded(...window(ended - 135 * step, ended), now)).toBe(true);
+		expect(countNeeded(...window(ended - 165 * step, ended - 15 * step), now)).toBe(true);
+		forgetEstimates();
+	});
+
 	// Last: the UPDATE leaves dead rows that skew the planner's estimate until the next ANALYZE.
 	it("counts exactly where a filter matches at most 1,000 rows of many", async () => {
 		await tdb.db.query(

@@ -144,46 +144,67 @@ describe("GET /metrics/", () => {
 });
 
 describe("GET /metrics/{name}/", () => {
-	it("answers job types with values as choices, without groups", async () => {
+	it("answers every job type as a choice, with the type's groups", async () => {
 		const body = await get("/metrics/job-types/");
 		expect(body.name).toBe("job-types");
-		expect(body).not.toHaveProperty("groups");
+		expect(body.groups).toHaveLength(8);
+		expect(body.groups[0]).toEqual({
+			name: "overview",
+			title: "Overview",
+			description: "Overall counts based on job status."
+		});
 		expect(body.columns).toHaveLength(31);
-		expect(body.choices).toEqual([
-			{
-				id: ids.a,
-				name: "jt-a",
-				version: "1.0",
-				title: "A",
-				description: null,
-				category: "test",
-				author_name: null,
-				author_url: null,
-				is_system: false,
-				is_long_running: false,
-				is_active: true,
-				is_operational: true,
-				is_paused: false,
-				icon_code: null
-			},
-			expect.objectContaining({ id: ids.b, name: "jt-b", version: "2.0" })
-		]);
+		const all = await query<{ id: number }>(`SELECT id FROM job_type ORDER BY id`);
+		// jt-c and the 57 others have no metrics rows: choices all the same, as in Scale 3.0
+		expect(body.choices.map((c: any) => c.id)).toEqual(all.map(r => r.id));
+		expect(body.choices.map((c: any) => c.id)).toEqual(
+			expect.arrayContaining([ids.c, ...others])
+		);
+		expect(body.choices.find((c: any) => c.id === ids.a)).toEqual({
+			id: ids.a,
+			name: "jt-a",
+			version: "1.0",
+			title: "A",
+			description: null,
+			category: "test",
+			author_name: null,
+			author_url: null,
+			is_system: false,
+			is_long_running: false,
+			is_active: true,
+			is_operational: true,
+			is_paused: false,
+			icon_code: null
+		});
 	});
 
-	it("answers strikes and errors as choices", async () => {
-		expect((await get("/metrics/ingests/")).choices).toEqual([
+	it("answers every strike and every built-in error as choices", async () => {
+		const ingests = await get("/metrics/ingests/");
+		expect(ingests.choices).toEqual([
 			{ id: ids.strike, name: "feed", title: "Feed", description: "A feed", job: null }
 		]);
-		expect((await get("/metrics/errors/")).choices).toEqual([
-			{
-				id: ids.error,
-				name: "boom",
-				title: "Boom",
-				description: null,
-				category: "SYSTEM",
-				is_builtin: true
-			}
-		]);
+		expect(ingests.groups.map((g: any) => g.name)).toEqual(
+			expect.arrayContaining([...new Set(ingests.columns.map((c: any) => c.group))])
+		);
+		const errors = await get("/metrics/errors/");
+		const builtin = await query<{ id: number }>(
+			`SELECT id FROM error WHERE is_builtin ORDER BY id`
+		);
+		expect(builtin.length).toBeGreaterThan(1);
+		expect(errors.choices.map((c: any) => c.id)).toEqual(builtin.map(r => r.id));
+		expect(errors.choices).toContainEqual({
+			id: ids.error,
+			name: "boom",
+			title: "Boom",
+			description: null,
+			category: "SYSTEM",
+			is_builtin: true
+		});
+		const [{ id: own }] = await query<{ id: number }>(
+			`INSERT INTO error (name, title, category) VALUES ('own', 'Own', 'ALGORITHM') RETURNING id`
+		);
+		expect((await get("/metrics/errors/")).choices.map((c: any) => c.id)).not.toContain(own);
+		await query(`DELETE FROM error WHERE id = $1`, [own]);
 	});
 
 	it("404s an unknown type", async () => {
@@ -390,22 +411,22 @@ describe("plot data kept between requests", () => {
 		expectJsonError(await request("GET", `${api}${byGone}`), 400, /^choice_id: /);
 	});
 
-	it("answers a type's choices anew once its metrics table or a choice changes", async () => {
+	it("answers a type's choices anew once a choice is added, changed or removed", async () => {
 		const choiceIds = async () =>
 			(await get("/metrics/job-types/")).choices.map((c: any) => c.id);
 		const before = await choiceIds();
-		expect(before).not.toContain(others[0]);
-		await query(
-			`INSERT INTO metrics_job_type (job_type_id, occurred, total_count) VALUES ($1, '2024-01-05', 1)`,
-			[others[0]]
+		const [{ id: added }] = await query<{ id: number }>(
+			`INSERT INTO job_type (name, version, category, interface) VALUES ('jt-new', '1.0', 'test', '{}')
+			 RETURNING id`
 		);
-		expect(await choiceIds()).toEqual([...before, others[0]].sort((a, b) => a - b));
-		await query(`UPDATE job_type SET title = 'Retitled' WHERE id = $1`, [others[0]]);
+		// a new job type is a choice at once, before any of its metrics are computed
+		expect(await choiceIds()).toEqual([...before, added]);
+		await query(`UPDATE job_type SET title = 'Retitled' WHERE id = $1`, [added]);
 		const retitled = (await get("/metrics/job-types/")).choices.find(
-			(c: any) => c.id === others[0]
+			(c: any) => c.id === added
 		);
 		expect(retitled.title).toBe("Retitled");
-		await query(`DELETE FROM metrics_job_type WHERE job_type_id = $1`, [others[0]]);
+		await query(`DELETE FROM job_type WHERE id = $1`, [added]);
 		expect(await choiceIds()).toEqual(before);
 		const direct: any = await app.broker.call("metrics.get", { name: "job-types" });
 		expect(direct.choices.map((c: any) => c.id)).toEqual(before);
@@ -434,5 +455,127 @@ describe("metrics.compute (the action the clock's rule and the REPL use)", () =>
 		await expect(
 			app.broker.call("metrics.compute", { day: "2031-02-30" })
 		).rejects.toMatchObject({ type: "BAD_REQUEST", message: expect.stringMatching(/^day: /) });
+	});
+});
+
+/**
+ * Scale 3.0's metrics page (scale-ui/app/modules/metrics), its calls made as the page makes
+ * them and its answers read as it reads them: the data types, a type's options (each column's
+ * group title looked up in `groups`, each choice labelled title + version), then the plot data
+ * for the choices and columns picked, its window the page's absolute timestamps, drawn as the
+ * page draws a chart (one series per choice, zero where a day has no value).
+ */
+describe("Scale 3.0's metrics page", () => {
+	const DAY = 86400000;
+
+	/** The chart's series as the page builds them (metricsController.initChart). */
+	function draw(
+		started: Date,
+		ended: Date,
+		picked: any[],
+		results: any[],
+		dataTypeTitle: string
+	): Record<string, number[]> {
+		const first = Date.UTC(
+			started.getUTCFullYear(),
+			started.getUTCMonth(),
+			started.getUTCDate()
+		);
+		const days: string[] = [];
+		for (let at = first; at <= ended.getTime(); at += DAY) {
+			days.push(new Date(at).toISOString().slice(0, 10));
+		}
+		const series: Record<string, number[]> = {};
+		const valuesOn = (values: any[]) =>
+			days.map(d => values.find(v => v.date === d)?.value ?? 0);
+		for (const result of results) {
+			expect(typeof result.column.title).toBe("string");
+			if (picked.length === 0) {
+				series[`${result.column.title} for all ${dataTypeTitle}`] = valuesOn(result.values);
+				continue;
+			}
+			if (result.values.length === 0) continue;
+			for (const choice of picked) {
+				// several choices: values carry their id; one: none, all are the choice's
+				const values =
+					picked.length > 1
+						? result.values.filter((v: any) => v.id === choice.id)
+						: result.values;
+				const label = choice.version ? `${choice.title} ${choice.version}` : choice.title;
+				series[`${result.column.name} ${label}`] = valuesOn(values);
+			}
+		}
+		return series;
+	}
+
+	it("picks a data source, its metrics and choices, and draws the chart", async () => {
+		const types = await get("/metrics/");
+		const dataType = types.results.find((t: any) => t.name === "job-types");
+
+		// changeDataTypeSelection -> getDataTypeOptions
+		const options = await get(`/metrics/${dataType.name}/`);
+		const byGroup = new Map<string, any[]>();
+		for (const c of options.columns) byGroup.set(c.group, [...(byGroup.get(c.group) ?? []), c]);
+		const groupLabels = [...byGroup.keys()].map(
+			name => options.groups.find((g: any) => g.name === name).title
+		);
+		expect(groupLabels).toContain("Overview");
+		const labels = options.choices.map((c: any) =>
+			c.version ? `${c.title} ${c.version}` : c.title
+		);
+		expect(labels).toEqual(expect.arrayContaining(["A 1.0", "B 2.0", "C 1.0"]));
+
+		// addToChart: the last month, as absolute timestamps made at the click
+		const ended = new Date();
+		const started = new Date(ended.getTime() - 30 * DAY);
+		const plot = async (choiceIds: number[], columns: string[]) => {
+			const q = new URLSearchParams();
+			q.append("started", started.toISOString());
+			q.append("ended", ended.toISOString());
+			for (const id of choiceIds) q.append("choice_id", String(id));
+			for (const c of columns) q.append("column", c);
+			q.append("dataType", dataType.name);
+			return (await get(`/metrics/${dataType.name}/plot-data/?${q}`)).results;
+		};
+		const pick = (id: number) => options.choices.find((c: any) => c.id === id);
+
+		const several = await plot([ids.a, ids.b, ids.c], ["total_count", "failed_count"]);
+		const chart = draw(
+			started,
+			ended,
+			[pick(ids.a), pick(ids.b), pick(ids.c)],
+			several,
+			dataType.title
+		);
+		expect(chart["total_count A 1.0"].slice(-2)).toEqual([4, 2]);
+		expect(chart["total_count B 2.0"].slice(-2)).toEqual([0, 1]);
+		expect(chart["failed_count A 1.0"].slice(-2)).toEqual([3, 0]);
+		// C has no values: a zeroed series all the same, as the page draws every choice picked
+		expect(chart["total_count C 1.0"]).toHaveLength(chart["total_count A 1.0"].length);
+		expect(new Set(chart["total_count C 1.0"])).toEqual(new Set([0]));
+
+		const one = draw(started, ended, [pick(ids.b)], await plot([ids.b], ["total_count"]), "");
+		expect(one["total_count B 2.0"].slice(-2)).toEqual([0, 1]);
+
+		const all = draw(started, ended, [], await plot([], ["total_count"]), dataType.title);
+		expect(all["Total Count for all Job Types"].slice(-2)).toEqual([4, 3]);
+	});
+
+	it("draws a job type created today, before any metrics of it", async () => {
+		const [{ id }] = await query<{ id: number }>(
+			`INSERT INTO job_type (name, version, title, category, interface)
+			 VALUES ('jt-today', '1.0', 'Today', 'test', '{}') RETURNING id`
+		);
+		const options = await get("/metrics/job-types/");
+		const choice = options.choices.find((c: any) => c.id === id);
+		expect(choice.title).toBe("Today");
+		const ended = new Date();
+		const started = new Date(ended.getTime() - 7 * DAY);
+		const body = await get(
+			`/metrics/job-types/plot-data/?started=${started.toISOString()}&ended=${ended.toISOString()}&choice_id=${id}&column=total_count&dataType=job-types`
+		);
+		const chart = draw(started, ended, [choice], body.results, "Job Types");
+		expect(chart).toEqual({});
+		await query(`DELETE FROM job_type WHERE id = $1`, [id]);
 	});
 });

@@ -486,6 +486,21 @@ describe("GET /nodes/{id}/", () => {
 		expect(exe.started).toMatch(ISO_MS_Z);
 	});
 
+	it("rounds its scheduled resources to one decimal, as Scale 3.0 did", async () => {
+		const { id } = await register({ cpus: 4, mem: 8192, disk: 100000 });
+		const first = await runningExe(id);
+		const second = await runningExe(id);
+		await q(`UPDATE job_exe SET cpus_scheduled = 0.1, mem_scheduled = 0.1 WHERE id = $1`, [
+			first.exeId
+		]);
+		await q(`UPDATE job_exe SET cpus_scheduled = 0.2, mem_scheduled = 0.2 WHERE id = $1`, [
+			second.exeId
+		]);
+		const reply = await request("GET", `${api}/nodes/${id}/`);
+		// summed as floats these are 0.30000000000000004
+		expect(reply.body.resources.scheduled).toEqual({ cpus: 0.3, mem: 0.3, disk: 60 });
+	});
+
 	it("says disconnected when the agent is not in the cluster or out of its lease", async () => {
 		const gone = await register(undefined, "agent-not-here");
 		let reply = await request("GET", `${api}/nodes/${gone.id}/`);

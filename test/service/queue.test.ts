@@ -330,8 +330,9 @@ describe("POST /queue/new-job/", () => {
 			/^job_type_id: .*archived/
 		],
 		[
+			// a string of digits is one (Scale's parse_int): test/service/bodies.test.ts
 			"a job type id that is not an integer",
-			() => ({ job_type_id: "1", job_data: jobData() }),
+			() => ({ job_type_id: "1.5", job_data: jobData() }),
 			/^job_type_id: /
 		],
 		["no job type id", () => ({ job_data: jobData() }), /^job_type_id: is required/],

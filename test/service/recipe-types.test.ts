@@ -149,8 +149,7 @@ describe("POST /recipe-types/", () => {
 		const before = await counts();
 		const res = await request("POST", `${api}/recipe-types/`, {
 			...body("my-recipe", { description: "Ingests and processes" }),
-			trigger_rule: ingestRule(),
-			ignored: "field"
+			trigger_rule: ingestRule()
 		});
 		expect(res.status).toBe(201);
 		expect(res.headers.get("location")).toBe(`${api}/recipe-types/${res.body.id}/`);

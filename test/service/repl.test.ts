@@ -215,6 +215,7 @@ describe("the operators' REPL commands", () => {
 	it("shows strikes with their ingest counts", async () => {
 		const ws = path.join(root, "ws");
 		fs.mkdirSync(ws);
+		fs.mkdirSync(path.join(root, "drop"));
 		await e2e.ok(
 			"POST",
 			"/workspaces/",

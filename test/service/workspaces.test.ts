@@ -2,7 +2,7 @@ import fs from "fs";
 import os from "os";
 import path from "path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { request, startServices, type TestApi } from "../helpers/broker";
+import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
 
 /** The gateway and the workspaces service in one process, over real HTTP and PostgreSQL. */
 describe("workspaces service", () => {
@@ -63,8 +63,7 @@ describe("workspaces service", () => {
 				description: "Raw Source Workspace",
 				base_url: "http://host.com/rs",
 				is_active: true,
-				json_config: config(hostPath),
-				unknown_field: "ignored"
+				json_config: config(hostPath)
 			});
 			expect(res.status).toBe(201);
 			expect(res.headers.get("location")).toBe(`${api}/workspaces/${res.body.id}/`);
@@ -543,9 +542,13 @@ describe("workspaces service", () => {
 			expect(res.body).toMatchObject({ title: null, description: null, base_url: null });
 		});
 
-		it("ignores name and unknown fields, as Scale does", async () => {
-			const res = await patch({ name: "renamed", id: 12345, color: "blue" });
+		it("ignores name with a warning, and refuses unknown fields", async () => {
+			expectJsonError(await patch({ name: "renamed", color: "blue" }), 400, /^color: /);
+			const res = await patch({ name: "renamed", id: 12345 });
 			expect(res.status).toBe(200);
+			expect(res.body.warnings).toEqual([
+				{ id: "read-only", details: "Workspace includes read-only field name, ignored" }
+			]);
 			expect(res.body.name).toBe("editable");
 			expect(res.body.id).toBe(id);
 			expect((await rows()).some(r => r.name === "renamed")).toBe(false);

@@ -1,7 +1,7 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { StrikeMonitor, type MonitorLink } from "../../../lib/ingest/monitor";
+import { launchStrikeMonitor, StrikeMonitor, type MonitorLink } from "../../../lib/ingest/monitor";
 import type { ArrivedFile, OpenIngest, Settled } from "../../../lib/ingest/protocol";
 
 let root: string;
@@ -15,6 +15,7 @@ afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
 describe("StrikeMonitor", () => {
 	it("settles an ingest left open at two rescans in a row from where its file is", async () => {
 		const watched = path.join(root, "incoming");
+		fs.mkdirSync(watched);
 		const stored = path.join(root, "ws", "x.txt");
 		fs.mkdirSync(path.dirname(stored), { recursive: true });
 		fs.writeFileSync(stored, "hello");
@@ -136,4 +137,28 @@ describe("StrikeMonitor", () => {
 			}
 		}
 	);
+
+	it("ends with why, creating nothing, when its directory does not exist (a mount not there yet)", async () => {
+		const watched = path.join(root, "nfs", "not-mounted");
+		const warned: string[] = [];
+		const calls: string[] = [];
+		const link: MonitorLink = {
+			async call<T>(action: string): Promise<T> {
+				calls.push(action);
+				return { directory: watched, transferSuffix: "_tmp", open: [] } as T;
+			},
+			info: () => undefined,
+			warn: message => warned.push(message)
+		};
+		const monitor = new StrikeMonitor({ strikeId: 4, jobExeId: 5 }, link, { rescanMs: 20 });
+		const launched = launchStrikeMonitor(monitor);
+		const status = await launched.exited;
+		expect(status.code).toBe(1);
+		expect(status.failed).toBe(
+			`strike 4: the directory ${watched} it watches does not exist on this node; mount it (or fix the strike's configuration), then requeue the strike's job`
+		);
+		expect(warned).toEqual([status.failed]);
+		expect(calls).toEqual(["ingest.monitorSetup"]);
+		expect(fs.existsSync(path.join(root, "nfs"))).toBe(false);
+	});
 });
