@@ -1,4 +1,5 @@
 import { needsDatabase } from "../lib/launch/config";
+import { replSocketPath, serveReplSocket } from "../lib/launch/repl-socket";
 import {
 	configOrExit,
 	failStart,
@@ -20,7 +21,12 @@ async function main() {
 		process.exit(2);
 	}
 	stopOnSignals(running);
-	await startServices(config, running);
+	const broker = await startServices(config, running);
+	// a process of its own (no cluster): `npm run repl` attaches to it on this machine
+	if (!config.transporter) {
+		await serveReplSocket(broker, config.dataDir);
+		say(`REPL: \`npm run repl\` attaches (${replSocketPath(config.dataDir)}, this user only)`);
+	}
 	say("stop with Ctrl-C (SIGINT) or SIGTERM");
 }
 

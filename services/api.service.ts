@@ -1,3 +1,4 @@
+import { Readable } from "stream";
 import type { IncomingMessage, ServerResponse } from "http";
 import type { AddressInfo } from "net";
 import type { Context, Service, ServiceSchema } from "moleculer";
@@ -224,12 +225,18 @@ function route(path: string) {
 			ctx: Context<unknown, RequestMeta>,
 			_route: unknown,
 			_req: Req,
-			_res: ServerResponse,
+			res: ServerResponse,
 			data: unknown
 		) {
 			// Actions give a path under the API root; the gateway answers with an absolute URL.
 			if (ctx.meta.$location && !/^https?:/.test(ctx.meta.$location))
 				ctx.meta.$location = `${ctx.meta.apiRoot}${ctx.meta.$location}`;
+			// A streamed answer (followed logs) sends its headers at once, once the gateway has
+			// set them, not with its first bytes: its client waits for them, maybe long.
+			if (data instanceof Readable)
+				setImmediate(() => {
+					if (!res.headersSent && !res.writableEnded) res.flushHeaders();
+				});
 			return data;
 		},
 

@@ -1,3 +1,5 @@
+import { MetricsMixin, type Metered } from "../mixins/prometheus-gauges.mixin";
+import { INGEST_DEFINITIONS, METRICS } from "../lib/observability/gauges";
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import path from "path";
 import { DbMixin } from "../mixins/db.mixin";
@@ -166,11 +168,11 @@ interface IngestSettings extends ServiceSettingSchema, ServiceDirectories {
 	s3CredentialsToAgents: boolean;
 }
 
-type IngestThis = Service<IngestSettings> & Methods;
+type IngestThis = Service<IngestSettings> & Methods & Metered;
 
 const IngestService: ServiceSchema<IngestSettings, Methods> = {
 	name: "ingest",
-	mixins: [DbMixin()],
+	mixins: [DbMixin(), MetricsMixin(INGEST_DEFINITIONS)],
 
 	settings: {
 		nfsMountRoot: null,
@@ -397,6 +399,9 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 					ctx.params.results
 				);
 				const ingested = answers.filter(a => a.status === "INGESTED").length;
+				if (this.metered)
+					for (const a of answers)
+						this.broker.metrics.increment(METRICS.ingestsEnded, { status: a.status });
 				if (ingested > 0)
 					this.logger.info(
 						{ strikeId: ctx.params.strikeId, ingested, settled: answers.length },

@@ -1,5 +1,6 @@
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
+import { lastLines, LogFollowers } from "../lib/http/log-followers";
 import { cachedListAction } from "../mixins/list.mixin";
 import type { ExecutionLogs } from "../lib/documents/agent-protocol";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
@@ -25,6 +26,10 @@ interface LogsParams {
 	id: number;
 	/** one stream as text/plain (what current_stdout_url and current_stderr_url point at) */
 	stream?: "stdout" | "stderr";
+	/** text/plain, streamed as written until the execution ends (chunked) */
+	follow?: boolean;
+	/** as text/plain: only the last lines */
+	tail?: number;
 }
 
 /**
@@ -36,7 +41,7 @@ interface LogsParams {
 interface JobExecutionsMethods {
 	liveLogs(ctx: Context, jobExeId: number, agentId: string): Promise<ExecutionLogs | null>;
 }
-type JobExecutionsThis = Service & JobExecutionsMethods;
+type JobExecutionsThis = Service & JobExecutionsMethods & { followers?: LogFollowers };
 
 const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMethods> = {
 	name: "job-executions",
@@ -64,11 +69,29 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 				required: ["id"],
 				properties: {
 					id: ID_SCHEMA,
-					stream: { type: "string", enum: ["stdout", "stderr"] }
+					stream: { type: "string", enum: ["stdout", "stderr"] },
+					follow: { type: "boolean" },
+					tail: { type: "integer", minimum: 0, maximum: 1000000 }
 				}
 			}),
 			async handler(this: JobExecutionsThis, ctx: Context<LogsParams, RequestMeta>) {
 				let row: JobExeListRow = await getJobExeListRow(this.db, ctx.params.id);
+				const { follow, tail } = ctx.params;
+				if (follow && row.status === "RUNNING" && row.agent_id) {
+					const live = await this.followers!.follow(row.id, {
+						stream: ctx.params.stream ?? null,
+						tailLines: tail ?? null
+					}).catch((err: unknown) => {
+						this.logger.debug({ err, jobExeId: row.id }, "cannot follow: stored logs");
+						return null;
+					});
+					if (live) {
+						ctx.meta.$responseType = "text/plain; charset=utf-8";
+						ctx.meta.$responseHeaders = { "Cache-Control": "no-store" };
+						return live;
+					}
+					row = await getJobExeListRow(this.db, ctx.params.id);
+				}
 				let logs: ExecutionLogs | null = null;
 				let stored: StoredLogs | null = null;
 				if (row.status !== "RUNNING") stored = await loadStoredLogs(this.db, row.id);
@@ -87,13 +110,34 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 					...(stored ?? { stdout: "", stderr: "" }),
 					is_finished: ENDED_EXE_STATUSES.includes(row.status)
 				};
-				if (ctx.params.stream) {
+				if (ctx.params.stream || follow || tail !== undefined) {
+					// as text: one stream, or both (stdout, then stderr); an execution not running
+					// is followed to its end at once
+					const text = ctx.params.stream
+						? (logs[ctx.params.stream] ?? "")
+						: `${logs.stdout ?? ""}${logs.stderr ?? ""}`;
 					ctx.meta.$responseType = "text/plain; charset=utf-8";
-					return logs[ctx.params.stream] ?? "";
+					return tail === undefined
+						? text
+						: lastLines(Buffer.from(text), tail).toString("utf8");
 				}
 				return serializeJobExeLogs(row, logs);
 			}
 		}
+	},
+
+	created() {
+		// one agent stream per execution followed, whatever the followers here
+		this.followers = new LogFollowers(async jobExeId => {
+			const row = await getJobExeListRow(this.db, jobExeId);
+			if (row.status !== "RUNNING" || !row.agent_id)
+				throw new Error(`execution ${jobExeId} is not running`);
+			return this.broker.call(
+				"node-agent.followLogs",
+				{ jobExeId },
+				{ nodeID: row.agent_id, retries: 0, timeout: AGENT_LOGS_TIMEOUT_MS }
+			);
+		});
 	},
 
 	methods: {

@@ -7,6 +7,7 @@ import {
 	type ServiceSettingSchema
 } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
+import { WhyWaitingMixin, type JobWaiting } from "../mixins/why-waiting.mixin";
 import { cachedListAction } from "../mixins/list.mixin";
 import { INPUT_FILES } from "../lib/records/file-records";
 import { JOB_LIST, JOB_RECORD, JOB_UPDATE_RECORD, JOB_UPDATES_LIST } from "../lib/records/job";
@@ -21,6 +22,7 @@ const PLAIN = { plainText: true };
 /** What the handlers call on the service besides its database (its methods). */
 interface JobsMethods {
 	killOnAgent(ctx: Context, jobExeId: number, agentId: string): Promise<void>;
+	askWhyWaiting(which: { jobIds?: number[] }): Promise<JobWaiting[] | null>;
 }
 type JobsThis = Service & JobsMethods;
 
@@ -33,7 +35,7 @@ const AGENT_CANCEL_TIMEOUT_MS = 10000;
  */
 const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 	name: "jobs",
-	mixins: [DbMixin()],
+	mixins: [DbMixin(), WhyWaitingMixin()],
 
 	actions: {
 		list: { rest: "GET /jobs", ...cachedListAction(JOB_LIST, JOB_RECORD, "/api/jobs/") },
@@ -52,7 +54,18 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 			rest: "GET /jobs/:id",
 			params: jsonParams({ type: "object", required: ["id"], properties: { id: ID_SCHEMA } }),
 			async handler(this: JobsThis, ctx: Context<{ id: number }, RequestMeta>) {
-				return getJobDetails(this.db, ctx.params.id, { apiRoot: ctx.meta.apiRoot });
+				const details = await getJobDetails(this.db, ctx.params.id, {
+					apiRoot: ctx.meta.apiRoot
+				});
+				// a QUEUED job says why it waits (the leading scheduler's last pass)
+				if ((details as { status?: string }).status !== "QUEUED") return details;
+				const [why] = (await this.askWhyWaiting({ jobIds: [ctx.params.id] })) ?? [];
+				// no leading scheduler to say: left out rather than guessed
+				if (!why) return details;
+				return {
+					...details,
+					why_waiting: { code: why.code, reason: why.reason, pass_at: why.pass_at }
+				};
 			}
 		},
 

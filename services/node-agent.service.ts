@@ -152,7 +152,8 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 
 	settings: {
 		agent: DEFAULT_AGENT,
-		port: 8000,
+		// the API port this process serves (lib/launch/services.ts); an agent alone serves none
+		port: 0,
 		heartbeatMs: 5000,
 		registerRetryMs: 2000,
 		finishRetryMs: 2000,
@@ -197,6 +198,23 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			params: jsonParams(JOB_EXE_ID_SCHEMA),
 			async handler(this: AgentThis, ctx: Context<{ jobExeId: number }>) {
 				return { found: this.agent.cancel(ctx.params.jobExeId) };
+			}
+		},
+
+		/**
+		 * A stream of the execution's stdout and stderr as they are written (frames of
+		 * lib/documents/log-frames.ts), ending when it ends; NOT_FOUND when it is not held here.
+		 */
+		followLogs: {
+			caller: "execution-reader",
+			params: jsonParams(JOB_EXE_ID_SCHEMA),
+			handler(this: AgentThis, ctx: Context<{ jobExeId: number }>) {
+				const stream = this.agent.followLogs(ctx.params.jobExeId);
+				if (!stream)
+					throw new NotFoundError(
+						`execution ${ctx.params.jobExeId} is not held by the agent ${this.broker.nodeID}`
+					);
+				return stream;
 			}
 		},
 

@@ -1,5 +1,6 @@
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
+import { WhyWaitingMixin, type JobWaiting } from "../mixins/why-waiting.mixin";
 import { listParamsSchema, REPEATABLE } from "../mixins/list.mixin";
 import { CONFLICT_RETRY, plannedPoolSql, select, transaction, MicroBatcher } from "../lib/db/run";
 import { buildEnvelope } from "../lib/list/envelope";
@@ -44,6 +45,7 @@ interface QueueMethods {
 	queueChanged(count: number): void;
 	recordLoad(): Promise<number>;
 	jobPage(ctx: Context<unknown, RequestMeta>, ids: number[]): Promise<unknown>;
+	askWhyWaiting(which: { jobTypeIds?: number[] }): Promise<JobWaiting[] | null>;
 }
 /** The service as its handlers see it: its methods and the batchers of new jobs and recipes (from `created`). */
 type QueueThis = Service<QueueSettings> &
@@ -101,7 +103,7 @@ export interface QueueSettings extends ServiceSettingSchema {
 
 const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 	name: "queue",
-	mixins: [DbMixin()],
+	mixins: [DbMixin(), WhyWaitingMixin()],
 	settings: { recipeIntakeWaitMs: 60 },
 
 	actions: {
@@ -212,7 +214,25 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 		status: {
 			rest: "GET /queue/status",
 			async handler(this: QueueThis) {
-				return getQueueStatus(this.db);
+				const status = await getQueueStatus(this.db);
+				// each job type's head job: why it waits (the leading scheduler's last pass)
+				const ids = status.results.map(r => r.job_type.id);
+				const why = ids.length > 0 ? await this.askWhyWaiting({ jobTypeIds: ids }) : null;
+				// with no leading scheduler to say, the entries are as Scale's
+				if (why === null) return status;
+				const byType = new Map(why.map(w => [w.job_type_id, w]));
+				const said = (id: number) => {
+					const w = byType.get(id);
+					return w ? { code: w.code, reason: w.reason, pass_at: w.pass_at } : null;
+				};
+				return {
+					...status,
+					results: status.results.map(r => ({ ...r, why_waiting: said(r.job_type.id) })),
+					queue_status: status.queue_status.map((q, i) => ({
+						...q,
+						why_waiting: said(ids[i])
+					}))
+				};
 			}
 		},
 

@@ -40,6 +40,8 @@ import { AgentReachability } from "../lib/scheduling/reachability";
 import { DEFAULT_LAUNCH_WINDOW, LaunchWindows } from "../lib/scheduling/launch-window";
 import type { RunAnswer } from "../lib/documents/agent-protocol";
 import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
+import { JobMeter } from "../lib/observability/job-meter";
+import { readWaiting, whyWaiting, type LastPass } from "../lib/scheduling/waiting";
 import { jsonParams } from "../lib/validation/params";
 import { bodyParams } from "../lib/validation/body";
 
@@ -104,6 +106,8 @@ type SchedulerVars = Record<string, any> & {
 	reach: AgentReachability;
 	reconnectedAt: number;
 	disconnectedAt: number;
+	/** the leader's last pass, for why jobs wait */
+	lastPass: LastPass | null;
 };
 type SchedulerThis = Service<SchedulerSettings> & SchedulerMethods & SchedulerVars;
 
@@ -139,6 +143,42 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 	},
 
 	actions: {
+		/**
+		 * Why queued jobs wait (lib/scheduling/waiting.ts), from the leader's last pass: these
+		 * jobs, or the head of these job types' queues (of every job type's when neither is
+		 * given). A replica that does not lead says so.
+		 */
+		waiting: {
+			params: jsonParams({
+				type: "object",
+				properties: {
+					jobIds: { type: "array", items: { type: "integer" }, maxItems: 1000 },
+					jobTypeIds: { type: "array", items: { type: "integer" }, maxItems: 1000 }
+				},
+				additionalProperties: false
+			}),
+			async handler(
+				this: SchedulerThis,
+				ctx: Context<{ jobIds?: number[]; jobTypeIds?: number[] }>
+			) {
+				if (!this.isLeader()) return { leader: false, jobs: [] };
+				const last = this.lastPass;
+				const { jobs, nodes } = await readWaiting(
+					poolSql(this.db),
+					ctx.params,
+					this.settings.leaseMs
+				);
+				return {
+					leader: true,
+					jobs: jobs.map(job => ({
+						job_id: job.job_id,
+						job_type_id: job.job_type_id,
+						...whyWaiting(last, job, nodes)
+					}))
+				};
+			}
+		},
+
 		get: {
 			rest: "GET /scheduler",
 			params: jsonParams({ type: "object" }),
@@ -334,6 +374,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 					this.dirty = false;
 					const sql: Sql = this.leaderSql;
 					const passStarted = this.metered ? performance.now() : 0;
+					const passAt = new Date();
 					const result = await this.exclusive(() =>
 						schedulePass(
 							sql,
@@ -355,10 +396,12 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 						this.broker.metrics.increment(METRICS.schedulerPasses);
 						this.broker.metrics.observe(
 							METRICS.schedulerPassDuration,
-							performance.now() - passStarted
+							(performance.now() - passStarted) / 1000
 						);
 					}
 					this.lastExcluded = result.excluded;
+					// a pass that read nothing (every launch window closed) leaves the last one's reasons
+					if (result.context) this.lastPass = { at: passAt, ctx: result.context };
 					if (result.unrunnable.length > 0) this.sayWhyWaiting(result.unrunnable);
 					if (this.windowed) this.wakeAtWindow();
 					again =
@@ -418,6 +461,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		 */
 		dispatch(placed: PlacedExe[]) {
 			this.placedExecutions.remember(placed);
+			this.jobMeter?.placed(placed);
 			if (!this.windowed) return dispatchPlaced(placed, this.dispatchLink);
 			const tokens: Map<string, number> = this.windows.placedOn(placed.map(p => p.agent_id));
 			return dispatchPlaced(placed, {
@@ -616,6 +660,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 		/** Logs and announces what the written reports changed (lib/executions/reports.ts). */
 		afterWrite(result: FinishResult) {
+			this.jobMeter?.ended(result);
 			announceReports(result, {
 				info: (fields, message) => this.logger.info(fields, message),
 				warn: (fields, message) => this.logger.warn(fields, message),
@@ -630,6 +675,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		this.leaderClient = null as Client | null;
 		this.leaderSql = null as Sql | null;
 		this.lastExcluded = [] as number[];
+		this.lastPass = null as LastPass | null;
 		this.imageSets = new ImageSets();
 		this.waitingReasons = new WaitingReasons();
 		this.placedExecutions = new PlacedExecutions();
@@ -678,7 +724,18 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			error: (fields, message) => this.logger.error(fields, message)
 		} satisfies DispatchLink;
 		this.metered = this.broker.isMetricsEnabled();
-		if (this.metered) registerMetrics(this.broker.metrics, SCHEDULER_DEFINITIONS);
+		this.jobMeter = null as JobMeter | null;
+		if (this.metered) {
+			registerMetrics(this.broker.metrics, SCHEDULER_DEFINITIONS);
+			this.broker.metrics.set(METRICS.schedulerLeader, 0);
+			this.jobMeter = new JobMeter(this.broker.metrics, {
+				queueWait: METRICS.queueWait,
+				runTime: METRICS.runTime,
+				completed: METRICS.jobsCompleted,
+				failed: METRICS.jobsFailed,
+				canceled: METRICS.jobsCanceled
+			});
+		}
 		this.reports = new MicroBatcher<ReportItem, boolean>(items => this.flushReports(items), {
 			delayMs: this.settings.flushMs,
 			maxItems: this.settings.flushMaxItems,
@@ -698,12 +755,15 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				this.ledSince = Date.now();
 				this.chain = Promise.resolve();
 				this.logger.info("scheduler: leading");
+				if (this.metered) this.broker.metrics.set(METRICS.schedulerLeader, 1);
 				void this.tick();
 			},
 			onLost: (reason: string) => {
 				this.leaderClient = null;
 				this.leaderSql = null;
+				this.lastPass = null;
 				this.logger.info({ reason }, "scheduler: no longer leading");
+				if (this.metered) this.broker.metrics.set(METRICS.schedulerLeader, 0);
 			},
 			log: (message: string, error?: unknown) => this.logger.warn({ err: error }, message)
 		});

@@ -2,7 +2,7 @@ import os from "os";
 import type { Context, Service, ServiceSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { PrometheusGaugesMixin } from "../mixins/prometheus-gauges.mixin";
-import { readClusterState, type ClusterStatus } from "../lib/records/status";
+import { readClusterState, sharedHostWarnings, type ClusterStatus } from "../lib/records/status";
 
 import { VERSION } from "../lib/paths";
 import { jsonParams } from "../lib/validation/params";
@@ -41,7 +41,8 @@ const StatusService: ServiceSchema<StatusSettings> = {
 						total: state.total,
 						scheduled: state.scheduled,
 						used: { cpus: 0, mem: 0, disk: 0 }
-					}
+					},
+					warnings: sharedHostWarnings(state.shared)
 				};
 			}
 		},

@@ -1,3 +1,5 @@
+import { MetricsMixin, type Metered } from "../mixins/prometheus-gauges.mixin";
+import { METRICS, TRIGGER_DEFINITIONS } from "../lib/observability/gauges";
 import cron, { type ScheduledTask } from "node-cron";
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
@@ -36,11 +38,11 @@ interface Locals {
 	clockTask: ScheduledTask | null;
 }
 
-type This = Service<Settings> & Methods & Locals;
+type This = Service<Settings> & Methods & Locals & Metered;
 
 const TriggersService: ServiceSchema<Settings, Methods & Locals> = {
 	name: "triggers",
-	mixins: [DbMixin()],
+	mixins: [DbMixin(), MetricsMixin(TRIGGER_DEFINITIONS)],
 
 	settings: {
 		pollMs: 5000,
@@ -111,6 +113,8 @@ const TriggersService: ServiceSchema<Settings, Methods & Locals> = {
 
 		/** Logs what one batch did and tells the scheduler of the jobs it queued. */
 		reportBatch(this: This, done: Processed) {
+			if (this.metered && done.events > 0)
+				this.broker.metrics.increment(METRICS.triggerEvents, undefined, done.events);
 			for (const r of done.refused)
 				this.logger.warn(
 					{ eventId: r.eventId, ruleId: r.ruleId },

@@ -1,6 +1,7 @@
 import crypto from "crypto";
 import fs from "fs";
 import path from "path";
+import type { Readable } from "stream";
 import { Containers, DEFAULT_CONTAINER_SETTINGS, type ContainerSettings } from "./containers";
 import { DEFAULT_TASK_PATH, Execution, taskDirOf } from "./execution";
 import {
@@ -11,6 +12,7 @@ import {
 	type LauncherChoice
 } from "./launcher";
 import { LaunchMeter } from "./launch-meter";
+import { LogTail } from "./log-tail";
 import { TaskDirs } from "./task";
 import { DEFAULT_TASK_UIDS, taskIdentities, type TaskIdentities } from "./task-identities";
 import {
@@ -165,6 +167,8 @@ export class NodeAgent {
 	private readonly earlyCancels = new Map<number, number>();
 	/** executions held here whose cancel has been asked for */
 	private readonly cancelAsked = new Set<number>();
+	/** the executions whose logs are followed, one tail each */
+	private readonly tails = new Map<number, LogTail>();
 	/** step events not sent yet */
 	/** by execution: one that ends drops its own at once, whatever else waits */
 	private outbox = new Map<number, ExecutionStep[]>();
@@ -455,6 +459,30 @@ export class NodeAgent {
 	 */
 	cancelEnded(jobExeIds: readonly number[]): number[] {
 		return jobExeIds.filter(id => !this.cancelAsked.has(id) && this.cancel(id));
+	}
+
+	/**
+	 * A follower of an execution's logs as they are written (frames, lib/agent/log-tail.ts),
+	 * ending when the execution ends; null when this agent does not run it. All followers of one
+	 * execution share one watch and one read of its files.
+	 */
+	followLogs(jobExeId: number): Readable | null {
+		const execution = this.executions.get(jobExeId);
+		if (!execution) return null;
+		let tail = this.tails.get(jobExeId);
+		if (!tail) {
+			tail = new LogTail(
+				{
+					stdoutPath: execution.stdoutPath,
+					stderrPath: execution.stderrPath,
+					finished: execution.run(),
+					historyBytes: this.options.logCapBytes ?? LOG_TAIL_BYTES
+				},
+				() => this.tails.delete(jobExeId)
+			);
+			this.tails.set(jobExeId, tail);
+		}
+		return tail.follow();
 	}
 
 	/** Live logs of an execution here, or null when this agent does not have it (any more). */

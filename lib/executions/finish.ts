@@ -59,7 +59,9 @@ export function emptyResult(): FinishResult {
 		pausedNodes: [],
 		parseEvents: [],
 		recipeQueued: [],
-		notes: []
+		notes: [],
+		jobTypes: new Map(),
+		failureCategories: new Map()
 	};
 }
 
@@ -162,6 +164,9 @@ export async function finishExecutions(
 		const exe = take(failure.jobExeId);
 		if (exe) failing.push({ exe, errorName: failure.errorName || ERRORS.unknown });
 	}
+
+	for (const exe of [...completions.map(c => c.exe), ...failing.map(f => f.exe), ...canceling])
+		result.jobTypes.set(exe.job_id, `${exe.name}:${exe.version}`);
 
 	// The recipes of the jobs completed here are read right behind the statement that completes
 	// them and locks their recipes, in its round trip (advanceRecipes), when that statement
@@ -367,6 +372,7 @@ async function fail(
 			[final.map(d => d.exe.job_id), final.map(d => d.error.id)]
 		);
 		result.failedJobs.push(...rows.map(r => r.id));
+		for (const d of final) result.failureCategories.set(d.exe.job_id, d.error.category);
 	}
 
 	const again = live.filter(d => d.requeue);

@@ -83,6 +83,8 @@ export interface PlacedExe {
 	is_operational: boolean;
 	error_mapping: EndingExe["error_mapping"];
 	in_recipe: boolean;
+	/** seconds from queued to placed */
+	queue_wait_s?: number;
 }
 
 export interface EndingExe {

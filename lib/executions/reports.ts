@@ -22,6 +22,8 @@ export function mergeResults(into: FinishResult, from: FinishResult): FinishResu
 	into.parseEvents.push(...from.parseEvents);
 	into.recipeQueued.push(...from.recipeQueued);
 	into.notes.push(...from.notes);
+	for (const [k, v] of from.jobTypes) into.jobTypes.set(k, v);
+	for (const [k, v] of from.failureCategories) into.failureCategories.set(k, v);
 	return into;
 }
 

@@ -34,6 +34,10 @@ export interface FinishResult {
 	recipeQueued: number[];
 	/** why some completions were turned into failures, and other notes for the log */
 	notes: string[];
+	/** job id → "name:version" of every job whose execution ended here (for the metrics) */
+	jobTypes: Map<number, string>;
+	/** job id → error category of the jobs FAILED here */
+	failureCategories: Map<number, string>;
 }
 
 export interface FinishOptions {

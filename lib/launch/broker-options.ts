@@ -4,6 +4,7 @@ import { natsRoleOf, type Config } from "./config";
 import { AjvValidator } from "../../middlewares/ajv-validator";
 import { CallerCheckMiddleware } from "../agent/callers";
 import { DatabaseMiddleware } from "../db/broker-database";
+import { PrometheusReporter } from "../observability/prometheus";
 import { natsClientOptions } from "../transport/nats";
 import { BoundNatsTransporter } from "../transport/bound-nats";
 import { RequestDeadlineMiddleware } from "../transport/request-deadline";
@@ -74,7 +75,7 @@ export function brokerOptions(
 			}
 		},
 		logLevel: config.logLevel as any,
-		// Moleculer's metrics and its Prometheus reporter, with the service's own gauges
+		// Moleculer's metrics, written by the book (lib/observability/prometheus.ts), with the service's own gauges
 		// (mixins/prometheus-gauges.mixin.ts, the scheduler's passes), when METRICS_PORT is set;
 		// on METRICS_HOST, loopback by default, not the API's HOST
 		metrics:
@@ -82,15 +83,12 @@ export function brokerOptions(
 				? { enabled: false }
 				: {
 						enabled: true,
+						// an instance is taken as it is (Moleculer's resolve); its typings name options only
 						reporter: [
-							{
-								type: "Prometheus",
-								options: {
-									host: config.metricsHost,
-									port: config.metricsPort,
-									path: "/metrics"
-								}
-							}
+							new PrometheusReporter({
+								host: config.metricsHost,
+								port: config.metricsPort
+							}) as any
 						]
 					},
 		internalServices: { $node: nodeOptionsWithoutSecrets() } as any,

@@ -115,6 +115,12 @@ export async function startServices(
 		const host = config.host.includes(":") ? `[${config.host}]` : config.host;
 		say(`REST API: http://${host}:${config.port}/api/ (also /api/v3/)`);
 	}
+	if (config.metricsPort !== null) {
+		const host = config.metricsHost.includes(":")
+			? `[${config.metricsHost}]`
+			: config.metricsHost;
+		say(`metrics: http://${host}:${config.metricsPort}/metrics (Prometheus)`);
+	}
 	if (running.pg)
 		say(
 			`data: ${running.pg.dataDir} (embedded PostgreSQL on 127.0.0.1:${config.embeddedPgPort}, its password in ${running.pg.passwordFile})`

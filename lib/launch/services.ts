@@ -35,7 +35,9 @@ function settingsFor(name: string, config: Config): Record<string, unknown> {
 				s3CredentialsToAgents: !config.transporter || Boolean(config.transporter.tls)
 			};
 		case "node-agent":
-			return { agent: config.agent, port: config.port };
+			// the port it registers is the API's where this process serves it; an agent alone
+			// serves none
+			return { agent: config.agent, port: config.services.includes("api") ? config.port : 0 };
 		default:
 			return {};
 	}

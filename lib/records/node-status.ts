@@ -9,7 +9,7 @@ import { formatDatetime } from "../validation/iso8601";
 import { parseListQuery } from "../list/params";
 import type { CachedRecord } from "../list/record-cache";
 import { JOB_TYPE_BASE_FIELDS, jobExeScalars, jobTypeBaseOf } from "./job";
-import { getNode, NODE_COLUMNS, serializeNode, type NodeRow } from "./node";
+import { getNode, NODE_COLUMNS, nodeState, serializeNode, type NodeRow } from "./node";
 import { hardwareResources } from "./status";
 
 /**
@@ -168,7 +168,8 @@ export async function getNodeDetails(db: Sequelize, id: number, c: Connectivity)
 	const details: Record<string, unknown> = {
 		...serializeNode(row),
 		job_exes_running: running,
-		disconnected: !isConnected(row, c)
+		disconnected: !isConnected(row, c),
+		state: nodeState(row, isConnected(row, c))
 	};
 	if (row.cpus_total !== null || row.mem_total !== null || row.disk_total !== null)
 		details.resources = {
@@ -232,6 +233,11 @@ function shownState(
 			time(n.created),
 			time(n.last_offer),
 			time(n.last_modified),
+			n.agent_id,
+			time(n.last_heartbeat),
+			n.cpus_total,
+			n.mem_total,
+			n.disk_total,
 			online[i],
 			n.__counts,
 			n.__running,
@@ -274,6 +280,7 @@ export async function getNodesStatus(
 			__counts: string;
 			/** `id:xmin,id:xmin...` (text: ~40 µs less of PostgreSQL than JSON pairs), or null */
 			__running: string | null;
+			__scheduled: string;
 			__generation: string;
 		}
 	>(
@@ -289,6 +296,10 @@ export async function getNodesStatus(
 			(SELECT string_agg(x.id || ':' || x.xmin, ',' ORDER BY x.last_modified, x.id)
 			 FROM job_exe x
 			 WHERE x.node_id = n.id AND x.status = 'RUNNING') AS __running,
+			(SELECT json_build_array(coalesce(sum(x.cpus_scheduled), 0),
+				coalesce(sum(x.mem_scheduled), 0), coalesce(sum(x.disk_total_scheduled), 0))
+			 FROM job_exe x
+			 WHERE x.node_id = n.id AND x.status = 'RUNNING')::text AS __scheduled,
 			${generationsSql(RUNNING_EXE_RECORD)} AS __generation
 		 FROM (SELECT ${NODE_COLUMNS}, count(*) OVER () AS __total FROM node WHERE is_active
 			ORDER BY hostname, id LIMIT $1 OFFSET $2) n
@@ -337,9 +348,20 @@ export async function getNodesStatus(
 				category
 			})
 		);
+		const [cpus, mem, disk] = (JSON.parse(n.__scheduled) as number[]).map(Number);
+		const offered = hardwareResources(
+			Number(n.cpus_total ?? 0),
+			Number(n.mem_total ?? 0),
+			Number(n.disk_total ?? 0)
+		);
 		const entry = JSON.stringify({
 			node: serializeNode(n),
 			is_online: online[i],
+			state: nodeState(n, online[i]),
+			resources: {
+				offered,
+				free: hardwareResources(offered.cpus - cpus, offered.mem - mem, offered.disk - disk)
+			},
 			job_exe_counts: counts,
 			job_exes_running: []
 		});

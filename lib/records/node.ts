@@ -53,9 +53,21 @@ export const NODE_COLUMNS = `id, hostname, port, slave_id, agent_id, pause_reaso
 
 const date = (d: Date | null) => (d ? formatDatetime(d) : null);
 
+/** How a node stands: lost (its agent gone or out of its lease) first, then draining, paused. */
+export type NodeState = "online" | "paused" | "draining" | "lost" | "inactive";
+
+export function nodeState(row: NodeRow, online: boolean): NodeState {
+	if (!row.is_active) return "inactive";
+	if (!online) return "lost";
+	if (row.draining_since !== null) return "draining";
+	return row.is_paused ? "paused" : "online";
+}
+
 /**
  * Scale's NodeSerializer, with the drain (not in Scale 3.0): `is_draining`, `draining_since` and
- * `drain_by` (`agent`: its agent is shutting down; `user`: drained through the API or the REPL).
+ * `drain_by` (`agent`: its agent is shutting down; `user`: drained through the API or the REPL);
+ * and ours: `agent_id`, the Moleculer node id of the agent that registered it (three agents on
+ * one machine are three nodes of one hostname, told apart by it), and its `last_heartbeat`.
  */
 export function serializeNode(row: NodeRow) {
 	return {
@@ -63,6 +75,8 @@ export function serializeNode(row: NodeRow) {
 		hostname: row.hostname,
 		port: row.port,
 		slave_id: row.slave_id,
+		agent_id: row.agent_id,
+		last_heartbeat: date(row.last_heartbeat),
 		pause_reason: row.pause_reason,
 		is_paused: row.is_paused,
 		is_paused_errors: row.is_paused_errors,

@@ -22,6 +22,15 @@ export interface ClusterStatus {
 	scheduler: { hostname: string | null; is_online: boolean; is_paused: boolean };
 	queue_depth: number;
 	resources: { total: Resources; scheduled: Resources; used: Resources };
+	/** ours: what an operator should know (agents sharing a host), in words */
+	warnings: string[];
+}
+
+/** Hosts where more than one active agent was heard from within the lease. */
+export interface SharedHost {
+	hostname: string;
+	nodes: number[];
+	cpus: number;
 }
 
 /** The advisory lock holder's nodeID: the query below, on its own. */
@@ -46,14 +55,19 @@ export async function schedulerLeader(db: Sequelize): Promise<string | null> {
  * The database half of the cluster status, in one round trip: the scheduler pause, the queue
  * depth, and the resources offered by active nodes and scheduled to running executions.
  */
-export async function readClusterState(db: Sequelize) {
-	const [row] = await select<Record<string, string | boolean | null>>(
+export async function readClusterState(db: Sequelize, leaseMs = 15000) {
+	const [row] = await select<Record<string, any>>(
 		db,
 		`SELECT
 			(SELECT is_paused FROM scheduler WHERE id = 1) AS is_paused,
 			(${LEADER_SQL}) AS leader,
 			(SELECT count(*) FROM queue) AS queue_depth,
-			n.cpus, n.mem, n.disk, e.cpus AS s_cpus, e.mem AS s_mem, e.disk AS s_disk
+			n.cpus, n.mem, n.disk, e.cpus AS s_cpus, e.mem AS s_mem, e.disk AS s_disk,
+			(SELECT json_agg(h) FROM (
+				SELECT hostname, array_agg(id ORDER BY id) AS nodes, sum(cpus_total) AS cpus
+				FROM node WHERE is_active AND agent_id IS NOT NULL
+					AND last_heartbeat > now() - $3::int * interval '1 millisecond'
+				GROUP BY hostname HAVING count(*) > 1 ORDER BY hostname) h) AS shared
 		 FROM
 			(SELECT coalesce(sum(cpus_total), 0) AS cpus, coalesce(sum(mem_total), 0) AS mem,
 			        coalesce(sum(disk_total), 0) AS disk
@@ -61,9 +75,10 @@ export async function readClusterState(db: Sequelize) {
 			(SELECT coalesce(sum(cpus_scheduled), 0) AS cpus, coalesce(sum(mem_scheduled), 0) AS mem,
 			        coalesce(sum(disk_total_scheduled), 0) AS disk
 			   FROM job_exe WHERE status = 'RUNNING') e`,
-		[LEADER_APPLICATION_NAME, SCHEDULER_LOCK_KEY]
+		[LEADER_APPLICATION_NAME, SCHEDULER_LOCK_KEY, Math.round(leaseMs)]
 	);
 	return {
+		shared: ((row.shared ?? []) as SharedHost[]).map(h => ({ ...h, cpus: Number(h.cpus) })),
 		isPaused: !!row.is_paused,
 		/** the nodeID of the replica holding the scheduler's leadership lock, if any */
 		leader: (row.leader as string | null) ?? null,
@@ -71,4 +86,15 @@ export async function readClusterState(db: Sequelize) {
 		total: hardwareResources(Number(row.cpus), Number(row.mem), Number(row.disk)),
 		scheduled: hardwareResources(Number(row.s_cpus), Number(row.s_mem), Number(row.s_disk))
 	};
+}
+
+/**
+ * Agents on one machine each offer what they are given: the whole machine unless AGENT_CPUS,
+ * AGENT_MEM_MIB and AGENT_DISK_MIB give each its share, and then its cpus count once per agent.
+ */
+export function sharedHostWarnings(shared: readonly SharedHost[]): string[] {
+	return shared.map(
+		h =>
+			`host ${h.hostname} runs ${h.nodes.length} agents (nodes ${h.nodes.join(", ")}) offering ${Math.round(h.cpus * 100) / 100} cpus in all: unless each was given its share (AGENT_CPUS, AGENT_MEM_MIB, AGENT_DISK_MIB), the machine's resources are counted ${h.nodes.length} times`
+	);
 }

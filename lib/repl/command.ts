@@ -4,7 +4,10 @@ import { ReplArgError } from "./args";
 /** What a command's work gets: the broker to call actions through, and where to print. */
 export interface CommandContext {
 	broker: ServiceBroker;
+	/** a line */
 	print: (text: string) => void;
+	/** text as it is (a followed log's bytes) */
+	write: (text: string) => void;
 }
 
 /** Arguments as moleculer-repl passes them: named operands and `options`. */
@@ -17,8 +20,34 @@ export interface ReplCommand {
 	options?: { option: string; description: string }[];
 	/** as moleculer-repl calls it */
 	action(broker: ServiceBroker, args: CommandArgs): Promise<void>;
+	/** moleculer-repl's preAction hook: the command's arguments, its last variadic one whole */
+	parse(this: unknown, command: ParsedCommand): void;
 	/** the same, printing through `print` (tests capture it) */
 	run(ctx: CommandContext, args: CommandArgs): Promise<void>;
+}
+
+/** What moleculer-repl's parse hook is given: commander's command, as it parsed the line. */
+export interface ParsedCommand {
+	args: string[];
+	_args: { name(): string; variadic: boolean }[];
+	parseOptions(args: string[]): { operands: string[]; unknown: string[] };
+	opts(): Record<string, unknown>;
+	params?: CommandArgs;
+}
+
+/**
+ * The arguments of a command line as the commands take them: each named operand, a variadic one
+ * (`<ids...>`, `[reason...]`) with every word left (moleculer-repl's own parser kept the first:
+ * `node-pause 3 disk full` paused for "disk"), and the options.
+ */
+export function parseArguments(this: unknown, command: ParsedCommand): void {
+	const { operands } = command.parseOptions(command.args);
+	const values: Record<string, unknown> = {};
+	command._args.forEach((arg, i) => {
+		if (arg.variadic) values[arg.name()] = operands.slice(i);
+		else if (i < operands.length) values[arg.name()] = operands[i];
+	});
+	command.params = { ...values, options: { ...command.opts() } };
 }
 
 /**
@@ -45,7 +74,16 @@ export function defineCommand(def: {
 		description: def.description,
 		alias: def.alias,
 		options: def.options,
+		parse: parseArguments,
 		run,
-		action: (broker, args) => run({ broker, print: text => console.log(text) }, args)
+		action: (broker, args) =>
+			run(
+				{
+					broker,
+					print: text => console.log(text),
+					write: text => void process.stdout.write(text)
+				},
+				args
+			)
 	};
 }

@@ -324,7 +324,8 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				u.disk_total, j.data, r.interface, j.job_type_id, t.name, t.version,
 				t.uses_docker, t.docker_image, t.docker_privileged, t.is_long_running, t.is_system,
 				j.num_exes, j.max_tries, t.is_operational, t.error_mapping,
-				EXISTS (SELECT 1 FROM recipe_job rj WHERE rj.job_id = e.job_id) AS in_recipe
+				EXISTS (SELECT 1 FROM recipe_job rj WHERE rj.job_id = e.job_id) AS in_recipe,
+				extract(epoch FROM now() - e.queued)::float8 AS queue_wait_s
 		),
 		jr AS (
 			UPDATE job SET status = 'RUNNING', started = now(), last_status_change = now(),
@@ -367,6 +368,11 @@ export interface PassResult {
 	stop: "paused" | "no-nodes" | "queue-end" | "full" | "scan-limit";
 	/** the queued container job types no node taking work can run (their rows were not read) */
 	unrunnable: Unrunnable[];
+	/**
+	 * what the pass read, its nodes' free resources as its placements left them (waiting.ts);
+	 * absent when every launch window was closed and the pass read nothing
+	 */
+	context?: PassContext;
 }
 
 /**
@@ -401,7 +407,8 @@ export async function schedulePass(
 		excluded: excludedFirst,
 		scanned,
 		stop,
-		unrunnable: ctx.paused ? [] : ctx.unrunnable
+		unrunnable: ctx.paused ? [] : ctx.unrunnable,
+		context: ctx
 	});
 	if (ctx.paused) return stop("paused");
 	if (!ctx.queued) return stop("queue-end");

@@ -320,6 +320,8 @@ describe("GET /job-executions/{id}/", () => {
 			"hostname",
 			"port",
 			"slave_id",
+			"agent_id",
+			"last_heartbeat",
 			"pause_reason",
 			"is_paused",
 			"is_paused_errors",

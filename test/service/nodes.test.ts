@@ -6,6 +6,7 @@ import { request, startServices, type TestApi } from "../helpers/broker";
 
 const ISO_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const NODE_FIELDS = [
+	"agent_id",
 	"archived",
 	"created",
 	"drain_by",
@@ -16,6 +17,7 @@ const NODE_FIELDS = [
 	"is_draining",
 	"is_paused",
 	"is_paused_errors",
+	"last_heartbeat",
 	"last_modified",
 	"last_offer",
 	"pause_reason",
@@ -450,7 +452,7 @@ describe("GET /nodes/{id}/", () => {
 		const reply = await request("GET", `${api}/nodes/${id}/`);
 		expect(reply.status).toBe(200);
 		expect(Object.keys(reply.body).sort()).toEqual(
-			[...NODE_FIELDS, "disconnected", "job_exes_running", "resources"].sort()
+			[...NODE_FIELDS, "disconnected", "job_exes_running", "resources", "state"].sort()
 		);
 		expect(reply.body.disconnected).toBe(false);
 		expect(reply.body.resources).toEqual({
@@ -750,9 +752,13 @@ describe("GET /nodes/status/", () => {
 			"is_online",
 			"job_exe_counts",
 			"job_exes_running",
-			"node"
+			"node",
+			"resources",
+			"state"
 		]);
 		expect(entry.is_online).toBe(true);
+		expect(entry.state).toBe("online");
+		expect(Object.keys(entry.resources).sort()).toEqual(["free", "offered"]);
 		expect(Object.keys(entry.node).sort()).toEqual(NODE_FIELDS);
 		const counts = entry.job_exe_counts.map((c: any) => [c.status, c.count, c.category]);
 		expect(counts).toEqual([

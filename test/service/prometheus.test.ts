@@ -1,7 +1,11 @@
+import fs from "fs";
+import os from "os";
+import path from "path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
 import { freePort } from "../helpers/ports";
 import { readGauges } from "../../lib/observability/gauges";
+import { checkMetrics } from "../helpers/promtool";
 
 const SERVICES = [
 	"api",
@@ -92,6 +96,8 @@ describe("Prometheus metrics (METRICS_PORT)", () => {
 		expect(sample(text, "scale_nodes_paused")).toBe(1);
 		expect(sample(text, "scale_ingests", { status: "INGESTED" })).toBe(0);
 		expect(sample(text, "scale_ingests", { status: "ERRORED" })).toBe(0);
+		expect(sample(text, "scale_node_free_cpus", { node: "1", hostname: "a" })).toBe(0);
+		expect(sample(text, "scale_node_executions_running", { node: "1" })).toBe(0);
 
 		// a pass of the leading scheduler is counted once it leads and is woken
 		expect((await request("PATCH", `${svc.api}/scheduler/`, { is_paused: false })).status).toBe(
@@ -106,10 +112,39 @@ describe("Prometheus metrics (METRICS_PORT)", () => {
 		}
 		expect(passes).toBeGreaterThan(0);
 		const text2 = await scrape(port);
-		expect(sample(text2, "scale_scheduler_pass_duration_ms_count")).toBeGreaterThan(0);
+		expect(sample(text2, "scale_scheduler_pass_duration_seconds_count")).toBeGreaterThan(0);
 		expect(
-			sample(text2, "scale_scheduler_pass_duration_ms_bucket", { le: "+Inf" })
+			sample(text2, "scale_scheduler_pass_duration_seconds_bucket", { le: "+Inf" })
 		).toBeGreaterThan(0);
+		expect(sample(text2, "scale_scheduler_leader")).toBe(1);
+		// a histogram has its buckets, _sum and _count, and nothing else under its name
+		const underName = text2
+			.split("\n")
+			.filter(l => l.startsWith("scale_scheduler_pass_duration_seconds"))
+			.map(l => l.replace(/[{ ].*$/, ""));
+		expect(new Set(underName)).toEqual(
+			new Set([
+				"scale_scheduler_pass_duration_seconds_bucket",
+				"scale_scheduler_pass_duration_seconds_sum",
+				"scale_scheduler_pass_duration_seconds_count"
+			])
+		);
+		const check = checkMetrics(text2);
+		expect(check.output).toBe("");
+		expect(check.status).toBe(0);
+	});
+
+	it("names by the book: base units, _total on counters only, no rates", async () => {
+		const text = await scrape(port);
+		expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
+		expect(text).toMatch(/^# TYPE moleculer_request_time_seconds histogram$/m);
+		expect(text).not.toMatch(/_rate[{ ]/);
+		expect(text).not.toMatch(/quantile=/);
+		expect(text).not.toMatch(/_ms[_{ ]/);
+		for (const line of text.split("\n").filter(l => l.startsWith("# TYPE "))) {
+			const [, , name, type] = line.split(" ");
+			expect([name, name.endsWith("_total")]).toEqual([name, type === "counter"]);
+		}
 	});
 
 	it("drops a job type's depth to 0 when nothing of it is queued", async () => {
@@ -119,6 +154,28 @@ describe("Prometheus metrics (METRICS_PORT)", () => {
 		expect(sample(await scrape(port), "scale_queue_depth", { job_type: "counted:2.0" })).toBe(
 			0
 		);
+	});
+});
+
+describe("a node agent's metrics", () => {
+	it("pass promtool check metrics, with the process's own by their standard names", async () => {
+		const port = await freePort();
+		const workDir = fs.mkdtempSync(path.join(os.tmpdir(), "metrics-agent-"));
+		const agent = await startServices("", ["node-agent"], {
+			METRICS_PORT: String(port),
+			AGENT_WORK_DIR: workDir
+		});
+		try {
+			const text = await scrape(port);
+			expect(text).toMatch(/^process_cpu_seconds_total [\d.e-]+$/m);
+			expect(text).toMatch(/^moleculer_broker_local_services \d+$/m);
+			const check = checkMetrics(text);
+			expect(check.output).toBe("");
+			expect(check.status).toBe(0);
+		} finally {
+			await agent.stop();
+			fs.rmSync(workDir, { recursive: true, force: true });
+		}
 	});
 });
 

@@ -31,7 +31,14 @@ async function repl(name: string, args: CommandArgs = {}): Promise<string> {
 	const command = COMMANDS.find(c => c.command.split(" ")[0] === name);
 	if (!command) throw new Error(`no command ${name}`);
 	const printed: string[] = [];
-	await command.run({ broker: e2e.broker, print: text => printed.push(text) }, args);
+	await command.run(
+		{
+			broker: e2e.broker,
+			print: text => printed.push(text),
+			write: text => printed.push(text)
+		},
+		args
+	);
 	return printed.join("\n");
 }
 
@@ -141,7 +148,7 @@ describe("the operators' REPL commands", () => {
 		expect((await e2e.ok("GET", `/jobs/${a}/`)).status).toBe("CANCELED");
 		const requeued = await repl("requeue", { ids: [String(a), "999999"] });
 		expect(requeued).toMatch(new RegExp(`^\\s*${a}\\s+echo\\s+QUEUED`, "m"));
-		expect(requeued).toContain("not requeued (no such job): 999999");
+		expect(requeued).toContain("refused: no such job: 999999");
 		expect((await e2e.ok("GET", `/jobs/${a}/`)).status).toBe("QUEUED");
 
 		expect(await repl("scheduler-resume")).toBe("scheduler: running");
@@ -163,12 +170,18 @@ describe("the operators' REPL commands", () => {
 	it("shows the nodes and pauses and resumes one", async () => {
 		const [node] = (await e2e.ok("GET", "/nodes/")).results;
 		const listed = await repl("node-status");
-		expect(listed).toMatch(new RegExp(`^\\s*${node.id}\\s+\\S+\\s+yes\\s+no`, "m"));
+		// the agent's node id, online, heard from lately, resources free of offered
+		expect(listed).toMatch(
+			new RegExp(
+				`^\\s*${node.id}\\s+\\S+\\s+${node.agent_id}\\s+online\\s+-\\s+\\d+ m?s ago\\s+2 / 2\\s+\\d+ / \\d+\\s+\\d+ / \\d+\\s+0$`,
+				"m"
+			)
+		);
 		expect(await repl("node-pause", { id: String(node.id), reason: ["disk", "swap"] })).toBe(
 			`node ${node.id} (${node.hostname}): paused: disk swap`
 		);
 		expect((await e2e.ok("GET", `/nodes/${node.id}/`)).is_paused).toBe(true);
-		expect(await repl("node-status")).toMatch(/yes\s+yes\s+disk swap/);
+		expect(await repl("node-status")).toMatch(/\s+paused\s+disk swap\s+/);
 		expect(await repl("node-resume", { id: String(node.id) })).toBe(
 			`node ${node.id} (${node.hostname}): resumed`
 		);
@@ -178,7 +191,7 @@ describe("the operators' REPL commands", () => {
 	it("drains a node, shows it draining, and ends the drain", async () => {
 		const [node] = (await e2e.ok("GET", "/nodes/")).results;
 		expect(await repl("node-status")).toMatch(
-			/^id\s+hostname\s+online\s+paused\s+reason\s+draining\s+running$/m
+			/^id\s+hostname\s+agent\s+state\s+reason\s+heartbeat\s+cpus free\s+mem MiB free\s+disk MiB free\s+running$/m
 		);
 		expect(await repl("node-drain", { id: String(node.id) })).toMatch(
 			new RegExp(`^node ${node.id} \\(${node.hostname}\\): draining since \\d{4}-`)
@@ -188,7 +201,7 @@ describe("the operators' REPL commands", () => {
 			drain_by: "user"
 		});
 		expect(await repl("node-status")).toMatch(
-			new RegExp(`^\\s*${node.id}\\s.*yes \\(user\\)\\s+\\d+$`, "m")
+			new RegExp(`^\\s*${node.id}\\s+\\S+\\s+\\S+\\s+draining\\s.*\\s+\\d+$`, "m")
 		);
 		expect(await repl("node-undrain", { id: String(node.id) })).toBe(
 			`node ${node.id} (${node.hostname}): no longer draining`

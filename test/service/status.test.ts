@@ -34,8 +34,10 @@ describe("GET /status/", () => {
 			"master",
 			"queue_depth",
 			"resources",
-			"scheduler"
+			"scheduler",
+			"warnings"
 		]);
+		expect(body.warnings).toEqual([]);
 		expect(Object.keys(body.master).sort()).toEqual(["hostname", "is_online", "port"]);
 		expect(body.master.hostname).toBe(os.hostname());
 		expect(Number.isInteger(body.master.port)).toBe(true);
@@ -150,6 +152,29 @@ describe("GET /status/", () => {
 			scheduled: { cpus: 0.3, mem: 256, disk: 512 },
 			used: ZERO
 		});
+	});
+});
+
+describe("GET /status/ with agents sharing a host", () => {
+	it("says so, with what they offer in all; an agent out of its lease does not count", async () => {
+		const [rows] = await tdb.db.query(
+			`INSERT INTO node (hostname, slave_id, agent_id, cpus_total, mem_total, disk_total,
+				last_heartbeat)
+			 VALUES ('shared-host', 'sh-1', 'agent-1', 2, 1000, 1000, now()),
+				('shared-host', 'sh-2', 'agent-2', 2, 1000, 1000, now()),
+				('shared-host', 'sh-3', 'agent-3', 2, 1000, 1000, now() - interval '1 hour'),
+				('alone', 'al-1', 'agent-4', 2, 1000, 1000, now())
+			 RETURNING id`
+		);
+		const ids = (rows as { id: number }[]).map(r => r.id);
+		try {
+			const body = await status();
+			expect(body.warnings).toEqual([
+				`host shared-host runs 2 agents (nodes ${ids[0]}, ${ids[1]}) offering 4 cpus in all: unless each was given its share (AGENT_CPUS, AGENT_MEM_MIB, AGENT_DISK_MIB), the machine's resources are counted 2 times`
+			]);
+		} finally {
+			await tdb.db.query(`DELETE FROM node WHERE id IN (${ids.join(",")})`);
+		}
 	});
 });
 

@@ -48,4 +48,19 @@ describe("loadServiceSchemas", () => {
 				expect(schema.settings).toMatchObject({ s3CredentialsToAgents: sent });
 		}
 	);
+
+	it("has an agent claim the API's port only where its process serves the API", () => {
+		const [alone] = loadServiceSchemas(
+			loadConfig({
+				SERVICES: "node-agent",
+				PORT: "8123",
+				TRANSPORTER: "nats://127.0.0.1:4222"
+			})
+		);
+		expect(alone.settings).toMatchObject({ port: 0 });
+		const withApi = loadServiceSchemas(
+			loadConfig({ SERVICES: "api,node-agent", PORT: "8123" })
+		);
+		expect(withApi.find(s => s.name === "node-agent")!.settings).toMatchObject({ port: 8123 });
+	});
 });

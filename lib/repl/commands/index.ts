@@ -14,12 +14,14 @@ import requeue from "./requeue";
 import schedulerPause from "./scheduler-pause";
 import schedulerResume from "./scheduler-resume";
 import strikes from "./strikes";
+import why from "./why";
 
 /** The operators' commands, added to moleculer-repl's own. */
 export const COMMANDS: ReplCommand[] = [
 	queue,
 	jobs,
 	job,
+	why,
 	cancel,
 	requeue,
 	nodeStatus,
