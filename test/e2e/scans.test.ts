@@ -1,7 +1,7 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { startE2e, until, type E2e } from "../helpers/e2e";
+import { startE2e, until, type E2e, FAST_SETTINGS } from "../helpers/e2e";
 import { createTestDatabase, sqlOn, type TestDatabase } from "../helpers/db";
 import { startMoto, type Moto } from "../helpers/moto";
 import { putObject, s3Client } from "../../lib/storage/s3";
@@ -28,6 +28,9 @@ const sql = sqlOn(() => tdb.db);
 
 const key = (i: number) =>
 	`scenes/${String(Math.floor(i / 100))}/scene-${String(i).padStart(4, "0")}.dat`;
+
+// pages of 10 objects: a walk of 1,000 takes long enough to be caught midway and interrupted
+FAST_SETTINGS.scans = { ...FAST_SETTINGS.scans, pageSize: 10 };
 
 function start(prefix: string): Promise<E2e> {
 	return startE2e(tdb.url, SERVICES, path.join(root, "agent"), prefix);

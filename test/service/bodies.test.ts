@@ -1,3 +1,6 @@
+import fs from "fs";
+import os from "os";
+import path from "path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi, expectJsonError } from "../helpers/broker";
 
@@ -12,6 +15,7 @@ let tdb: TestDatabase;
 let app: TestApi;
 let api: string;
 let rawId = 0;
+let rawDir = "";
 
 async function query<T = Record<string, any>>(sql: string, bind: unknown[] = []): Promise<T[]> {
 	const [rows] = await tdb.db.query(sql, { bind });
@@ -38,10 +42,15 @@ function jobType(name: string, extra: Record<string, unknown> = {}) {
 
 beforeAll(async () => {
 	tdb = await createTestDatabase();
+	// a directory of its own: /tmp may hold the service's data directory (a clone under /tmp),
+	// which a workspace's edit refuses
+	rawDir = fs.mkdtempSync(path.join(os.tmpdir(), "bodies-raw-"));
 	[{ id: rawId }] = await query<{ id: number }>(
 		`INSERT INTO workspace (name, json_config) VALUES
-			('raw', '{"version": "1.0", "broker": {"type": "host", "host_path": "/tmp"}}')
-		 RETURNING id`
+			('raw', json_build_object('version', '1.0',
+				'broker', json_build_object('type', 'host', 'host_path', $1::text)))
+		 RETURNING id`,
+		[rawDir]
 	);
 	app = await startServices(tdb.url, [
 		"api",
@@ -59,6 +68,7 @@ beforeAll(async () => {
 afterAll(async () => {
 	await app?.stop();
 	await tdb?.drop();
+	if (rawDir) fs.rmSync(rawDir, { recursive: true, force: true });
 });
 
 describe("a field a body does not take", () => {
