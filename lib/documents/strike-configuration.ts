@@ -173,16 +173,17 @@ export function workspaceNamesIn(config: Pick<StrikeConfiguration, "files_to_ing
 	return [...new Set(config.files_to_ingest.map(rule => rule.workspace_name))];
 }
 
-const compiled = new WeakMap<StrikeFileRule, RegExp>();
+const compiled = new WeakMap<{ filename_regex: string }, RegExp>();
 
 /**
  * The first rule whose filename_regex matches the file name from its start (Scale uses Python's
- * re.match: anchored at the start, not at the end), or null when none does.
+ * re.match: anchored at the start, not at the end), or null when none does. Any strike's rules:
+ * configuration 1.0's and the s3 monitor's (strike-s3.ts).
  */
-export function matchFileName(
-	config: Pick<StrikeConfiguration, "files_to_ingest">,
+export function matchFileName<R extends { filename_regex: string }>(
+	config: { files_to_ingest: readonly R[] },
 	fileName: string
-): StrikeFileRule | null {
+): R | null {
 	for (const rule of config.files_to_ingest) {
 		let regex = compiled.get(rule);
 		if (!regex) {

@@ -1,7 +1,6 @@
 import path from "path";
 import { FieldError } from "../errors";
-import { assertSchema, compileChecker } from "../validation/schema";
-import { checkStorableText } from "../validation/schema";
+import { assertSchema, checkStorableText, compileChecker } from "../validation/schema";
 import { MASKED_SECRET } from "./s3-broker";
 
 /**
@@ -144,25 +143,6 @@ export function s3StrikeWorkspaces(config: S3StrikeConfiguration): string[] {
 			...config.files_to_ingest.flatMap(r => (r.new_workspace ? [r.new_workspace] : []))
 		])
 	];
-}
-
-const compiled = new WeakMap<S3StrikeRule, RegExp>();
-
-/** The first rule matching the file name from its start (as Scale's re.match), or null. */
-export function matchS3Rule(
-	config: Pick<S3StrikeConfiguration, "files_to_ingest">,
-	fileName: string
-): S3StrikeRule | null {
-	for (const rule of config.files_to_ingest) {
-		let regex = compiled.get(rule);
-		if (!regex) {
-			regex = new RegExp(rule.filename_regex, "y");
-			compiled.set(rule, regex);
-		}
-		regex.lastIndex = 0;
-		if (regex.test(fileName)) return rule;
-	}
-	return null;
 }
 
 /** A configuration as the API answers it: the monitor's secret masked. */

@@ -4,10 +4,10 @@ import { select, transaction, type Sql } from "../db/run";
 import { s3PlaceOf } from "../documents/s3-broker";
 import {
 	isS3StrikeConfiguration,
-	matchS3Rule,
 	s3StrikeWorkspaces,
 	type S3StrikeConfiguration
 } from "../documents/strike-s3";
+import { matchFileName } from "../documents/strike-configuration";
 import { mediaTypeOf } from "../documents/media-types";
 import { copyObject, deleteObject } from "../storage/s3";
 import type { CreatedObject, SqsPlace } from "../storage/sqs";
@@ -175,7 +175,7 @@ export function plan(
 		p.error = `the bucket "${object.bucket}" is not the workspace "${config.workspace}"'s`;
 		return p;
 	}
-	const rule = matchS3Rule(config, fileName);
+	const rule = matchFileName(config, fileName);
 	if (!rule) return p;
 	p.dataTypes = rule.data_types;
 	const target = byName.get(rule.new_workspace ?? config.workspace);

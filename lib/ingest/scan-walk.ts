@@ -3,7 +3,7 @@ import path from "path";
 import type { Sequelize } from "sequelize";
 import { select, write } from "../db/run";
 import { s3PlaceOf } from "../documents/s3-broker";
-import { matchS3Rule } from "../documents/strike-s3";
+import { matchFileName } from "../documents/strike-configuration";
 import type { ScanConfiguration } from "../documents/scan-configuration";
 import { copyObject, deleteObject, listObjects } from "../storage/s3";
 import type { CreatedObject } from "../storage/sqs";
@@ -88,7 +88,7 @@ export async function walkScan(db: Sequelize, scanId: number, options: WalkOptio
 					);
 		for await (const page of pages) {
 			if (options.stopping()) return;
-			const matched = page.filter(f => matchS3Rule(config, path.posix.basename(f.key)));
+			const matched = page.filter(f => matchFileName(config, path.posix.basename(f.key)));
 			const ingested =
 				scan.dry_run || matched.length === 0
 					? 0
