@@ -30,8 +30,8 @@ const STEPS = [
 	["placed", "services/scheduler.service.ts", "schedulePass"],
 	["placed", "lib/scheduling/claim.ts", "schedulePass"],
 	["placed", "lib/scheduling/matching.ts", "matchBatch"],
-	["placed", "lib/documents/images.ts", "ImageSets"],
-	["placed", "lib/executions/placed-executions.ts", "remember"],
+	["placed", "lib/scheduling/matching.ts", "ImageSets"],
+	["placed", "lib/scheduling/dispatch.ts", "PlacedExecutions"],
 	["placed", "lib/scheduling/dispatch.ts", "buildSpecs"],
 	["placed", "lib/scheduling/dispatch.ts", "dispatchPlaced"],
 	["placed", "lib/documents/agent-protocol.ts", "callGroups"],
@@ -48,18 +48,18 @@ const STEPS = [
 	["run on an agent", "lib/agent/reporter.ts", "ExecutionReporter"],
 	["finished", "services/scheduler.service.ts", "exeFinished"],
 	["finished", "lib/documents/agent-protocol.ts", "FINISHED_PARAMS"],
-	["finished", "lib/executions/reports.ts", "writeReportBatch"],
+	["finished", "lib/executions/complete.ts", "writeReportBatch"],
 	["finished", "lib/executions/finish.ts", "finishExecutions"],
 	["finished", "lib/executions/complete.ts", "collectSteps"],
 	["finished", "lib/executions/complete.ts", "complete"],
-	["finished", "lib/executions/parse.ts", "planParseUpdates"],
+	["finished", "lib/records/product.ts", "planParseUpdates"],
 	["finished", "lib/records/product.ts", "checkProducts"],
 	["finished", "lib/documents/results.ts", "buildJobResults"],
 	["GET /jobs/{id}/", "services/api.service.ts", "ApiGateway"],
 	["GET /jobs/{id}/", "services/jobs.service.ts", "GET /jobs/:id"],
 	["GET /jobs/{id}/", "services/jobs.service.ts", "getJobDetails"],
 	["GET /jobs/{id}/", "lib/records/job-details.ts", "getJobDetails"],
-	["GET /jobs/{id}/", "lib/validation/iso8601.ts", "formatDatetime"]
+	["GET /jobs/{id}/", "lib/validation/schema.ts", "formatDatetime"]
 ];
 
 const git = (...args) =>

@@ -4,7 +4,8 @@ import {
 	type ExecutionFinished,
 	type ExecutionStep,
 	FINISHED_PARAMS,
-	STEP_SCHEMA
+	STEP_SCHEMA,
+	type RunAnswer
 } from "../lib/documents/agent-protocol";
 import { DbMixin } from "../mixins/db.mixin";
 import {
@@ -18,18 +19,21 @@ import {
 	type Sql
 } from "../lib/db/run";
 import { schedulePass, type Unrunnable } from "../lib/scheduling/claim";
-import { ImageSets } from "../lib/documents/images";
-import { WaitingReasons } from "../lib/scheduling/matching";
+import { ImageSets, WaitingReasons } from "../lib/scheduling/matching";
 import { ERRORS } from "../lib/executions/failure";
-import { dispatchPlaced, type DispatchLink, buildSpecs } from "../lib/scheduling/dispatch";
+import {
+	dispatchPlaced,
+	type DispatchLink,
+	buildSpecs,
+	PlacedExecutions
+} from "../lib/scheduling/dispatch";
 import { finishExecutions } from "../lib/executions/finish";
-import type { FailureRequest, FinishResult } from "../lib/executions/types";
-import { announceReports, writeReportBatch, type ReportItem } from "../lib/executions/reports";
+import type { FailureRequest, FinishResult, PlacedExe } from "../lib/executions/types";
+import { announceReports, writeReportBatch, type ReportItem } from "../lib/executions/complete";
 import { LeaderLock } from "../lib/db/leader";
-import { PlacedExecutions, type PlacedExe } from "../lib/executions/placed-executions";
 import { intakeGateOf } from "../lib/recipes/intake-gate";
 import { findExecutionsOfAgent, findLostExecutions } from "../lib/scheduling/lost";
-import { undoMoves, type FileMove } from "../lib/executions/parse";
+import { undoMoves, type FileMove } from "../lib/records/product";
 import {
 	getSchedulerSettings,
 	parseSettingsEdit,
@@ -38,7 +42,6 @@ import {
 import { databaseUrlOf } from "../lib/db/broker-database";
 import { AgentReachability } from "../lib/scheduling/reachability";
 import { DEFAULT_LAUNCH_WINDOW, LaunchWindows } from "../lib/scheduling/launch-window";
-import type { RunAnswer } from "../lib/documents/agent-protocol";
 import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
 import { JobMeter } from "../lib/observability/job-meter";
 import { readWaiting, whyWaiting, type LastPass } from "../lib/scheduling/waiting";

@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { Iso8601Error, parseDatetime } from "../validation/iso8601";
+import { Iso8601Error, parseDatetime } from "../validation/schema";
 import {
 	assertSchema,
 	compileChecker,

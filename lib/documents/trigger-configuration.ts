@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { Iso8601Error, parseDuration } from "../validation/iso8601";
+import { Iso8601Error, parseDuration } from "../validation/schema";
 import { assertSchema, compileChecker, checkStorableText } from "../validation/schema";
 import type { InputEntry, Warning } from "./types";
 

@@ -1,7 +1,7 @@
 import type { ExecutionFinished, ProducedFile } from "../documents/agent-protocol";
 import { checkProducts } from "../records/product";
 import { advanceRecipes, blockRecipeJobs, readRecipes, type RecipesRead } from "../recipes/run";
-import { complete, collectSteps, stepUnnest, type StepColumns } from "./complete";
+import { complete, collectSteps, emptyResult, stepUnnest, type StepColumns } from "./complete";
 import {
 	countsAgainstNode,
 	ERRORS,
@@ -10,7 +10,7 @@ import {
 	NODE_LEAVING_ERRORS,
 	shouldRequeue
 } from "./failure";
-import type { EndingExe } from "./placed-executions";
+import type { EndingExe } from "./types";
 import type { Sql } from "../db/run";
 import type { FinishInput, FinishOptions, FinishResult } from "./types";
 
@@ -45,24 +45,6 @@ function distinctProducts(products: readonly ProducedFile[]): ProducedFile[] {
 		seen.add(key);
 		return true;
 	});
-}
-
-/** A FinishResult of nothing done. */
-export function emptyResult(): FinishResult {
-	return {
-		stepped: new Set(),
-		ended: new Set(),
-		completedJobs: [],
-		failedJobs: [],
-		requeuedJobs: [],
-		canceledJobs: [],
-		pausedNodes: [],
-		parseEvents: [],
-		recipeQueued: [],
-		notes: [],
-		jobTypes: new Map(),
-		failureCategories: new Map()
-	};
 }
 
 export async function finishExecutions(

@@ -1,6 +1,6 @@
 import type { ExecutionFinished, ExecutionStep } from "../documents/agent-protocol";
-import type { FileMove } from "./parse";
-import type { PlacedExecutions } from "./placed-executions";
+import type { FileMove } from "../records/product";
+import type { ErrorMapping, JobInterface } from "../documents/types";
 
 /** What ending executions takes and answers, shared by finish.ts, complete.ts and reports.ts. */
 
@@ -41,9 +41,59 @@ export interface FinishResult {
 }
 
 export interface FinishOptions {
-	/** what the scheduler knows of the executions it placed: spares the endings' read */
-	placed?: PlacedExecutions;
+	/** what the scheduler knows of the executions it placed (its PlacedExecutions): spares the endings' read */
+	placed?: { takeAll(ids: readonly number[]): EndingExe[] | null };
 	/** files moved by parse results are added here, so the caller can move them back on rollback */
 	moves?: FileMove[];
 	warn?: (message: string) => void;
+}
+
+/** A placed execution, as the claim statement answers it: what the agent's ExecutionSpec needs. */
+export interface PlacedExe {
+	id: number;
+	job_id: number;
+	timeout: number;
+	node_id: number;
+	agent_id: string;
+	cpus: number;
+	mem: number;
+	disk_total: number;
+	data: any;
+	interface: any;
+	job_type_id: number;
+	name: string;
+	version: string;
+	uses_docker: boolean;
+	docker_image: string | null;
+	docker_privileged: boolean;
+	is_long_running: boolean;
+	is_system: boolean;
+	/** what recording its end needs besides (PlacedExecutions, lib/executions/finish.ts) */
+	num_exes: number;
+	max_tries: number;
+	is_operational: boolean;
+	error_mapping: EndingExe["error_mapping"];
+	in_recipe: boolean;
+	/** seconds from queued to placed */
+	queue_wait_s?: number;
+}
+
+export interface EndingExe {
+	id: number;
+	/** the agent running it: a report from another agent ends nothing */
+	agent_id: string | null;
+	job_id: number;
+	node_id: number | null;
+	num_exes: number;
+	max_tries: number;
+	job_type_id: number;
+	name: string;
+	version: string;
+	is_operational: boolean;
+	is_long_running: boolean;
+	data: any;
+	interface: JobInterface | null;
+	error_mapping: ErrorMapping | null;
+	/** whether its job belongs to a recipe */
+	in_recipe: boolean;
 }

@@ -5,7 +5,7 @@ import { ConflictError, FieldError, NotFoundError } from "../errors";
 import type { ListSource } from "../list/types";
 import { assertSchema, compileChecker } from "../validation/schema";
 import { checkStorableText } from "../validation/schema";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 
 /**
  * Scans (Scale 5.0's docs/rest/scan.rst): saved configurations, launched as a dry run (files

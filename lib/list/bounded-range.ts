@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import { parseListQuery, type ListSpec, type ParsedList } from "./params";
 
 /** The longest range the time-series views answer (Scale's max_duration). */

@@ -1,5 +1,5 @@
 import { FieldError } from "../errors";
-import { Iso8601Error, parseDatetime, parseDuration } from "../validation/iso8601";
+import { Iso8601Error, parseDatetime, parseDuration } from "../validation/schema";
 import { INT4_MAX, INT4_MIN } from "../validation/ids";
 
 export type FilterType = "string" | "integer" | "boolean" | "enum";

@@ -3,7 +3,7 @@ import { select } from "../db/run";
 import { FieldError } from "../errors";
 import { AnswerCache, generationsOf } from "../list/answer-cache";
 import { buildEnvelope } from "../list/envelope";
-import { formatDatetime, Iso8601Error, parseDatetime, parseDuration } from "../validation/iso8601";
+import { formatDatetime, Iso8601Error, parseDatetime, parseDuration } from "../validation/schema";
 import { queryList } from "../list/params";
 import { serializeStrikeBase } from "../records/ingest";
 import { serializeJobTypeBase, type JobTypeRow } from "../records/job-type";

@@ -1,7 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { select, selectPrepared, write, type Sql } from "../db/run";
 import { buildEnvelope, type Envelope } from "../list/envelope";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import { parseBoundedRange } from "../list/bounded-range";
 import type { ListSpec } from "../list/params";
 

@@ -1,6 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/run";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import { jobTypeBaseOf } from "../records/job";
 import { generationOf, jobTypesAt } from "../records/kept-records";
 

@@ -2,7 +2,7 @@ import type { Sequelize } from "sequelize";
 import { select, selectPrepared } from "../db/run";
 import { FieldError } from "../errors";
 import { buildEnvelope, type Envelope } from "../list/envelope";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import { parseBoundedRange } from "../list/bounded-range";
 import { filterValues, type ListSpec } from "../list/params";
 import { loadStrikeJobs, serializeStrike, type StrikeRow } from "./ingest";

@@ -1,14 +1,14 @@
-import { entryFileIds } from "../documents/job-data";
+import { entryFileIds, fileIdsIn } from "../documents/job-data";
 import type { Sequelize } from "sequelize";
 import { selectPrepared, type Sql } from "../db/run";
 import type { JobInterface } from "../documents/types";
 import { NotFoundError } from "../errors";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import { serializeError, type ErrorRow } from "./error";
 import { serializeJobType, type JobTypeRow } from "./job-type";
 import { loadFiles, serializeScaleFile, type ScaleFileRow } from "./scale-file";
 import { serializeRecipe, type RecipeListRow } from "./recipe-record";
-import { inputFileIds, jobScalars, serializeJobExeBase, type JobExeRow, type JobRow } from "./job";
+import { jobScalars, serializeJobExeBase, type JobExeRow, type JobRow } from "./job";
 
 /**
  * A job's details (Scale 3.0's JobDetailsSerializer): the job with its job type, revision, event
@@ -214,7 +214,7 @@ export async function jobsDetailsFromRows(
 	const files = await loadFiles(
 		db,
 		rows.flatMap(row => [
-			...inputFileIds(row.data),
+			...fileIdsIn(row.data),
 			...resultFileIds(row.results),
 			...(row.product_ids ?? [])
 		]),
@@ -307,7 +307,7 @@ function serializeJobDetails(
 		// Scale 3.0's deprecated members, kept for the clients that read them: the input files
 		// and the job's products, each by id
 		input_files: fileRecords(
-			[...new Set(inputFileIds(job.data))].sort((a, b) => a - b),
+			[...new Set(fileIdsIn(job.data))].sort((a, b) => a - b),
 			files,
 			apiRoot
 		),

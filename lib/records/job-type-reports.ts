@@ -2,7 +2,7 @@ import type { Sequelize } from "sequelize";
 import { select, selectPrepared, write, type Sql, transaction } from "../db/run";
 import { AnswerCache, generationsSql } from "../list/answer-cache";
 import { buildEnvelope, envelopeHead, type Envelope } from "../list/envelope";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import { parseListQuery, type ListSpec, type ParsedList } from "../list/params";
 import { JOB_TYPE_BASE_FIELDS, jobTypeBaseOf, type JobTypeBaseColumns } from "./job";
 import { errorsAt, generationOf, jobTypesAt } from "./kept-records";

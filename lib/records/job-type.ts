@@ -3,7 +3,7 @@ import { select, type Sql } from "../db/run";
 import { errorNamesIn } from "../documents/error-mapping";
 import type { ErrorMapping, JobInterface } from "../documents/types";
 import { NotFoundError } from "../errors";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import type { ListSource } from "../list/types";
 import { serializeError, type ErrorRow } from "./error";
 import {

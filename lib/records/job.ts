@@ -1,7 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { select, type Sql } from "../db/run";
 import { fileIdsIn, type JobData } from "../documents/job-data";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import type { ListFilter } from "../list/params";
 import type { RecordSpec } from "../list/record-spec";
 import type { ListSource } from "../list/types";
@@ -346,7 +346,7 @@ export const JOB_RECORD: RecordSpec<JobListRow> = {
 export const JOB_UPDATE_RECORD: RecordSpec<JobListRow> = {
 	...JOB_RECORD,
 	name: "job-update",
-	refs: row => inputFileIds(row.data)
+	refs: row => fileIdsIn(row.data)
 };
 
 /**
@@ -366,11 +366,6 @@ export const JOB_UPDATES_LIST: ListSource = {
 		job_type_category: JOB_LIST.filters.job_type_category
 	}
 };
-
-/** The ids of the files a job data document gives to inputs, in order of appearance. */
-export function inputFileIds(data: JobData | null | undefined): number[] {
-	return fileIdsIn(data);
-}
 
 /** Job records (JobListRow) by id, in one query; ids not found are absent. */
 export async function loadJobRows(

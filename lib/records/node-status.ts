@@ -5,7 +5,7 @@ import { recordsOf, withRecords } from "../list/cached-list";
 import { generationsSql, versionOf, type RecordSpec } from "../list/record-spec";
 import { AnswerCache } from "../list/answer-cache";
 import { envelopeHead } from "../list/envelope";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import { parseListQuery } from "../list/params";
 import type { CachedRecord } from "../list/record-cache";
 import { JOB_TYPE_BASE_FIELDS, jobExeScalars, jobTypeBaseOf } from "./job";

@@ -2,7 +2,7 @@ import type { Sequelize } from "sequelize";
 import type { NodeHeartbeat, NodeRegistration } from "../documents/agent-protocol";
 import { select, write, type Sql } from "../db/run";
 import { BadRequestError, NotFoundError } from "../errors";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import type { ListSource } from "../list/types";
 import { imagesHash, normalizeImages } from "../documents/images";
 

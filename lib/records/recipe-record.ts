@@ -1,4 +1,4 @@
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 
 /**
  * A recipe as lists and job details show it (Scale's RecipeSerializer): one shape for

@@ -8,7 +8,7 @@ import {
 } from "../documents/recipe-definition";
 import type { JobInterface, Warning } from "../documents/types";
 import { NotFoundError } from "../errors";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import type { ListSource } from "../list/types";
 import { compileChecker, type Checker } from "../validation/schema";
 import { jobTypeKey, loadJobTypesByKey, serializeJobTypeBase, type JobTypeRow } from "./job-type";

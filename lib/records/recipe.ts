@@ -5,7 +5,7 @@ import type { RecipeData } from "../documents/recipe-data";
 import type { RecipeDefinition } from "../documents/recipe-definition";
 import type { JobInterface } from "../documents/types";
 import { NotFoundError } from "../errors";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import type { ListSource } from "../list/types";
 import { JOB_COLUMNS, JOB_JOINS, serializeJob, type JobListRow } from "./job";
 import { serializeEventDetails, type EventDetailsRow } from "./job-details";

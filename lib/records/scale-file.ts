@@ -1,6 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { select, type Sql } from "../db/run";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import { INT4_MAX } from "../validation/ids";
 
 /**

@@ -1,7 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { selectPrepared } from "../db/run";
 import { NotFoundError } from "../errors";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import type { RecordSpec } from "../list/record-spec";
 import type { ListSource } from "../list/types";
 import { FILE_VERSION } from "./file-records";

@@ -9,7 +9,7 @@ import {
 } from "../documents/trigger-configuration";
 import type { InputEntry, Warning } from "../documents/types";
 import { FieldError } from "../errors";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 
 /**
  * Trigger rules belong to the job type or recipe type whose `trigger_rule_id` names them: they

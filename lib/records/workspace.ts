@@ -1,7 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { select, write } from "../db/run";
 import { FieldError, NotFoundError } from "../errors";
-import { formatDatetime } from "../validation/iso8601";
+import { formatDatetime } from "../validation/schema";
 import type { ListSource } from "../list/types";
 import {
 	checkWorkspaceConfig,

@@ -7,10 +7,11 @@ import {
 	type NodeSlot,
 	type Placement,
 	type QueuedRow,
-	type TypeLimits
+	type TypeLimits,
+	ImageSets
 } from "./matching";
-import type { PlacedExe } from "../executions/placed-executions";
-import { ImageSets, normalizeImage } from "../documents/images";
+import type { PlacedExe } from "../executions/types";
+import { normalizeImage } from "../documents/images";
 import type { Sql } from "../db/run";
 
 /**

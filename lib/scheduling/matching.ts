@@ -254,3 +254,36 @@ export class WaitingReasons {
 		return out;
 	}
 }
+
+const NO_IMAGES: ReadonlySet<string> = new Set();
+
+/**
+ * The image lists the scheduler has read, by their hash: a pass asks the database for a node's
+ * images only when it does not know their hash, so a cluster whose images do not change sends
+ * them once, not at every pass. Only the lists of the nodes seen last are kept.
+ */
+export class ImageSets {
+	private sets = new Map<string, ReadonlySet<string>>([["", NO_IMAGES]]);
+
+	/** The hashes whose lists are known (for the pass's statement). */
+	known(): string[] {
+		return [...this.sets.keys()];
+	}
+
+	/** The list of a hash: read now (`images`), else kept; empty when neither. */
+	resolve(hash: string, images: readonly string[] | null | undefined): ReadonlySet<string> {
+		if (images) {
+			const set = new Set(images);
+			this.sets.set(hash, set);
+			return set;
+		}
+		return this.sets.get(hash) ?? NO_IMAGES;
+	}
+
+	/** Forgets the lists of hashes no node has now. */
+	retain(hashes: Iterable<string>): void {
+		const keep = new Set(hashes);
+		keep.add("");
+		for (const hash of this.sets.keys()) if (!keep.has(hash)) this.sets.delete(hash);
+	}
+}

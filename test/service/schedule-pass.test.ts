@@ -1,6 +1,7 @@
 import { Client } from "pg";
 import { loadPassContext, schedulePass, type PassOptions } from "../../lib/scheduling/claim";
-import { ImageSets, imagesHash, normalizeImages } from "../../lib/documents/images";
+import { imagesHash, normalizeImages } from "../../lib/documents/images";
+import { ImageSets } from "../../lib/scheduling/matching";
 import { clientSql, type Sql } from "../../lib/db/run";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 

@@ -3,7 +3,7 @@ import {
 	formatDatetime,
 	parseDatetime,
 	parseDuration
-} from "../../lib/validation/iso8601";
+} from "../../lib/validation/schema";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -1,5 +1,5 @@
 import { BadRequestError, FieldError } from "../../../lib/errors";
-import { Iso8601Error } from "../../../lib/validation/iso8601";
+import { Iso8601Error } from "../../../lib/validation/schema";
 import {
 	TRIGGER_TYPES,
 	checkRuleAgainstInputs,

@@ -1,11 +1,11 @@
-import { emptyResult } from "../../../lib/executions/finish";
+import { emptyResult } from "../../../lib/executions/complete";
 import type { FinishResult } from "../../../lib/executions/types";
 import {
 	announceReports,
 	writeReportBatch,
 	type ReportItem,
 	type ReportNews
-} from "../../../lib/executions/reports";
+} from "../../../lib/executions/complete";
 
 const finished = (jobExeId: number): ReportItem => ({
 	kind: "finished",

@@ -1,4 +1,5 @@
-import { inputFileIds, serializeJobExeBase, type JobExeRow } from "../../../lib/records/job";
+import { fileIdsIn } from "../../../lib/documents/job-data";
+import { serializeJobExeBase, type JobExeRow } from "../../../lib/records/job";
 import { currentLogUrl } from "../../../lib/records/job-exe";
 import { fileUrl, serializeScaleFile, type ScaleFileRow } from "../../../lib/records/scale-file";
 
@@ -87,17 +88,15 @@ describe("file records", () => {
 describe("job and execution helpers", () => {
 	it("lists the distinct input file ids of job data", () => {
 		expect(
-			inputFileIds({
-				version: "1.0",
+			fileIdsIn({
 				input_data: [
 					{ name: "a", file_id: 3 },
 					{ name: "b", file_ids: [4, 3] },
 					{ name: "c", value: "x" }
-				],
-				output_data: []
+				]
 			})
 		).toEqual([3, 4]);
-		expect(inputFileIds(null)).toEqual([]);
+		expect(fileIdsIn(null)).toEqual([]);
 	});
 
 	it("shows an execution with its references as ids", () => {

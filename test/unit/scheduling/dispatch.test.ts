@@ -1,5 +1,5 @@
 import type { ExecutionSpec } from "../../../lib/documents/agent-protocol";
-import type { PlacedExe } from "../../../lib/executions/placed-executions";
+import type { PlacedExe } from "../../../lib/executions/types";
 import { dispatchPlaced, type DispatchLink } from "../../../lib/scheduling/dispatch";
 import { ERRORS } from "../../../lib/executions/failure";
 import type { FailureRequest } from "../../../lib/executions/types";

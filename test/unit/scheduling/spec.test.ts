@@ -1,4 +1,4 @@
-import type { PlacedExe } from "../../../lib/executions/placed-executions";
+import type { PlacedExe } from "../../../lib/executions/types";
 import { referencedIds, specFor } from "../../../lib/scheduling/dispatch";
 
 const placed: PlacedExe = {

@@ -7,7 +7,7 @@ import {
 	planParseUpdates,
 	undoMoves,
 	type ParseTarget
-} from "../../../lib/executions/parse";
+} from "../../../lib/records/product";
 
 const source = (extra: Partial<ParseTarget> = {}): ParseTarget => ({
 	id: 1,

@@ -1,4 +1,5 @@
-import { PlacedExecutions, type PlacedExe } from "../../../lib/executions/placed-executions";
+import type { PlacedExe } from "../../../lib/executions/types";
+import { PlacedExecutions } from "../../../lib/scheduling/dispatch";
 
 const exe = (id: number): PlacedExe =>
 	({
