@@ -4,6 +4,7 @@ import { NotFoundError } from "../errors";
 import { formatDatetime } from "../validation/iso8601";
 import type { ListSource } from "../list/types";
 import { JOB_COLUMNS, JOB_FROM, serializeJobBase, type JobListRow } from "./job";
+import { maskStrikeSecrets } from "../documents/strike-s3";
 import {
 	FILE_ORDERABLE,
 	loadFiles,
@@ -306,7 +307,8 @@ export async function getIngestDetails(db: Sequelize, ref: FileRef | null, apiRo
 		...serializeIngestBase(ingest),
 		strike: {
 			...serializeStrike(strike, await loadStrikeJobs(db, [strike])),
-			configuration: strike.configuration
+			// an s3 monitor's secret, as GET /strikes/{id}/ masks it
+			configuration: maskStrikeSecrets(strike.configuration)
 		},
 		source_file: source === undefined ? null : serializeSourceFile(source, apiRoot),
 		transfer_path: ingest.transfer_path,

@@ -148,7 +148,7 @@ afterAll(async () => {
 });
 
 describe("a strike on an S3 bucket", () => {
-	it("refuses a 2.0 configuration naming a workspace that is not an s3 one, or a dir-watcher", async () => {
+	it("refuses a 2.0 configuration naming a workspace that is not an s3 one, or a dir-watcher on an s3 workspace", async () => {
 		const noWorkspace = await e2e.call("POST", "/strikes/validation/", {
 			name: "x",
 			configuration: {
@@ -172,7 +172,9 @@ describe("a strike on an S3 bucket", () => {
 			}
 		});
 		expect(dirWatcher.status).toBe(400);
-		expect(dirWatcher.body.detail).toMatch(/^configuration\.monitor\.type: /);
+		expect(dirWatcher.body.detail).toMatch(
+			/^configuration\.workspace: the workspace "landing" is not a host workspace/
+		);
 	});
 
 	it("starts a monitor that reads the queue; its secret is never answered", async () => {
