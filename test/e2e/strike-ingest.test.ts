@@ -661,4 +661,28 @@ describe("a 2.0 configuration with a dir-watcher monitor", () => {
 		for (const name of ["one.dw", "two.stay", "three.other"])
 			expect(fs.existsSync(path.join(landing, name))).toBe(false);
 	});
+
+	it("ingests a different file under a reused name beside the first, and its ingest names the first", async () => {
+		const landing = path.join(root, "landing");
+		const [first] = await ingestsOf("one.dw");
+		fs.writeFileSync(path.join(landing, "one.dw_part"), "one, again\n");
+		fs.renameSync(path.join(landing, "one.dw_part"), path.join(landing, "one.dw"));
+		const [reused] = await until(
+			"the second one.dw to be INGESTED",
+			() => ingestsOf("one.dw"),
+			l => l.length === 2 && l[0].status === "INGESTED"
+		);
+		const details = await ok("GET", `/ingests/${reused.id}/`);
+		expect(details.file_path).toBe(`dw/in/${today()}/11/one.dw`);
+		expect(details.source_file).toMatchObject({ file_name: "one.dw", file_size: 11 });
+		expect(details.shares_name_with).toMatchObject({
+			id: first.source_file.id,
+			file_name: "one.dw",
+			file_size: 4
+		});
+		expect((await ok("GET", `/ingests/${first.id}/`)).shares_name_with).toBeNull();
+		expect(
+			fs.readFileSync(path.join(rawDir, "dw", "in", today(), "11", "one.dw"), "utf8")
+		).toBe("one, again\n");
+	});
 });

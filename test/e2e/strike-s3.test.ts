@@ -274,6 +274,19 @@ describe("a strike on an S3 bucket", () => {
 		expect(list.map(i => i.status).sort()).toEqual(["DUPLICATE", "INGESTED", "INGESTED"]);
 		const sources = await e2e.ok("GET", "/sources/?file_name=a%20report.txt");
 		expect(sources.results.map((s: any) => s.file_size).sort()).toEqual([13, 5]);
+		// the second file's ingest names the first, which its name is shared with
+		const first = list.find(i => i.source_file?.file_size === 5);
+		const second = list.find(i => i.source_file?.file_size === 13);
+		const details = await e2e.ok("GET", `/ingests/${second.id}/`);
+		expect(details.shares_name_with).toMatchObject({
+			id: first.source_file.id,
+			file_name: "a report.txt",
+			file_size: 5
+		});
+		expect((await e2e.ok("GET", `/ingests/${first.id}/`)).shares_name_with).toBeNull();
+		// the strike's secret is masked there too
+		expect(details.strike.configuration.monitor.credentials.secret_access_key).toBe("********");
+		expect(JSON.stringify(details)).not.toContain(SECRET);
 	});
 
 	it("records an object once when the monitor's call is made twice (a redelivered message)", async () => {
