@@ -45,6 +45,8 @@ export interface ContainerRun {
 	privileged: boolean;
 	/** mounted at the same path inside the container, and its working directory */
 	taskDir: string;
+	/** files bound read-only at the same path (inputs read in an s3 bucket's mount) */
+	readOnly?: string[];
 	cpus: number;
 	/** MiB */
 	memMiB: number;
@@ -171,6 +173,13 @@ export class Containers {
 		const memory = run.memMiB > 0 ? Math.ceil(run.memMiB) * 1024 * 1024 : 0;
 		const host: Docker.HostConfig = {
 			Binds: [`${run.taskDir}:${run.taskDir}`],
+			// Mounts, not Binds: a key may hold the ":" that separates a bind's parts
+			Mounts: (run.readOnly ?? []).map(file => ({
+				Type: "bind" as const,
+				Source: file,
+				Target: file,
+				ReadOnly: true
+			})),
 			// the engine keeps no copy of the output: the agent writes it to the task's files
 			LogConfig: { Type: "none", Config: {} },
 			Privileged: run.privileged

@@ -103,6 +103,8 @@ type Phase = "new" | Step | "finished";
 export class Execution {
 	readonly taskDir: string;
 	readonly inputsDir: string;
+	/** input files read in place in an s3 bucket's mount (stageInputs) */
+	private readonly mounted: string[] = [];
 	readonly outputDir: string;
 	readonly stdoutPath: string;
 	readonly stderrPath: string;
@@ -391,7 +393,8 @@ export class Execution {
 			this.spec,
 			this.inputsDir,
 			() => this.halted,
-			this.identity ?? undefined
+			this.identity ?? undefined,
+			this.mounted
 		);
 		// a required output will need its workspace: better to fail before running than after
 		for (const output of spec.interface.output_data)
@@ -455,6 +458,7 @@ export class Execution {
 				image: spec.jobType.dockerImage!,
 				privileged: spec.jobType.dockerPrivileged,
 				taskDir: this.taskDir,
+				readOnly: this.mounted,
 				cpus: spec.resources.cpus,
 				memMiB: spec.resources.mem,
 				env: this.taskEnv(),

@@ -141,6 +141,9 @@ export class TaskDirs {
  * Copies (or downloads, from S3) each staged file of an execution to
  * `<inputsDir>/<input name>/<file name>` and answers the substitution values: a file input's file path, a files input's directory, a property's
  * value; null for an optional input given nothing. Unknown inputs in the spec are ignored.
+ * A `partial` input's file in an s3 workspace whose bucket is mounted here (`mountRoot`) is a
+ * symbolic link to it there instead, its real path added to `mounted` (a container binds those
+ * read-only); one not found there is downloaded.
  * Copying stops early once `abandoned()` (the execution was canceled or the agent stops).
  * Throws ExecutionFailure: task-launch for inputs that do not fit the interface, filesystem-io
  * for a copy that failed.
@@ -149,7 +152,8 @@ export async function stageInputs(
 	spec: Pick<ExecutionSpec, "interface" | "inputs">,
 	inputsDir: string,
 	abandoned: () => boolean,
-	owner?: TaskIdentity
+	owner?: TaskIdentity,
+	mounted: string[] = []
 ): Promise<Record<string, string | null>> {
 	const values: Record<string, string | null> = {};
 	for (const input of spec.interface.input_data) {
@@ -187,7 +191,10 @@ export async function stageInputs(
 				`the file input "${input.name}" was given ${given.files.length} files`
 			);
 		const dir = path.join(inputsDir, input.name);
-		const paths = await copyInputFiles(input.name, dir, given.files, abandoned, owner);
+		const paths = await copyInputFiles(input.name, dir, given.files, abandoned, owner, {
+			partial: input.partial === true,
+			mounted
+		});
 		values[input.name] = input.type === "file" ? paths[0] : dir;
 	}
 	return values;
@@ -199,7 +206,8 @@ async function copyInputFiles(
 	dir: string,
 	files: StagedFile[],
 	abandoned: () => boolean,
-	owner?: TaskIdentity
+	owner: TaskIdentity | undefined,
+	mounts: { partial: boolean; mounted: string[] }
 ): Promise<string[]> {
 	const seen = new Set<string>();
 	for (const file of files) {
@@ -223,6 +231,13 @@ async function copyInputFiles(
 		for (const file of files) {
 			if (abandoned()) break;
 			const target = path.join(dir, file.fileName);
+			const inMount = mounts.partial ? await mountedFile(file) : null;
+			if (inMount !== null) {
+				await fs.promises.symlink(inMount, target);
+				mounts.mounted.push(inMount);
+				paths.push(target);
+				continue;
+			}
 			if (file.s3) await downloadToFile(file.s3, file.s3.key, target);
 			else await fs.promises.copyFile(file.hostPath, target);
 			if (owner) await fs.promises.chown(target, owner.uid, owner.gid);
@@ -235,6 +250,24 @@ async function copyInputFiles(
 		);
 	}
 	return paths;
+}
+
+/**
+ * The real path of an s3 file under its bucket's mount on this node, kept inside the mount with
+ * links resolved; null when the workspace has no mount, or the file is not a regular file there.
+ */
+async function mountedFile(file: StagedFile): Promise<string | null> {
+	if (!file.s3 || !file.mountRoot) return null;
+	try {
+		const root = await fs.promises.realpath(file.mountRoot);
+		const lexical = path.join(root, file.s3.key);
+		if (!isInside(root, lexical)) return null;
+		const real = await fs.promises.realpath(lexical);
+		if (!isInside(root, real)) return null;
+		return (await fs.promises.stat(real)).isFile() ? real : null;
+	} catch {
+		return null;
+	}
 }
 
 /**

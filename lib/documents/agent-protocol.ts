@@ -140,6 +140,11 @@ export interface StagedFile {
 	hostPath: string;
 	/** the object of a file in an s3 workspace */
 	s3?: S3Place & { key: string };
+	/**
+	 * an s3 workspace's `host_path`, where the nodes mount its bucket read-only: a `partial`
+	 * input's file is read at `<mountRoot>/<key>` there instead of downloaded
+	 */
+	mountRoot?: string;
 	fileName: string;
 	mediaType: string;
 	size: number;

@@ -37,6 +37,12 @@ export const INPUT_ENTRY_SCHEMA = {
 	}
 };
 
+/** A job interface's input entry: a recipe's, with Scale 4.0's `partial`. */
+const JOB_INPUT_ENTRY_SCHEMA = {
+	...INPUT_ENTRY_SCHEMA,
+	properties: { ...INPUT_ENTRY_SCHEMA.properties, partial: { type: "boolean" } }
+};
+
 export const JOB_INTERFACE_SCHEMA = {
 	type: "object",
 	required: ["command", "command_arguments"],
@@ -47,7 +53,7 @@ export const JOB_INTERFACE_SCHEMA = {
 		command_arguments: { type: "string" },
 		input_data: {
 			type: "array",
-			items: INPUT_ENTRY_SCHEMA
+			items: JOB_INPUT_ENTRY_SCHEMA
 		},
 		output_data: {
 			type: "array",
@@ -95,6 +101,7 @@ interface RawInput {
 	type: InputEntry["type"];
 	required?: boolean;
 	media_types?: string[];
+	partial?: boolean;
 }
 
 interface RawOutput {
@@ -150,8 +157,14 @@ export function parseJobInterface(doc: unknown, field = "interface"): JobInterfa
 					`${field}.input_data[${i}].media_types`,
 					"is only allowed on file and files inputs"
 				);
+			if (input.partial !== undefined)
+				throw new FieldError(
+					`${field}.input_data[${i}].partial`,
+					"is only allowed on file and files inputs"
+				);
 		} else {
 			entry.media_types = [...(input.media_types ?? [])];
+			if (input.partial) entry.partial = true;
 		}
 		return entry;
 	});

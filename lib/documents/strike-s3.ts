@@ -7,8 +7,8 @@ import { MASKED_SECRET } from "./s3-broker";
  * Strike configuration 2.0 (Scale 5.0's docs/architecture/strike.rst) with an `s3` monitor: the
  * files arrive in the s3 workspace `workspace`, whose bucket notifies the SQS queue `sqs_name` of
  * each object created; each object matched by a rule is ingested where it is, or moved to
- * `new_workspace` and/or under `new_file_path`. The `dir-watcher` monitor of 2.0 is not taken
- * (configuration 1.0 watches directories).
+ * `new_workspace` and/or under `new_file_path`. The `dir-watcher` monitor of 2.0 is in
+ * strike-dir-watcher.ts; both share the rules parsed here.
  */
 export const STRIKE_CONFIGURATION_2 = "2.0";
 
@@ -34,6 +34,23 @@ export interface S3StrikeConfiguration {
 	};
 	files_to_ingest: S3StrikeRule[];
 }
+
+/** Configuration 2.0's files_to_ingest, whatever its monitor. */
+export const STRIKE_2_RULES_SCHEMA = {
+	type: "array",
+	minItems: 1,
+	items: {
+		type: "object",
+		required: ["filename_regex"],
+		additionalProperties: false,
+		properties: {
+			filename_regex: { type: "string", minLength: 1 },
+			data_types: { type: "array", items: { type: "string", minLength: 1 } },
+			new_workspace: { type: "string", minLength: 1, maxLength: 50 },
+			new_file_path: { type: "string", minLength: 1, maxLength: 900 }
+		}
+	}
+};
 
 const SCHEMA = {
 	type: "object",
@@ -61,29 +78,16 @@ const SCHEMA = {
 				endpoint_url: { type: "string", pattern: "^https?://", maxLength: 1000 }
 			}
 		},
-		files_to_ingest: {
-			type: "array",
-			minItems: 1,
-			items: {
-				type: "object",
-				required: ["filename_regex"],
-				additionalProperties: false,
-				properties: {
-					filename_regex: { type: "string", minLength: 1 },
-					data_types: { type: "array", items: { type: "string", minLength: 1 } },
-					new_workspace: { type: "string", minLength: 1, maxLength: 50 },
-					new_file_path: { type: "string", minLength: 1, maxLength: 900 }
-				}
-			}
-		}
+		files_to_ingest: STRIKE_2_RULES_SCHEMA
 	}
 };
 
 const checkShape = compileChecker(SCHEMA);
 
-/** Whether a strike's stored or given configuration is a 2.0 one (an s3 monitor). */
+/** Whether a strike's stored or given configuration is a 2.0 one whose monitor is not a dir-watcher. */
 export function isS3StrikeConfiguration(doc: unknown): doc is S3StrikeConfiguration {
-	return (doc as { version?: unknown } | null)?.version === STRIKE_CONFIGURATION_2;
+	const given = doc as { version?: unknown; monitor?: { type?: unknown } } | null;
+	return given?.version === STRIKE_CONFIGURATION_2 && given.monitor?.type !== "dir-watcher";
 }
 
 /**
@@ -92,12 +96,6 @@ export function isS3StrikeConfiguration(doc: unknown): doc is S3StrikeConfigurat
  * FieldError naming the field, e.g. `configuration.monitor.sqs_name`.
  */
 export function parseS3StrikeConfiguration(doc: unknown, field: string): S3StrikeConfiguration {
-	const monitor = (doc as { monitor?: { type?: unknown } }).monitor;
-	if (monitor?.type === "dir-watcher")
-		throw new FieldError(
-			`${field}.monitor.type`,
-			'"dir-watcher" monitors are configured in version 1.0 (mount, transfer_suffix); 2.0 takes "s3"'
-		);
 	assertSchema(checkShape, doc, field);
 	checkStorableText(doc, field);
 	const given = doc as S3StrikeConfiguration;
@@ -105,26 +103,31 @@ export function parseS3StrikeConfiguration(doc: unknown, field: string): S3Strik
 		version: STRIKE_CONFIGURATION_2,
 		workspace: given.workspace,
 		monitor: structuredClone(given.monitor),
-		files_to_ingest: given.files_to_ingest.map((rule, i) => {
-			const at = `${field}.files_to_ingest[${i}]`;
-			try {
-				new RegExp(rule.filename_regex);
-			} catch (error) {
-				throw new FieldError(
-					`${at}.filename_regex`,
-					`is not a valid regular expression: ${(error as Error).message}`
-				);
-			}
-			const parsed: S3StrikeRule = {
-				filename_regex: rule.filename_regex,
-				data_types: [...(rule.data_types ?? [])]
-			};
-			if (rule.new_workspace !== undefined) parsed.new_workspace = rule.new_workspace;
-			if (rule.new_file_path !== undefined)
-				parsed.new_file_path = folderPath(rule.new_file_path, `${at}.new_file_path`);
-			return parsed;
-		})
+		files_to_ingest: parseStrike2Rules(given.files_to_ingest, field)
 	};
+}
+
+/** Configuration 2.0's rules, shape checked: each regex valid, each new_file_path inside. */
+export function parseStrike2Rules(rules: S3StrikeRule[], field: string): S3StrikeRule[] {
+	return rules.map((rule, i) => {
+		const at = `${field}.files_to_ingest[${i}]`;
+		try {
+			new RegExp(rule.filename_regex);
+		} catch (error) {
+			throw new FieldError(
+				`${at}.filename_regex`,
+				`is not a valid regular expression: ${(error as Error).message}`
+			);
+		}
+		const parsed: S3StrikeRule = {
+			filename_regex: rule.filename_regex,
+			data_types: [...(rule.data_types ?? [])]
+		};
+		if (rule.new_workspace !== undefined) parsed.new_workspace = rule.new_workspace;
+		if (rule.new_file_path !== undefined)
+			parsed.new_file_path = folderPath(rule.new_file_path, `${at}.new_file_path`);
+		return parsed;
+	});
 }
 
 /** A folder inside a workspace, relative, without a leading or trailing slash. */

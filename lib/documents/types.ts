@@ -21,6 +21,12 @@ export interface InputEntry {
 	required: boolean;
 	/** file and files inputs only; empty = any media type */
 	media_types?: string[];
+	/**
+	 * file and files inputs only, present when true (Scale 4.0): the job reads only parts of its
+	 * files, so one in an s3 workspace with a `host_path` is read through that mount, not
+	 * downloaded
+	 */
+	partial?: true;
 }
 
 export interface OutputEntry {

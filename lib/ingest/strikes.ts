@@ -24,6 +24,16 @@ import {
 	s3StrikeWorkspaces,
 	type S3StrikeConfiguration
 } from "../documents/strike-s3";
+import {
+	dirWatcherWorkspaces,
+	isDirWatcherConfiguration,
+	parseDirWatcherConfiguration,
+	type DirWatcherStrikeConfiguration
+} from "../documents/strike-dir-watcher";
+
+/** Any configuration a strike may have: 1.0, or 2.0 with an s3 or a dir-watcher monitor. */
+export type AnyStrikeConfiguration =
+	StrikeConfiguration | S3StrikeConfiguration | DirWatcherStrikeConfiguration;
 
 const NAME_MAX = 50;
 const TITLE_MAX = 50;
@@ -56,13 +66,13 @@ export interface NewStrike {
 	name: string;
 	title: string | null;
 	description: string | null;
-	configuration: StrikeConfiguration | S3StrikeConfiguration;
+	configuration: AnyStrikeConfiguration;
 }
 
 export interface StrikeEdit {
 	title?: string | null;
 	description?: string | null;
-	configuration?: StrikeConfiguration | S3StrikeConfiguration;
+	configuration?: AnyStrikeConfiguration;
 }
 
 /** How strikes' directories are resolved on this cluster, and the service's own directories. */
@@ -105,12 +115,16 @@ export async function parseStrikeEdit(body: unknown, options: StrikeOptions): Pr
 	return edit;
 }
 
-/** A configuration parsed, its watched directory checked (2.0: its monitor's shape). */
+/**
+ * A configuration parsed, its watched directory checked (2.0: its monitor's shape; a
+ * dir-watcher's directory is its workspace's, checked when the workspace was saved).
+ */
 async function parseConfiguration(
 	doc: unknown,
 	options: StrikeOptions,
 	warnings?: Warning[]
-): Promise<StrikeConfiguration | S3StrikeConfiguration> {
+): Promise<AnyStrikeConfiguration> {
+	if (isDirWatcherConfiguration(doc)) return parseDirWatcherConfiguration(doc, "configuration");
 	if (isS3StrikeConfiguration(doc)) return parseS3StrikeConfiguration(doc, "configuration");
 	const config = parseStrikeConfiguration(doc, "configuration", options);
 	await checkWatchedDirectory(
@@ -171,9 +185,10 @@ async function checkWatchedDirectory(
  */
 export async function checkStrikeWorkspaces(
 	db: Sequelize,
-	config: StrikeConfiguration | S3StrikeConfiguration,
+	config: AnyStrikeConfiguration,
 	t?: Sql
 ): Promise<Warning[]> {
+	if (isDirWatcherConfiguration(config)) return checkDirWatcherWorkspaces(db, config, t);
 	if (isS3StrikeConfiguration(config)) return checkS3StrikeWorkspaces(db, config, t);
 	const names = workspaceNamesIn(config);
 	const rows = await select<{ name: string; is_active: boolean; host_path: string | null }>(
@@ -223,6 +238,41 @@ async function checkS3StrikeWorkspaces(
 		if (!found.is_active) throw new FieldError(at, `the workspace "${name}" is not active`);
 		if (found.type !== "s3")
 			throw new FieldError(at, `the workspace "${name}" is not an s3 workspace`);
+	};
+	check(config.workspace, "configuration.workspace");
+	config.files_to_ingest.forEach((rule, i) => {
+		if (rule.new_workspace)
+			check(rule.new_workspace, `configuration.files_to_ingest[${i}].new_workspace`);
+	});
+	return [];
+}
+
+/**
+ * A 2.0 dir-watcher's workspaces: each exists, is active and is a host workspace (the watched
+ * one's directory is watched, and files are moved into each one's directory).
+ */
+async function checkDirWatcherWorkspaces(
+	db: Sequelize,
+	config: DirWatcherStrikeConfiguration,
+	t?: Sql
+): Promise<Warning[]> {
+	const rows = await select<{ name: string; is_active: boolean; host_path: string | null }>(
+		db,
+		`SELECT name, is_active, (CASE WHEN json_config->'broker'->>'type' <> 's3' THEN json_config->'broker'->>'host_path' END) AS host_path
+		 FROM workspace WHERE name = ANY($1::text[])`,
+		[dirWatcherWorkspaces(config)],
+		t
+	);
+	const byName = new Map(rows.map(row => [row.name, row]));
+	const check = (name: string, at: string) => {
+		const found = byName.get(name);
+		if (!found) throw new FieldError(at, `"${name}" is not the name of a workspace`);
+		if (!found.is_active) throw new FieldError(at, `the workspace "${name}" is not active`);
+		if (!found.host_path)
+			throw new FieldError(
+				at,
+				`the workspace "${name}" is not a host workspace: a dir-watcher watches and fills directories`
+			);
 	};
 	check(config.workspace, "configuration.workspace");
 	config.files_to_ingest.forEach((rule, i) => {

@@ -4,6 +4,7 @@ import { NotFoundError } from "../errors";
 import { formatDatetime } from "../validation/schema";
 import type { ListSource } from "../list/types";
 import { JOB_COLUMNS, JOB_FROM, serializeJobBase, type JobListRow } from "./job";
+import { maskStrikeSecrets } from "../documents/strike-s3";
 import {
 	FILE_ORDERABLE,
 	loadFiles,
@@ -275,13 +276,16 @@ interface IngestDetailsRow extends IngestRow {
 	file_path: string | null;
 	ingest_path: string | null;
 	error: string | null;
+	scan_id: number | null;
 }
 
 /**
  * GET /ingests/{id}/ or /ingests/{file_name}/: an ingest with its paths, its strike expanded
- * (job summary and configuration, Scale's StrikeDetailsSerializer) and its source file. A file
- * name may have been ingested more than once; as Scale's view, the name gives the ingest created
- * last.
+ * (job summary and configuration, Scale's StrikeDetailsSerializer; null for a scan's ingest,
+ * which names its `scan_id`) and its source file. A file name may have been ingested more than
+ * once; as Scale's view, the name gives the ingest created last. `shares_name_with` is the source
+ * file ingested last before this one under the same name (a different file: the same one is a
+ * DUPLICATE), found when asked, so the ingest's writes carry nothing for it.
  */
 export async function getIngestDetails(db: Sequelize, ref: FileRef | null, apiRoot?: string) {
 	const [ingest] =
@@ -289,26 +293,52 @@ export async function getIngestDetails(db: Sequelize, ref: FileRef | null, apiRo
 			? []
 			: await selectPrepared<IngestDetailsRow>(
 					db,
-					`SELECT ${INGEST_BASE_COLUMNS}, transfer_path, file_path, ingest_path, error FROM ingest
+					`SELECT ${INGEST_BASE_COLUMNS}, transfer_path, file_path, ingest_path, error, scan_id
+					 FROM ingest
 					 WHERE ${"id" in ref ? "id = $1::int" : "file_name = $1::text"}
 					 ORDER BY created DESC, id DESC LIMIT 1`,
 					["id" in ref ? ref.id : ref.fileName]
 				);
 	if (!ingest) throw new NotFoundError(notFoundDetail("ingest", ref));
-	const [[strike], files] = await Promise.all([
+	const sourceId = ingest.source_file_id;
+	const [[strike], [earlier]] = await Promise.all([
 		selectPrepared<StrikeDetailsRow>(db, `SELECT * FROM strike WHERE id = $1`, [
 			ingest.strike_id
 		]),
-		loadFiles(db, ingest.source_file_id === null ? [] : [ingest.source_file_id])
+		sourceId === null
+			? []
+			: selectPrepared<{ id: number }>(
+					db,
+					// by the name's index, then sorted (OFFSET 0): a walk down the primary key
+					// for the latest id could pass millions of rows of other names
+					`SELECT id FROM (
+						SELECT e.id FROM scale_file f JOIN scale_file e ON e.file_type = 'SOURCE'
+							AND e.file_name = f.file_name AND e.id < f.id
+						WHERE f.id = $1 OFFSET 0
+					 ) x ORDER BY id DESC LIMIT 1`,
+					[sourceId]
+				)
 	]);
-	const source = ingest.source_file_id === null ? undefined : files.get(ingest.source_file_id);
+	const files = await loadFiles(db, [
+		...(sourceId === null ? [] : [sourceId]),
+		...(earlier ? [earlier.id] : [])
+	]);
+	const fileOf = (id: number | null | undefined) => {
+		const row = id === null || id === undefined ? undefined : files.get(id);
+		return row === undefined ? null : serializeSourceFile(row, apiRoot);
+	};
 	return {
 		...serializeIngestBase(ingest),
-		strike: {
-			...serializeStrike(strike, await loadStrikeJobs(db, [strike])),
-			configuration: strike.configuration
-		},
-		source_file: source === undefined ? null : serializeSourceFile(source, apiRoot),
+		strike: strike
+			? {
+					...serializeStrike(strike, await loadStrikeJobs(db, [strike])),
+					// an s3 monitor's secret, as GET /strikes/{id}/ masks it
+					configuration: maskStrikeSecrets(strike.configuration)
+				}
+			: null,
+		scan_id: ingest.scan_id,
+		source_file: fileOf(sourceId),
+		shares_name_with: fileOf(earlier?.id),
 		transfer_path: ingest.transfer_path,
 		file_path: ingest.file_path,
 		ingest_path: ingest.ingest_path,

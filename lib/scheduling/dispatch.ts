@@ -158,7 +158,7 @@ const S3_BROKER = `CASE WHEN w.json_config->'broker'->>'type' = 's3' THEN w.json
 function staged(file: FileRow, withCredentials: boolean): StagedFile {
 	if (file.s3) {
 		const place = s3PlaceOf(file.s3, withCredentials);
-		return {
+		const staged: StagedFile = {
 			fileId: file.id,
 			hostPath: `s3://${place.bucket}/${file.file_path}`,
 			s3: { ...place, key: file.file_path },
@@ -166,6 +166,8 @@ function staged(file: FileRow, withCredentials: boolean): StagedFile {
 			mediaType: file.media_type,
 			size: Number(file.file_size)
 		};
+		if (typeof file.s3.host_path === "string") staged.mountRoot = file.s3.host_path;
+		return staged;
 	}
 	return {
 		fileId: file.id,

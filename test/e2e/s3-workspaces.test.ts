@@ -196,7 +196,7 @@ describe("an s3 workspace", () => {
 		]);
 		const job = await runJob(type.id, [{ name: "in", file_id: file.id }]);
 		expect(job.status).toBe("COMPLETED");
-		const products = await e2e.ok("GET", `/products/?job_id=${job.id}`);
+		const products = await e2e.ok("GET", `/products/?job_type_id=${type.id}`);
 		expect(products.results).toHaveLength(1);
 		const product = products.results[0];
 		expect(product.workspace.id).toBe(outId);
@@ -245,4 +245,75 @@ describe("an s3 workspace", () => {
 		// the garbage not yet collected (~62 MiB for 100 MiB as for 300 MiB in a process alone)
 		expect(peak - before).toBeLessThan(100 * 1024 * 1024);
 	}, 300000);
+
+	it("reads a partial input through the bucket's host_path mount, and downloads the others", async () => {
+		// a directory stands in for the bucket's read-only mount on the nodes (s3fs, goofys):
+		// the bucket's objects are written there too
+		const mount = path.join(root, "mnt-raw");
+		const place = { ...rawPlace, bucket: "mounted" };
+		await createBucket(place);
+		const workspace = s3Workspace("mounted", "mounted");
+		(workspace.json_config.broker as Record<string, unknown>).host_path = mount;
+		const wsId = (await e2e.ok("POST", "/workspaces/", workspace, 201)).id;
+		const source = async (key: string, content: string, inMount: boolean) => {
+			await putObject(place, key, content);
+			if (inMount) {
+				fs.mkdirSync(path.dirname(path.join(mount, key)), { recursive: true });
+				fs.writeFileSync(path.join(mount, key), content);
+			}
+			const name = path.basename(key);
+			const [row] = await sql.query(
+				`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type, file_size, uuid)
+				 VALUES ('SOURCE', $1, $2, $3::text, 'text/plain', $4, md5($3::text)) RETURNING id`,
+				[wsId, name, key, content.length]
+			);
+			return row.id as number;
+		};
+		const mounted = await source("big/scene-2.txt", "scene two\n", true);
+		const unmounted = await source("big/scene-3.txt", "scene three\n", false);
+		// the product says how the input reached the job: a link into the mount, or a copy
+		const how = script(
+			"how.sh",
+			'{ if [ -L "$1" ]; then echo "link $(readlink "$1")"; else echo copy; fi; cat "$1"; } > "$2/how.txt" && echo "ARTIFACT:out:$2/how.txt"'
+		);
+		const partial = await jobType("s3-partial", how, "${in} ${job_output_dir}", [
+			{ name: "in", type: "file", partial: true }
+		]);
+		expect(partial.interface.input_data[0]).toMatchObject({ name: "in", partial: true });
+		const whole = await jobType("s3-whole", how, "${in} ${job_output_dir}", [
+			{ name: "in", type: "file" }
+		]);
+		const productOf = async (typeId: number, fileId: number) => {
+			const job = await runJob(typeId, [{ name: "in", file_id: fileId }]);
+			expect(job.status).toBe("COMPLETED");
+			// products filter on their job type, not their job: the latest of the type is this job's
+			const [product] = (
+				await e2e.ok("GET", `/products/?job_type_id=${typeId}&order=-last_modified`)
+			).results;
+			expect(product.job.id).toBe(job.id);
+			const link = String((await get(product.url)).headers.location);
+			return (await get(link)).body.toString();
+		};
+		expect(await productOf(partial.id, mounted)).toBe(
+			`link ${path.join(fs.realpathSync(mount), "big/scene-2.txt")}\nscene two\n`
+		);
+		// not partial: downloaded, the mount notwithstanding
+		expect(await productOf(whole.id, mounted)).toBe("copy\nscene two\n");
+		// partial, but not in this node's mount: downloaded
+		expect(await productOf(partial.id, unmounted)).toBe("copy\nscene three\n");
+		// a property input may not say partial
+		const refused = await e2e.call("POST", "/job-types/", {
+			name: "bad-partial",
+			version: "1.0",
+			interface: {
+				command: "true",
+				command_arguments: "${p}",
+				input_data: [{ name: "p", type: "property", partial: true }]
+			}
+		});
+		expect(refused.status).toBe(400);
+		expect(refused.body.detail).toMatch(
+			/^interface\.input_data\[0\]\.partial: is only allowed on file and files inputs/
+		);
+	}, 120000);
 });

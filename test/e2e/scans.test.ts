@@ -226,5 +226,13 @@ describe("scans", () => {
 			[scan.id]
 		);
 		expect(paths.map(p => p.file_path)).toEqual(["a/b/two.csv", "a/one.csv", "top.csv"]);
+		// a scan's ingest names its scan, not a strike
+		const [ingest] = (await e2e.ok("GET", "/ingests/?file_name=top.csv")).results;
+		expect(await e2e.ok("GET", `/ingests/${ingest.id}/`)).toMatchObject({
+			strike: null,
+			scan_id: scan.id,
+			source_file: { file_name: "top.csv" },
+			shares_name_with: null
+		});
 	});
 });

@@ -567,3 +567,122 @@ describe("Scale's strike configurations", () => {
 		expect(fs.existsSync(path.join(mounted, "n.nfs"))).toBe(false);
 	});
 });
+
+describe("a 2.0 configuration with a dir-watcher monitor", () => {
+	it("refuses a workspace that is unknown or not a host one and a monitor without its suffix, naming the field", async () => {
+		const landing = path.join(root, "landing");
+		await workspace("landing", landing);
+		const given = (monitor: Record<string, unknown>, rule: Record<string, unknown> = {}) => ({
+			name: "dw",
+			configuration: {
+				version: "2.0",
+				workspace: "landing",
+				monitor: { type: "dir-watcher", ...monitor },
+				files_to_ingest: [{ filename_regex: ".*", ...rule }]
+			}
+		});
+		const cases: [unknown, RegExp][] = [
+			[given({}), /^configuration\.monitor\.transfer_suffix: is required/],
+			[
+				given({ transfer_suffix: "_tmp" }, { new_workspace: "nowhere" }),
+				/^configuration\.files_to_ingest\[0\]\.new_workspace: "nowhere" is not the name of a workspace/
+			],
+			[
+				given({ transfer_suffix: "_tmp", sqs_name: "q" }),
+				/^configuration\.monitor\.sqs_name: /
+			],
+			[
+				given({ transfer_suffix: "_tmp" }, { new_file_path: "../out" }),
+				/^configuration\.files_to_ingest\[0\]\.new_file_path: "\.\.\/out" leads outside the workspace/
+			]
+		];
+		for (const [body, detail] of cases) {
+			const answer = await call("POST", "/strikes/validation/", body);
+			expect(answer.status).toBe(400);
+			expect(answer.body.detail).toMatch(detail);
+		}
+		expect((await ok("GET", "/strikes/?name=dw")).count).toBe(0);
+	});
+
+	it("watches its workspace's directory and moves each file per its rule into YYYY/MM/DD", async () => {
+		const landing = path.join(root, "landing");
+		const configuration = {
+			version: "2.0",
+			workspace: "landing",
+			monitor: { type: "dir-watcher", transfer_suffix: "_part" },
+			files_to_ingest: [
+				{
+					filename_regex: ".*[.]dw$",
+					data_types: ["watched"],
+					new_workspace: "raw",
+					new_file_path: "/dw/in"
+				},
+				{ filename_regex: ".*[.]stay$" }
+			]
+		};
+		expect(await ok("POST", "/strikes/validation/", { name: "dw", configuration })).toEqual({
+			warnings: []
+		});
+		const created = await ok("POST", "/strikes/", { name: "dw", configuration }, 201);
+		// answered as given, not as the 1.0 configuration the watcher runs
+		expect(created.configuration).toEqual({
+			...configuration,
+			files_to_ingest: [
+				{ ...configuration.files_to_ingest[0], new_file_path: "dw/in" },
+				{ filename_regex: ".*[.]stay$", data_types: [] }
+			]
+		});
+		const arrive = (name: string, content: string) => {
+			fs.writeFileSync(path.join(landing, `${name}_part`), content);
+			fs.renameSync(path.join(landing, `${name}_part`), path.join(landing, name));
+		};
+		arrive("one.dw", "one\n");
+		arrive("two.stay", "two\n");
+		arrive("three.other", "three\n");
+		const [one] = await ingestStatus("one.dw", "INGESTED");
+		const [two] = await ingestStatus("two.stay", "INGESTED");
+		await ingestStatus("three.other", "DEFERRED");
+		expect(one.strike.id).toBe(created.id);
+		expect(await ok("GET", `/ingests/${one.id}/`)).toMatchObject({
+			file_path: `dw/in/${today()}/one.dw`,
+			source_file: { workspace: { name: "raw" }, data_type: ["watched"] }
+		});
+		expect(fs.readFileSync(path.join(rawDir, "dw", "in", today(), "one.dw"), "utf8")).toBe(
+			"one\n"
+		);
+		expect(await ok("GET", `/ingests/${two.id}/`)).toMatchObject({
+			file_path: `${today()}/two.stay`,
+			source_file: { workspace: { name: "landing" } }
+		});
+		expect(fs.readFileSync(path.join(landing, today(), "two.stay"), "utf8")).toBe("two\n");
+		expect(fs.readFileSync(path.join(landing, "deferred", "three.other"), "utf8")).toBe(
+			"three\n"
+		);
+		for (const name of ["one.dw", "two.stay", "three.other"])
+			expect(fs.existsSync(path.join(landing, name))).toBe(false);
+	});
+
+	it("ingests a different file under a reused name beside the first, and its ingest names the first", async () => {
+		const landing = path.join(root, "landing");
+		const [first] = await ingestsOf("one.dw");
+		fs.writeFileSync(path.join(landing, "one.dw_part"), "one, again\n");
+		fs.renameSync(path.join(landing, "one.dw_part"), path.join(landing, "one.dw"));
+		const [reused] = await until(
+			"the second one.dw to be INGESTED",
+			() => ingestsOf("one.dw"),
+			l => l.length === 2 && l[0].status === "INGESTED"
+		);
+		const details = await ok("GET", `/ingests/${reused.id}/`);
+		expect(details.file_path).toBe(`dw/in/${today()}/11/one.dw`);
+		expect(details.source_file).toMatchObject({ file_name: "one.dw", file_size: 11 });
+		expect(details.shares_name_with).toMatchObject({
+			id: first.source_file.id,
+			file_name: "one.dw",
+			file_size: 4
+		});
+		expect((await ok("GET", `/ingests/${first.id}/`)).shares_name_with).toBeNull();
+		expect(
+			fs.readFileSync(path.join(rawDir, "dw", "in", today(), "11", "one.dw"), "utf8")
+		).toBe("one, again\n");
+	});
+});

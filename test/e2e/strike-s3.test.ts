@@ -6,6 +6,7 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { startMoto, type Moto } from "../helpers/moto";
 import { headObject, putObject, s3Client } from "../../lib/storage/s3";
 import { SqsQueue } from "../../lib/storage/sqs";
+import { runSqsMonitor, type SqsMonitorLink } from "../../lib/ingest/sqs-monitor";
 import type { S3Place } from "../../lib/documents/s3-broker";
 
 /**
@@ -148,7 +149,7 @@ afterAll(async () => {
 });
 
 describe("a strike on an S3 bucket", () => {
-	it("refuses a 2.0 configuration naming a workspace that is not an s3 one, or a dir-watcher", async () => {
+	it("refuses a 2.0 configuration naming a workspace that is not an s3 one, or a dir-watcher on an s3 workspace", async () => {
 		const noWorkspace = await e2e.call("POST", "/strikes/validation/", {
 			name: "x",
 			configuration: {
@@ -172,7 +173,9 @@ describe("a strike on an S3 bucket", () => {
 			}
 		});
 		expect(dirWatcher.status).toBe(400);
-		expect(dirWatcher.body.detail).toMatch(/^configuration\.monitor\.type: /);
+		expect(dirWatcher.body.detail).toMatch(
+			/^configuration\.workspace: the workspace "landing" is not a host workspace/
+		);
 	});
 
 	it("starts a monitor that reads the queue; its secret is never answered", async () => {
@@ -272,6 +275,19 @@ describe("a strike on an S3 bucket", () => {
 		expect(list.map(i => i.status).sort()).toEqual(["DUPLICATE", "INGESTED", "INGESTED"]);
 		const sources = await e2e.ok("GET", "/sources/?file_name=a%20report.txt");
 		expect(sources.results.map((s: any) => s.file_size).sort()).toEqual([13, 5]);
+		// the second file's ingest names the first, which its name is shared with
+		const first = list.find(i => i.source_file?.file_size === 5);
+		const second = list.find(i => i.source_file?.file_size === 13);
+		const details = await e2e.ok("GET", `/ingests/${second.id}/`);
+		expect(details.shares_name_with).toMatchObject({
+			id: first.source_file.id,
+			file_name: "a report.txt",
+			file_size: 5
+		});
+		expect((await e2e.ok("GET", `/ingests/${first.id}/`)).shares_name_with).toBeNull();
+		// the strike's secret is masked there too
+		expect(details.strike.configuration.monitor.credentials.secret_access_key).toBe("********");
+		expect(JSON.stringify(details)).not.toContain(SECRET);
 	});
 
 	it("records an object once when the monitor's call is made twice (a redelivered message)", async () => {
@@ -287,4 +303,103 @@ describe("a strike on an S3 bucket", () => {
 		expect(second).toEqual({ recorded: 0, events: 0 });
 		expect(await ingestsOf("c.txt")).toHaveLength(1);
 	});
+
+	it("makes no second ingest of a message redelivered after its agent died, and deletes it only once recorded", async () => {
+		const { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } =
+			await import("@aws-sdk/client-sqs");
+		const sqs = new SQSClient({ endpoint: moto.endpoint, region: "us-east-1" });
+		// a message received and not deleted comes back after 2 s
+		const { QueueUrl } = await sqs.send(
+			new CreateQueueCommand({
+				QueueName: "redelivered",
+				Attributes: { VisibilityTimeout: "2" }
+			})
+		);
+		const place = { queueName: "redelivered", endpoint: moto.endpoint, region: "us-east-1" };
+		const redelivered = new SqsQueue(place);
+		const inQueue = async () => {
+			const a = (
+				await sqs.send(
+					new GetQueueAttributesCommand({
+						QueueUrl,
+						AttributeNames: [
+							"ApproximateNumberOfMessages",
+							"ApproximateNumberOfMessagesNotVisible"
+						]
+					})
+				)
+			).Attributes!;
+			return (
+				Number(a.ApproximateNumberOfMessages) +
+				Number(a.ApproximateNumberOfMessagesNotVisible)
+			);
+		};
+		const [strikeJob] = (await e2e.ok("GET", "/jobs/?job_type_name=scale-strike")).results;
+		const exe = (await e2e.ok("GET", `/job-executions/?job_id=${strikeJob.id}`)).results[0];
+		const task = { strikeId, jobExeId: exe.id };
+		/**
+		 * A monitor of this agent's, as the strike's runs, that dies at its first call to the
+		 * control plane: before the call reaches it, or after it answered and before the monitor
+		 * deleted the message (a kill -9 between the two).
+		 */
+		const dyingMonitor = async (dies: "before recording" | "after recording") => {
+			const death = new AbortController();
+			const answers: unknown[] = [];
+			const link: SqsMonitorLink = {
+				call: async (action, params) => {
+					if (dies === "after recording")
+						answers.push(await e2e.broker.call(action, params));
+					death.abort();
+					throw new Error(`the agent died ${dies}`);
+				},
+				info: () => undefined,
+				warn: () => undefined
+			};
+			expect(await runSqsMonitor(task, place, link, death.signal, 100)).toBe(0);
+			return answers;
+		};
+		/** The monitor restarted (or another agent's): runs until the queue is empty. */
+		const restartedMonitor = async () => {
+			const stop = new AbortController();
+			const answers: unknown[] = [];
+			const link: SqsMonitorLink = {
+				call: async (action, params) => {
+					const answer = await e2e.broker.call(action, params);
+					answers.push(answer);
+					return answer as any;
+				},
+				info: () => undefined,
+				warn: () => undefined
+			};
+			const running = runSqsMonitor(task, place, link, stop.signal, 100);
+			await until("the redelivered message to be deleted", inQueue, n => n === 0, 30000);
+			stop.abort();
+			expect(await running).toBe(0);
+			return answers;
+		};
+		const arriveIn = async (key: string, body: string) => {
+			await putObject(landing, key, body);
+			const head = await headObject(landing, key);
+			await redelivered.send(notification(key, Buffer.byteLength(body), head!.etag!));
+		};
+
+		// died after the ingest was recorded: the message stays, comes back, and is then deleted
+		// with nothing recorded again
+		await arriveIn("d.txt", "dee");
+		expect(await dyingMonitor("after recording")).toEqual([{ recorded: 1, events: 1 }]);
+		expect((await ingestsOf("d.txt")).map(i => i.status)).toEqual(["INGESTED"]);
+		expect(await inQueue()).toBe(1);
+		expect(await restartedMonitor()).toEqual([{ recorded: 0, events: 0 }]);
+		expect((await ingestsOf("d.txt")).map(i => i.status)).toEqual(["INGESTED"]);
+
+		// died before it was recorded: the message stays, comes back, and is ingested once
+		await arriveIn("e.txt", "eee");
+		expect(await dyingMonitor("before recording")).toEqual([]);
+		expect(await ingestsOf("e.txt")).toEqual([]);
+		expect(await inQueue()).toBe(1);
+		expect(await restartedMonitor()).toEqual([{ recorded: 1, events: 1 }]);
+		expect((await ingestsOf("e.txt")).map(i => i.status)).toEqual(["INGESTED"]);
+		redelivered.destroy();
+		sqs.destroy();
+	}, 90000);
 });

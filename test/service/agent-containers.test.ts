@@ -125,6 +125,49 @@ describe("a container job", () => {
 		expect(await containersOf(a.node)).toEqual([]);
 	});
 
+	it("reads a partial input in its bucket's mount, bound read-only at the same path", async () => {
+		const a = startAgent();
+		const ws = tempDir("ws");
+		// a directory stands in for the s3 workspace's host_path, where the nodes mount its bucket
+		const mount = tempDir("bucket-mount");
+		fs.chmodSync(mount, 0o755);
+		fs.mkdirSync(path.join(mount, "in"), { mode: 0o755 });
+		fs.writeFileSync(path.join(mount, "in", "big.txt"), "abc", { mode: 0o644 });
+		const s = containerSpec({
+			args: "-c 'tr a-z A-Z < ${i} > ${job_output_dir}/up.txt; echo ARTIFACT:result:${job_output_dir}/up.txt; readlink ${i}; if echo x >> ${i}; then echo writable; else echo read-only; fi'",
+			inputData: [{ name: "i", type: "file", partial: true }],
+			outputData: [{ name: "result" }],
+			inputs: {
+				i: {
+					files: [
+						{
+							fileId: 1,
+							hostPath: "s3://bucket/in/big.txt",
+							// no store answers there: the file is read in the mount or not at all
+							s3: {
+								bucket: "bucket",
+								key: "in/big.txt",
+								endpoint: "http://127.0.0.1:9"
+							},
+							mountRoot: mount,
+							fileName: "big.txt",
+							mediaType: "text/plain",
+							size: 3
+						}
+					]
+				}
+			},
+			workspaceDir: ws
+		});
+		const report = await run(a, s);
+		expect(report).toMatchObject({ status: "COMPLETED", exitCode: 0, errorName: null });
+		const [, link, written] = report.stdout.trim().split("\n");
+		expect(link).toBe(path.join(fs.realpathSync(mount), "in", "big.txt"));
+		expect(written).toBe("read-only");
+		expect(fs.readFileSync(path.join(ws, "my-job/1.0.0/42/up.txt"), "utf8")).toBe("ABC");
+		expect(fs.readFileSync(path.join(mount, "in", "big.txt"), "utf8")).toBe("abc");
+	});
+
 	it("runs as its image's own user where the agent says so, and stores its product", async () => {
 		const a = startAgent({ imageUser: true });
 		const ws = tempDir("ws");

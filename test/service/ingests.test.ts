@@ -352,6 +352,8 @@ describe("GET /ingests/{id}/", () => {
 			"source_file",
 			"created",
 			"last_modified",
+			"scan_id",
+			"shares_name_with",
 			"transfer_path",
 			"file_path",
 			"ingest_path",

@@ -108,4 +108,59 @@ describe("stageInputs", () => {
 		);
 		expect(fs.existsSync(path.join(dir, "one", "a.txt"))).toBe(false);
 	});
+
+	it("links a partial input's file in its bucket's mount, never one whose path leaves the mount", async () => {
+		const mount = path.join(root, "mount");
+		fs.mkdirSync(path.join(mount, "in"), { recursive: true });
+		fs.writeFileSync(path.join(mount, "in", "a.txt"), "mounted\n");
+		fs.symlinkSync(source, path.join(mount, "in", "away.txt"));
+		// no store answers there: a file not read through the mount fails to download
+		const s3 = (key: string) => ({
+			bucket: "b",
+			key,
+			endpoint: "http://127.0.0.1:9",
+			region: "us-east-1",
+			credentials: { accessKeyId: "a", secretAccessKey: "b" }
+		});
+		const inBucket = (fileName: string, key: string) => ({
+			fileName,
+			hostPath: `s3://b/${key}`,
+			s3: s3(key),
+			mountRoot: mount
+		});
+		const partialSpec = (files: unknown[]) => ({
+			interface: {
+				input_data: [{ name: "in", type: "files", required: true, partial: true }]
+			},
+			inputs: { in: { files } }
+		});
+		const dir = path.join(root, "partial");
+		const mounted: string[] = [];
+		const values = await stageInputs(
+			partialSpec([inBucket("a.txt", "in/a.txt")]) as any,
+			dir,
+			() => false,
+			undefined,
+			mounted
+		);
+		const linked = path.join(dir, "in", "a.txt");
+		expect(values).toEqual({ in: path.join(dir, "in") });
+		expect(fs.readlinkSync(linked)).toBe(path.join(fs.realpathSync(mount), "in", "a.txt"));
+		expect(mounted).toEqual([fs.readlinkSync(linked)]);
+		for (const key of ["in/away.txt", "../source.txt", "in/missing.txt"]) {
+			const outside = path.join(root, `outside-${mounted.length}-${key.length}`);
+			const failure = await failureOf(
+				stageInputs(
+					partialSpec([inBucket("x.txt", key)]) as any,
+					outside,
+					() => false,
+					undefined,
+					mounted
+				)
+			);
+			expect(failure?.name).toBe("filesystem-io");
+			expect(fs.existsSync(path.join(outside, "in", "x.txt"))).toBe(false);
+		}
+		expect(mounted).toHaveLength(1);
+	}, 30000);
 });
