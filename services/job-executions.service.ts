@@ -91,10 +91,11 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 				if (follow && !ENDED_EXE_STATUSES.includes(row.status)) {
 					ctx.meta.$responseType = "text/plain; charset=utf-8";
 					ctx.meta.$responseHeaders = { "Cache-Control": "no-store" };
-					return this.followers!.follow(row.id, {
-						stream: ctx.params.stream ?? null,
-						tailLines: tail ?? null
-					});
+					return this.followers!.follow(
+						row.id,
+						{ stream: ctx.params.stream ?? null, tailLines: tail ?? null },
+						ctx.nodeID ?? ""
+					);
 				}
 				let logs: ExecutionLogs | null = null;
 				let stored: StoredLogs | null = null;
@@ -131,6 +132,12 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 	},
 
 	events: {
+		/** A node left: what it followed (a REPL over NATS) is sent no more. */
+		"$node.disconnected"(this: JobExecutionsThis, ctx: Context<{ node: { id: string } }>) {
+			const nodeId = ctx.params?.node?.id;
+			if (nodeId) this.followers!.callerGone(nodeId);
+		},
+
 		/** The scheduler placed executions: followers waiting for them go on at once. */
 		"job-exes.placed": {
 			params: jsonParams({

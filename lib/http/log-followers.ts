@@ -12,6 +12,8 @@ export interface FollowRequest {
 interface Follower {
 	out: PassThrough;
 	request: FollowRequest;
+	/** the node that asked (a REPL over NATS), to let go of when it leaves */
+	caller: string;
 }
 
 /** An execution's log as `open` gives it. */
@@ -70,13 +72,23 @@ export class LogFollowers {
 		return this.hubs.size;
 	}
 
-	follow(jobExeId: number, request: FollowRequest): Readable {
+	follow(jobExeId: number, request: FollowRequest, caller = ""): Readable {
 		const hub = this.hubs.get(jobExeId) ?? this.start(jobExeId);
-		const follower: Follower = { out: new PassThrough(), request };
+		const follower: Follower = { out: new PassThrough(), request, caller };
 		follower.out.on("close", () => this.leave(hub, follower));
 		if (hub.live) this.join(hub, follower);
 		else hub.waiting.push(follower);
 		return follower.out;
+	}
+
+	/**
+	 * A caller's node left the cluster: its followers' streams go (a Moleculer stream's sender
+	 * does not hear that its receiver is gone).
+	 */
+	callerGone(caller: string): void {
+		for (const hub of [...this.hubs.values()])
+			for (const f of [...hub.waiting, ...hub.followers])
+				if (f.caller === caller) f.out.destroy();
 	}
 
 	private start(jobExeId: number): Hub {
