@@ -138,15 +138,15 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 			if (nodeId) this.followers!.callerGone(nodeId);
 		},
 
-		/** The scheduler placed executions: followers waiting for them go on at once. */
-		"job-exes.placed": {
+		/** Executions placed (scheduler) or canceled before they ran (jobs): their waits end. */
+		"job-exes.changed": {
 			params: jsonParams({
 				type: "object",
 				required: ["ids"],
 				properties: { ids: { type: "array", items: ID_SCHEMA } }
 			}),
 			handler(this: JobExecutionsThis, ctx: Context<{ ids: number[] }>) {
-				this.waits!.placed(ctx.params.ids);
+				this.waits!.changed(ctx.params.ids);
 			}
 		}
 	},

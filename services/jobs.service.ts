@@ -98,6 +98,9 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 							job_type: result.jobType
 						});
 					const exe = result.canceledExe;
+					// followers of its logs waiting for it to run end now (lib/http/execution-waits.ts)
+					if (exe?.previous === "QUEUED")
+						void this.broker.broadcast("job-exes.changed", { ids: [exe.id] });
 					if (exe && exe.previous === "RUNNING" && exe.agentId)
 						await this.killOnAgent(ctx, exe.id, exe.agentId);
 					return details;

@@ -473,7 +473,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			this.jobMeter?.placed(placed);
 			// followers of their logs waiting for them to run (lib/http/execution-waits.ts)
 			if (placed.length > 0)
-				void this.broker.broadcast("job-exes.placed", { ids: placed.map(p => p.id) });
+				void this.broker.broadcast("job-exes.changed", { ids: placed.map(p => p.id) });
 			if (!this.windowed) return dispatchPlaced(placed, this.dispatchLink);
 			const tokens: Map<string, number> = this.windows.placedOn(placed.map(p => p.agent_id));
 			return dispatchPlaced(placed, {

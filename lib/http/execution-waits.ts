@@ -24,10 +24,10 @@ interface Waiter {
 
 /**
  * Followers of executions that do not run yet (QUEUED) wait here until they run or end. The
- * waited executions are read together, in one statement: at once when the scheduler says it
- * placed some of them (`placed`, its `job-exes.placed` event), else every `pollMs` while any
- * is waited for (a cancel or an end before the run sends no event; an event may be lost). No
- * waiter, no read.
+ * waited executions are read together, in one statement: at once when some of them changed
+ * (`changed`: the `job-exes.changed` event, of executions placed by the scheduler or canceled
+ * by a user before they ran), else every `pollMs` while any is waited for (an event may be
+ * lost, or come from a replica that has not committed yet). No waiter, no read.
  */
 export class ExecutionWaits {
 	private readonly waiters = new Map<number, Set<Waiter>>();
@@ -71,8 +71,8 @@ export class ExecutionWaits {
 		});
 	}
 
-	/** The scheduler placed these executions: those waited for are read now. */
-	placed(ids: readonly number[]): void {
+	/** These executions were placed or canceled: those waited for are read now. */
+	changed(ids: readonly number[]): void {
 		if (ids.some(id => this.waiters.has(id))) this.readNow();
 	}
 

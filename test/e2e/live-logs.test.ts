@@ -149,6 +149,12 @@ it("gives many followers of one execution one stream from its agent, each everyt
 
 it("answers the last lines with tail", async () => {
 	const { exeId } = await runningJob("c");
+	// RUNNING is recorded before the process starts: "first" must be written before the follow
+	await until(
+		"first written",
+		async () => (await fetch(`${e2e.api}/job-executions/${exeId}/logs/?stream=stdout`)).text(),
+		t => t === "first\n"
+	);
 	const res = await fetch(`${e2e.api}/job-executions/${exeId}/logs/?follow=true&tail=0`);
 	const reader = res.body!.getReader();
 	fs.writeFileSync(path.join(flags, "c"), "");

@@ -30,11 +30,11 @@ describe("ExecutionWaits", () => {
 		await tick();
 		expect(waits.waiting).toBe(1);
 		// another execution placed: not read
-		waits.placed([8]);
+		waits.changed([8]);
 		await tick();
 		expect(reads).toEqual([[7]]);
 		state = { id: 7, status: "RUNNING", agent_id: "agent-1" };
-		waits.placed([8, 7]);
+		waits.changed([8, 7]);
 		expect(await ran).toEqual(state);
 		expect(reads).toEqual([[7], [7]]);
 		expect(waits.waiting).toBe(0);
