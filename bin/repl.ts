@@ -2,6 +2,7 @@ import os from "os";
 import { ServiceBroker } from "moleculer";
 import { brokerOptions } from "../moleculer.config";
 import { COMMANDS } from "../lib/repl/commands";
+import { clusterValues, completer } from "../lib/repl/complete";
 import {
 	configOrExit,
 	failStart,
@@ -91,7 +92,24 @@ async function main() {
 				...(tx.opts.tls ? { tls: "(TLS, the cluster's CA)" } : {})
 			};
 	}
-	await broker.repl();
+	const server = (await broker.repl()) as unknown as ReplCompleting | undefined;
+	if (server) completeOurs(server, broker);
+}
+
+/** Node's REPL keeps its completer in the callback form. */
+interface ReplCompleting {
+	completer(line: string, done: (err: unknown, result?: [string[], string]) => void): void;
+}
+
+/** Our commands' options and values are completed here; the rest by moleculer-repl. */
+function completeOurs(server: ReplCompleting, broker: ServiceBroker) {
+	const theirs = server.completer.bind(server);
+	const ours = completer(COMMANDS, clusterValues(broker));
+	server.completer = (line, done) =>
+		void ours(line).then(
+			result => (result ? done(null, result) : theirs(line, done)),
+			err => done(err)
+		);
 }
 
 main().catch(err => failStart(running, err));

@@ -1,6 +1,8 @@
+import type { Readable } from "stream";
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { DbMixin } from "../mixins/db.mixin";
 import { lastLines, LogFollowers } from "../lib/http/log-followers";
+import { ExecutionWaits, type LogSources, openExecutionLog } from "../lib/http/execution-waits";
 import { cachedListAction } from "../mixins/list.mixin";
 import type { ExecutionLogs } from "../lib/documents/agent-protocol";
 import { QUERY_SCHEMA } from "../lib/validation/schema";
@@ -11,6 +13,7 @@ import {
 	JOB_EXE_LIST,
 	JOB_EXE_RECORD,
 	loadStoredLogs,
+	readExeStates,
 	type StoredLogs,
 	serializeJobExeLogs,
 	type JobExeListRow
@@ -41,11 +44,18 @@ interface LogsParams {
 interface JobExecutionsMethods {
 	liveLogs(ctx: Context, jobExeId: number, agentId: string): Promise<ExecutionLogs | null>;
 }
-type JobExecutionsThis = Service & JobExecutionsMethods & { followers?: LogFollowers };
+type JobExecutionsThis = Service &
+	JobExecutionsMethods & { followers?: LogFollowers; waits?: ExecutionWaits };
+
+interface JobExecutionsSettings extends ServiceSettingSchema {
+	/** how often followers waiting for executions to run read them when no event came */
+	followPollMs: number;
+}
 
 const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMethods> = {
 	name: "job-executions",
 	mixins: [DbMixin()],
+	settings: { followPollMs: 1000 } as JobExecutionsSettings,
 
 	actions: {
 		list: {
@@ -77,20 +87,15 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 			async handler(this: JobExecutionsThis, ctx: Context<LogsParams, RequestMeta>) {
 				let row: JobExeListRow = await getJobExeListRow(this.db, ctx.params.id);
 				const { follow, tail } = ctx.params;
-				if (follow && row.status === "RUNNING" && row.agent_id) {
-					const live = await this.followers!.follow(row.id, {
-						stream: ctx.params.stream ?? null,
-						tailLines: tail ?? null
-					}).catch((err: unknown) => {
-						this.logger.debug({ err, jobExeId: row.id }, "cannot follow: stored logs");
-						return null;
-					});
-					if (live) {
-						ctx.meta.$responseType = "text/plain; charset=utf-8";
-						ctx.meta.$responseHeaders = { "Cache-Control": "no-store" };
-						return live;
-					}
-					row = await getJobExeListRow(this.db, ctx.params.id);
+				// answered at once; its output comes once it runs, and it ends with it
+				if (follow && !ENDED_EXE_STATUSES.includes(row.status)) {
+					ctx.meta.$responseType = "text/plain; charset=utf-8";
+					ctx.meta.$responseHeaders = { "Cache-Control": "no-store" };
+					return this.followers!.follow(
+						row.id,
+						{ stream: ctx.params.stream ?? null, tailLines: tail ?? null },
+						ctx.nodeID ?? ""
+					);
 				}
 				let logs: ExecutionLogs | null = null;
 				let stored: StoredLogs | null = null;
@@ -126,18 +131,60 @@ const JobExecutionsService: ServiceSchema<ServiceSettingSchema, JobExecutionsMet
 		}
 	},
 
+	events: {
+		/** A node left: what it followed (a REPL over NATS) is sent no more. */
+		"$node.disconnected"(this: JobExecutionsThis, ctx: Context<{ node: { id: string } }>) {
+			const nodeId = ctx.params?.node?.id;
+			if (nodeId) this.followers!.callerGone(nodeId);
+		},
+
+		/** Executions placed (scheduler) or canceled before they ran (jobs): their waits end. */
+		"job-exes.changed": {
+			params: jsonParams({
+				type: "object",
+				required: ["ids"],
+				properties: { ids: { type: "array", items: ID_SCHEMA } }
+			}),
+			handler(this: JobExecutionsThis, ctx: Context<{ ids: number[] }>) {
+				this.waits!.changed(ctx.params.ids);
+			}
+		}
+	},
+
 	created() {
-		// one agent stream per execution followed, whatever the followers here
-		this.followers = new LogFollowers(async jobExeId => {
-			const row = await getJobExeListRow(this.db, jobExeId);
-			if (row.status !== "RUNNING" || !row.agent_id)
-				throw new Error(`execution ${jobExeId} is not running`);
-			return this.broker.call(
-				"node-agent.followLogs",
+		this.waits = new ExecutionWaits(
+			ids => readExeStates(this.db, ids),
+			(this.settings as JobExecutionsSettings).followPollMs
+		);
+		const call = (action: string, jobExeId: number, agentId: string) =>
+			this.broker.call(
+				action,
 				{ jobExeId },
-				{ nodeID: row.agent_id, retries: 0, timeout: AGENT_LOGS_TIMEOUT_MS }
+				{ nodeID: agentId, retries: 0, timeout: AGENT_LOGS_TIMEOUT_MS }
 			);
-		});
+		const sources: LogSources = {
+			waits: this.waits,
+			follow: (jobExeId, agentId) =>
+				call("node-agent.followLogs", jobExeId, agentId) as Promise<Readable>,
+			unfollow: (jobExeId, agentId) =>
+				void call("node-agent.unfollowLogs", jobExeId, agentId).catch((err: unknown) =>
+					this.logger.debug(
+						{ err, jobExeId, agentId },
+						"the agent was not told to unfollow"
+					)
+				),
+			stored: jobExeId => loadStoredLogs(this.db, jobExeId),
+			retrying: (jobExeId, err) =>
+				this.logger.debug(
+					{ err, jobExeId },
+					"the agent does not stream it yet: asked again"
+				)
+		};
+		// one agent stream per execution followed, whatever the followers here
+		this.followers = new LogFollowers(
+			(jobExeId, signal) => openExecutionLog(sources, jobExeId, signal),
+			(jobExeId, err) => this.logger.warn({ err, jobExeId }, "a followed log failed")
+		);
 	},
 
 	methods: {

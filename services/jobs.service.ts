@@ -13,6 +13,11 @@ import { INPUT_FILES } from "../lib/records/file-records";
 import { JOB_LIST, JOB_RECORD, JOB_UPDATE_RECORD, JOB_UPDATES_LIST } from "../lib/records/job";
 import { getJobDetails } from "../lib/records/job-details";
 import { cancelJobTransaction, checkJobUpdate } from "../lib/queue/cancel";
+import {
+	JOB_OUTCOME_DEFINITIONS,
+	OUTCOME_NAMES,
+	registerMetrics
+} from "../lib/observability/gauges";
 import type { RequestMeta } from "../types/meta";
 import { jsonParams } from "../lib/validation/params";
 import { ID_SCHEMA } from "../lib/validation/ids";
@@ -87,7 +92,15 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 						jobId,
 						(t: Sql) => getJobDetails(this.db, jobId, { t, apiRoot: ctx.meta.apiRoot })
 					);
+					// counted here, once: a FAILED job's end was counted when it failed
+					if (result.previous !== "FAILED" && this.broker.isMetricsEnabled())
+						this.broker.metrics.increment(OUTCOME_NAMES.canceled, {
+							job_type: result.jobType
+						});
 					const exe = result.canceledExe;
+					// followers of its logs waiting for it to run end now (lib/http/execution-waits.ts)
+					if (exe?.previous === "QUEUED")
+						void this.broker.broadcast("job-exes.changed", { ids: [exe.id] });
 					if (exe && exe.previous === "RUNNING" && exe.agentId)
 						await this.killOnAgent(ctx, exe.id, exe.agentId);
 					return details;
@@ -103,6 +116,11 @@ const JobsService: ServiceSchema<ServiceSettingSchema, JobsMethods> = {
 				}
 			}
 		}
+	},
+
+	created() {
+		if (this.broker.isMetricsEnabled())
+			registerMetrics(this.broker.metrics, JOB_OUTCOME_DEFINITIONS);
 	},
 
 	methods: {

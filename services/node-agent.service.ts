@@ -209,12 +209,21 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			caller: "execution-reader",
 			params: jsonParams(JOB_EXE_ID_SCHEMA),
 			handler(this: AgentThis, ctx: Context<{ jobExeId: number }>) {
-				const stream = this.agent.followLogs(ctx.params.jobExeId);
+				const stream = this.agent.followLogs(ctx.params.jobExeId, ctx.nodeID ?? "");
 				if (!stream)
 					throw new NotFoundError(
 						`execution ${ctx.params.jobExeId} is not held by the agent ${this.broker.nodeID}`
 					);
 				return stream;
+			}
+		},
+
+		/** The caller's last follower left: its stream of the execution's logs ends. */
+		unfollowLogs: {
+			caller: "execution-reader",
+			params: jsonParams(JOB_EXE_ID_SCHEMA),
+			handler(this: AgentThis, ctx: Context<{ jobExeId: number }>) {
+				return { stopped: this.agent.unfollowLogs(ctx.params.jobExeId, ctx.nodeID ?? "") };
 			}
 		},
 
@@ -242,10 +251,15 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			if (ctx.params?.wasReconnect) void this.heartbeat();
 		},
 
-		/** A node left: if it led the scheduler, the next run's sender is asked about again. */
+		/**
+		 * A node left: if it led the scheduler, the next run's sender is asked about again; the
+		 * logs it followed are sent no more.
+		 */
 		"$node.disconnected"(this: AgentThis, ctx: Context<{ node: { id: string } }>) {
 			const nodeId = ctx.params?.node?.id;
-			if (nodeId) this.leaders.forget(nodeId);
+			if (!nodeId) return;
+			this.leaders.forget(nodeId);
+			this.agent.readerGone(nodeId);
 		},
 
 		/** A strike's configuration changed: its monitor, if it runs here, reads it again. */

@@ -29,6 +29,12 @@ import {
 import { getNodeDetails, getNodesStatus } from "../lib/records/node-status";
 import { ERRORS } from "../lib/executions/failure";
 import { finishExecutions } from "../lib/executions/finish";
+import {
+	JOB_OUTCOME_DEFINITIONS,
+	OUTCOME_NAMES,
+	registerMetrics
+} from "../lib/observability/gauges";
+import { countOutcomes } from "../lib/observability/job-meter";
 import { findForgottenExecutions } from "../lib/scheduling/lost";
 import { CONFLICT_RETRY, poolSql, transaction } from "../lib/db/run";
 import type { RequestMeta } from "../types/meta";
@@ -307,6 +313,11 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 		}
 	},
 
+	created() {
+		if (this.broker.isMetricsEnabled())
+			registerMetrics(this.broker.metrics, JOB_OUTCOME_DEFINITIONS);
+	},
+
 	methods: {
 		connectivity() {
 			const agents = new Set<string>(
@@ -356,6 +367,9 @@ const NodesService: ServiceSchema<NodesSettings, NodesMethods> = {
 						}))
 					})
 			);
+			// counted here: the scheduler does not see these ends (lib/observability/gauges.ts)
+			if (this.broker.isMetricsEnabled())
+				countOutcomes(this.broker.metrics, OUTCOME_NAMES, result);
 			if (result.ended.size > 0) this.broker.broadcast("scheduler.wake");
 		}
 	}

@@ -42,7 +42,13 @@ import {
 import { databaseUrlOf } from "../lib/db/broker-database";
 import { AgentReachability } from "../lib/scheduling/reachability";
 import { DEFAULT_LAUNCH_WINDOW, LaunchWindows } from "../lib/scheduling/launch-window";
-import { METRICS, registerMetrics, SCHEDULER_DEFINITIONS } from "../lib/observability/gauges";
+import {
+	JOB_OUTCOME_DEFINITIONS,
+	METRICS,
+	OUTCOME_NAMES,
+	registerMetrics,
+	SCHEDULER_DEFINITIONS
+} from "../lib/observability/gauges";
 import { JobMeter } from "../lib/observability/job-meter";
 import { readWaiting, whyWaiting, type LastPass } from "../lib/scheduling/waiting";
 import { jsonParams } from "../lib/validation/params";
@@ -465,6 +471,9 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		dispatch(placed: PlacedExe[]) {
 			this.placedExecutions.remember(placed);
 			this.jobMeter?.placed(placed);
+			// followers of their logs waiting for them to run (lib/http/execution-waits.ts)
+			if (placed.length > 0)
+				void this.broker.broadcast("job-exes.changed", { ids: placed.map(p => p.id) });
 			if (!this.windowed) return dispatchPlaced(placed, this.dispatchLink);
 			const tokens: Map<string, number> = this.windows.placedOn(placed.map(p => p.agent_id));
 			return dispatchPlaced(placed, {
@@ -729,14 +738,15 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		this.metered = this.broker.isMetricsEnabled();
 		this.jobMeter = null as JobMeter | null;
 		if (this.metered) {
-			registerMetrics(this.broker.metrics, SCHEDULER_DEFINITIONS);
+			registerMetrics(this.broker.metrics, [
+				...SCHEDULER_DEFINITIONS,
+				...JOB_OUTCOME_DEFINITIONS
+			]);
 			this.broker.metrics.set(METRICS.schedulerLeader, 0);
 			this.jobMeter = new JobMeter(this.broker.metrics, {
+				...OUTCOME_NAMES,
 				queueWait: METRICS.queueWait,
-				runTime: METRICS.runTime,
-				completed: METRICS.jobsCompleted,
-				failed: METRICS.jobsFailed,
-				canceled: METRICS.jobsCanceled
+				runTime: METRICS.runTime
 			});
 		}
 		this.reports = new MicroBatcher<ReportItem, boolean>(items => this.flushReports(items), {

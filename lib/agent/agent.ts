@@ -169,6 +169,8 @@ export class NodeAgent {
 	private readonly cancelAsked = new Set<number>();
 	/** the executions whose logs are followed, one tail each */
 	private readonly tails = new Map<number, LogTail>();
+	/** each reader's stream of an execution's logs (reader: the calling node), to let go of */
+	private readonly followed = new Map<string, { tail: LogTail; out: Readable }>();
 	/** step events not sent yet */
 	/** by execution: one that ends drops its own at once, whatever else waits */
 	private outbox = new Map<number, ExecutionStep[]>();
@@ -466,7 +468,7 @@ export class NodeAgent {
 	 * ending when the execution ends; null when this agent does not run it. All followers of one
 	 * execution share one watch and one read of its files.
 	 */
-	followLogs(jobExeId: number): Readable | null {
+	followLogs(jobExeId: number, reader = ""): Readable | null {
 		const execution = this.executions.get(jobExeId);
 		if (!execution) return null;
 		let tail = this.tails.get(jobExeId);
@@ -482,7 +484,40 @@ export class NodeAgent {
 			);
 			this.tails.set(jobExeId, tail);
 		}
-		return tail.follow();
+		// one stream per reader and execution: a reader that opens another lets go of the first
+		const key = `${reader}\u0000${jobExeId}`;
+		this.unfollowLogs(jobExeId, reader);
+		const out = tail.follow();
+		this.followed.set(key, { tail, out });
+		out.on("close", () => {
+			if (this.followed.get(key)?.out === out) this.followed.delete(key);
+		});
+		return out;
+	}
+
+	/**
+	 * Ends `reader`'s stream of an execution's logs (its last follower left): the files are
+	 * read no more once no reader follows them. False when it had none.
+	 */
+	unfollowLogs(jobExeId: number, reader = ""): boolean {
+		const key = `${reader}\u0000${jobExeId}`;
+		const followed = this.followed.get(key);
+		if (!followed) return false;
+		this.followed.delete(key);
+		followed.tail.release(followed.out);
+		return true;
+	}
+
+	/** A reader gone (its node left the cluster): its streams end. */
+	readerGone(reader: string): void {
+		for (const key of [...this.followed.keys()])
+			if (key.startsWith(`${reader}\u0000`))
+				this.unfollowLogs(Number(key.slice(reader.length + 1)), reader);
+	}
+
+	/** The streams of followed logs this agent sends (one per reader and execution). */
+	get logStreams(): number {
+		return this.followed.size;
 	}
 
 	/** Live logs of an execution here, or null when this agent does not have it (any more). */

@@ -70,7 +70,11 @@ export class LogTail {
 		this.joining++;
 		this.enqueue(async () => {
 			this.joining--;
-			if (this.closed || out.destroyed) return void out.end();
+			if (this.closed || out.destroyed || out.writableEnded) {
+				if (!out.writableEnded) out.end();
+				// its reader let go while it joined: the tail may have no follower left
+				return this.drop(out);
+			}
 			await this.readNew();
 			for (const stream of STREAMS) {
 				const history = await this.readHistory(stream);
@@ -81,6 +85,17 @@ export class LogTail {
 			else this.followers.add(out);
 		});
 		return out;
+	}
+
+	/**
+	 * Ends a follower's stream now, its reader having let go (an end, not a destroy: the stream's
+	 * sender tells its receiver so); the tail closes with its last follower.
+	 */
+	release(out: Readable): void {
+		if (!(out instanceof PassThrough)) return;
+		this.followers.delete(out);
+		if (!out.writableEnded) out.end();
+		this.drop(out);
 	}
 
 	get followerCount(): number {

@@ -12,71 +12,90 @@ export interface FollowRequest {
 interface Follower {
 	out: PassThrough;
 	request: FollowRequest;
+	/** the node that asked (a REPL over NATS), to let go of when it leaves */
+	caller: string;
 }
 
-/** One execution's stream from its agent, shared by this process's followers of it. */
+/** An execution's log as `open` gives it. */
+export interface OpenedLog {
+	/**
+	 * frames (lib/documents/log-frames.ts): what was written before, `live`, then each write;
+	 * it ends when the execution has ended
+	 */
+	source: Readable;
+	/** tells the sender this process follows no more (its last follower here left) */
+	release?(): void;
+}
+
+/** One execution's log, shared by this process's followers of it. */
 interface Hub {
 	jobExeId: number;
-	source: Readable;
+	/** null while it is being opened (the execution may not run yet) */
+	opened: OpenedLog | null;
+	/** aborts the opening once no follower waits for it */
+	abort: AbortController;
 	/** what was written, both outputs in order, up to historyBytes (a late follower starts with it) */
 	history: { stream: LogStream; data: Buffer }[];
 	historySize: number;
-	/** the agent has sent what was written before: followers may join */
+	/** the source has sent what was written before: followers may join */
 	live: boolean;
 	waiting: Follower[];
 	followers: Set<Follower>;
 }
 
 /**
- * Followers of running executions' logs in one process: each execution's agent stream
- * (`open`, node-agent.followLogs) is opened once, whatever the number of followers here, and
- * every follower gets what was written before it came (the last `tailLines`, or all this process
- * holds) and then each byte as it arrives, as plain text; every follower's stream ends when the
- * agent's does (the execution ended). The agent's stream is let go once the last follower here
- * leaves.
+ * Followers of executions' logs in one process: each execution's log is opened once (`open`:
+ * it waits for the execution to run, then follows it on its agent, node-agent.followLogs),
+ * whatever the number of followers here. A follower's stream is answered at once; it gets what
+ * was written before it came (the last `tailLines`, or all this process holds) and then each
+ * byte as it arrives, as plain text, and ends when the source does (the execution ended). When
+ * the last follower here leaves, the opening is aborted or the source let go (`release`).
  */
 export class LogFollowers {
 	private readonly hubs = new Map<number, Hub>();
-	private readonly opening = new Map<number, Promise<Hub>>();
 
 	constructor(
-		private readonly open: (jobExeId: number) => Promise<Readable>,
+		private readonly open: (jobExeId: number, signal: AbortSignal) => Promise<OpenedLog>,
+		private readonly onError: (jobExeId: number, error: unknown) => void = () => undefined,
 		private readonly historyBytes = 512 * 1024
 	) {}
 
-	/** The number of agent streams open (one per execution followed). */
+	/** The number of sources open (one per execution followed). */
 	get streams(): number {
+		let n = 0;
+		for (const hub of this.hubs.values()) if (hub.opened) n++;
+		return n;
+	}
+
+	/** The number of executions followed, their source open or being opened. */
+	get followed(): number {
 		return this.hubs.size;
 	}
 
-	async follow(jobExeId: number, request: FollowRequest): Promise<Readable> {
-		let hub = this.hubs.get(jobExeId);
-		if (!hub) {
-			// followers that come while the agent's stream is being opened wait for that one
-			let opening = this.opening.get(jobExeId);
-			if (!opening) {
-				opening = this.open(jobExeId).then(
-					source => this.start(jobExeId, source),
-					error => {
-						this.opening.delete(jobExeId);
-						throw error;
-					}
-				);
-				this.opening.set(jobExeId, opening);
-			}
-			hub = await opening;
-		}
-		const follower: Follower = { out: new PassThrough(), request };
-		follower.out.on("close", () => this.leave(jobExeId, follower));
+	follow(jobExeId: number, request: FollowRequest, caller = ""): Readable {
+		const hub = this.hubs.get(jobExeId) ?? this.start(jobExeId);
+		const follower: Follower = { out: new PassThrough(), request, caller };
+		follower.out.on("close", () => this.leave(hub, follower));
 		if (hub.live) this.join(hub, follower);
 		else hub.waiting.push(follower);
 		return follower.out;
 	}
 
-	private start(jobExeId: number, source: Readable): Hub {
+	/**
+	 * A caller's node left the cluster: its followers' streams go (a Moleculer stream's sender
+	 * does not hear that its receiver is gone).
+	 */
+	callerGone(caller: string): void {
+		for (const hub of [...this.hubs.values()])
+			for (const f of [...hub.waiting, ...hub.followers])
+				if (f.caller === caller) f.out.destroy();
+	}
+
+	private start(jobExeId: number): Hub {
 		const hub: Hub = {
 			jobExeId,
-			source,
+			opened: null,
+			abort: new AbortController(),
 			history: [],
 			historySize: 0,
 			live: false,
@@ -84,7 +103,27 @@ export class LogFollowers {
 			followers: new Set()
 		};
 		this.hubs.set(jobExeId, hub);
-		this.opening.delete(jobExeId);
+		this.open(jobExeId, hub.abort.signal).then(
+			opened => this.attach(hub, opened),
+			error => {
+				if (this.hubs.get(jobExeId) !== hub) return;
+				this.hubs.delete(jobExeId);
+				this.onError(jobExeId, error);
+				for (const f of [...hub.waiting, ...hub.followers]) f.out.destroy(asError(error));
+			}
+		);
+		return hub;
+	}
+
+	private attach(hub: Hub, opened: OpenedLog): void {
+		const { source } = opened;
+		if (this.hubs.get(hub.jobExeId) !== hub) {
+			// every follower left while it was opened
+			source.destroy();
+			opened.release?.();
+			return;
+		}
+		hub.opened = opened;
 		const reader = new FrameReader();
 		source.on("data", (chunk: Buffer) => {
 			for (const frame of reader.push(chunk)) {
@@ -101,8 +140,8 @@ export class LogFollowers {
 			}
 		});
 		const finish = () => {
-			if (this.hubs.get(jobExeId) !== hub) return;
-			this.hubs.delete(jobExeId);
+			if (this.hubs.get(hub.jobExeId) !== hub) return;
+			this.hubs.delete(hub.jobExeId);
 			this.goLive(hub);
 			for (const f of hub.followers) f.out.end();
 			hub.followers.clear();
@@ -110,7 +149,6 @@ export class LogFollowers {
 		source.on("end", finish);
 		source.on("close", finish);
 		source.on("error", finish);
-		return hub;
 	}
 
 	private goLive(hub: Hub): void {
@@ -139,16 +177,20 @@ export class LogFollowers {
 			hub.historySize -= hub.history.shift()!.data.length;
 	}
 
-	private leave(jobExeId: number, follower: Follower): void {
-		const hub = this.hubs.get(jobExeId);
-		if (!hub) return;
+	private leave(hub: Hub, follower: Follower): void {
 		hub.followers.delete(follower);
 		hub.waiting = hub.waiting.filter(f => f !== follower);
-		if (hub.followers.size === 0 && hub.waiting.length === 0) {
-			this.hubs.delete(jobExeId);
-			hub.source.destroy();
-		}
+		if (hub.followers.size > 0 || hub.waiting.length > 0) return;
+		if (this.hubs.get(hub.jobExeId) !== hub) return;
+		this.hubs.delete(hub.jobExeId);
+		if (!hub.opened) return hub.abort.abort();
+		hub.opened.source.destroy();
+		hub.opened.release?.();
 	}
+}
+
+function asError(error: unknown): Error {
+	return error instanceof Error ? error : new Error(String(error));
 }
 
 /** The last `n` lines of `text` (a last line without its newline counts). */

@@ -116,24 +116,6 @@ export const SCHEDULER_DEFINITIONS: MetricDefinition[] = [
 		description: "1 while this process's scheduler leads (places work), else 0"
 	},
 	{
-		name: METRICS.jobsCompleted,
-		type: "counter",
-		description: "Jobs this process's scheduler recorded COMPLETED, by job type",
-		labelNames: ["job_type"]
-	},
-	{
-		name: METRICS.jobsFailed,
-		type: "counter",
-		description: "Jobs this process recorded FAILED for good, by job type and error category",
-		labelNames: ["job_type", "error_category"]
-	},
-	{
-		name: METRICS.jobsCanceled,
-		type: "counter",
-		description: "Jobs this process recorded CANCELED, by job type",
-		labelNames: ["job_type"]
-	},
-	{
 		name: METRICS.queueWait,
 		type: "histogram",
 		description: "Time from an execution queued to placed, by job type",
@@ -147,6 +129,38 @@ export const SCHEDULER_DEFINITIONS: MetricDefinition[] = [
 			"Time from an execution placed to its end, by job type (placed by this leader)",
 		labelNames: ["job_type"],
 		buckets: SECOND_BUCKETS
+	}
+];
+
+/**
+ * Job outcomes, counted by the process that writes each end: the leading scheduler (agents'
+ * reports, lost agents), nodes (executions an agent forgot) and jobs (a user's cancel). Each end
+ * is counted once, in one process: the cluster's figure is their sum.
+ */
+export const OUTCOME_NAMES = {
+	completed: METRICS.jobsCompleted,
+	failed: METRICS.jobsFailed,
+	canceled: METRICS.jobsCanceled
+};
+
+export const JOB_OUTCOME_DEFINITIONS: MetricDefinition[] = [
+	{
+		name: METRICS.jobsCompleted,
+		type: "counter",
+		description: "Jobs this process recorded COMPLETED, by job type",
+		labelNames: ["job_type"]
+	},
+	{
+		name: METRICS.jobsFailed,
+		type: "counter",
+		description: "Jobs this process recorded FAILED for good, by job type and error category",
+		labelNames: ["job_type", "error_category"]
+	},
+	{
+		name: METRICS.jobsCanceled,
+		type: "counter",
+		description: "Jobs this process recorded CANCELED (not FAILED before), by job type",
+		labelNames: ["job_type"]
 	}
 ];
 

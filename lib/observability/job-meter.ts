@@ -13,9 +13,8 @@ export interface PlacedForMeter {
 	queue_wait_s?: number;
 }
 
-/** What a batch of written reports ended (a FinishResult's parts read here). */
-export interface EndedForMeter {
-	ended: ReadonlySet<number>;
+/** The jobs a batch of written ends ended (a FinishResult's parts read here). */
+export interface JobsEnded {
 	completedJobs: readonly number[];
 	failedJobs: readonly number[];
 	canceledJobs: readonly number[];
@@ -25,8 +24,35 @@ export interface EndedForMeter {
 	failureCategories: ReadonlyMap<number, string>;
 }
 
+/** What a batch of written reports ended: its executions and jobs. */
+export interface EndedForMeter extends JobsEnded {
+	ended: ReadonlySet<number>;
+}
+
+/** The counters of job outcomes (lib/observability/gauges.ts, JOB_OUTCOME_DEFINITIONS). */
+export interface OutcomeNames {
+	completed: string;
+	failed: string;
+	canceled: string;
+}
+
+/** Counts each job the batch ended once: by job type, and error category when it FAILED. */
+export function countOutcomes(sink: MetricSink, names: OutcomeNames, jobs: JobsEnded): void {
+	const typeOf = (jobId: number) => jobs.jobTypes.get(jobId) ?? "unknown";
+	for (const jobId of jobs.completedJobs)
+		sink.increment(names.completed, { job_type: typeOf(jobId) });
+	for (const jobId of jobs.failedJobs)
+		sink.increment(names.failed, {
+			job_type: typeOf(jobId),
+			error_category: jobs.failureCategories.get(jobId) ?? "unknown"
+		});
+	for (const jobId of jobs.canceledJobs)
+		sink.increment(names.canceled, { job_type: typeOf(jobId) });
+}
+
 /**
- * The scheduler's job metrics (lib/observability/gauges.ts, SCHEDULER_DEFINITIONS): queue waits
+ * The scheduler's job metrics (lib/observability/gauges.ts, SCHEDULER_DEFINITIONS and
+ * JOB_OUTCOME_DEFINITIONS): queue waits
  * when executions are placed, run times and job outcomes when their ends are written. Run times
  * are of the executions this process placed (their placement time is kept here, bounded: the
  * oldest are forgotten first); one placed by an earlier leader ends without a run time.
@@ -36,13 +62,7 @@ export class JobMeter {
 
 	constructor(
 		private readonly sink: MetricSink,
-		private readonly names: {
-			queueWait: string;
-			runTime: string;
-			completed: string;
-			failed: string;
-			canceled: string;
-		},
+		private readonly names: OutcomeNames & { queueWait: string; runTime: string },
 		private readonly now: () => number = () => performance.now(),
 		private readonly max = 100000
 	) {}
@@ -73,15 +93,6 @@ export class JobMeter {
 				job_type: placed.jobType
 			});
 		}
-		const typeOf = (jobId: number) => result.jobTypes.get(jobId) ?? "unknown";
-		for (const jobId of result.completedJobs)
-			this.sink.increment(this.names.completed, { job_type: typeOf(jobId) });
-		for (const jobId of result.failedJobs)
-			this.sink.increment(this.names.failed, {
-				job_type: typeOf(jobId),
-				error_category: result.failureCategories.get(jobId) ?? "unknown"
-			});
-		for (const jobId of result.canceledJobs)
-			this.sink.increment(this.names.canceled, { job_type: typeOf(jobId) });
+		countOutcomes(this.sink, this.names, result);
 	}
 }

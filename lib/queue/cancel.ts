@@ -20,6 +20,10 @@ export const CANCELABLE_STATUSES: JobStatus[] = [
 
 export interface CancelResult {
 	jobId: number;
+	/** "name:version" */
+	jobType: string;
+	/** the job's status before the cancel */
+	previous: JobStatus;
 	/** the execution that was live (QUEUED or RUNNING) and is now CANCELED, if there was one */
 	canceledExe: { id: number; previous: "QUEUED" | "RUNNING"; agentId: string | null } | null;
 }
@@ -62,9 +66,10 @@ export class JobRequeuedDuringCancelError extends Error {
  * `node-agent.cancel` targeted at `canceledExe.agentId`.
  */
 export async function cancelJob(db: Sequelize, t: Sql, jobId: number): Promise<CancelResult> {
-	const [job] = await select<{ status: JobStatus }>(
+	const [job] = await select<{ status: JobStatus; name: string; version: string }>(
 		db,
-		"SELECT status FROM job WHERE id = $1",
+		`SELECT j.status, t.name, t.version FROM job j JOIN job_type t ON t.id = j.job_type_id
+		 WHERE j.id = $1`,
 		[jobId],
 		t
 	);
@@ -89,12 +94,14 @@ export async function cancelJob(db: Sequelize, t: Sql, jobId: number): Promise<C
 		[jobId],
 		t
 	);
-	const [updated] = await write<{ id: number }>(
+	// the status it had under the lock: the one it is canceled from
+	const [updated] = await write<{ id: number; previous: JobStatus }>(
 		db,
-		`UPDATE job SET status = 'CANCELED', error_id = NULL, ended = now(),
+		`WITH old AS (SELECT id, status FROM job WHERE id = $1 FOR UPDATE)
+		 UPDATE job SET status = 'CANCELED', error_id = NULL, ended = now(),
 			last_status_change = now(), last_modified = now()
-		 WHERE id = $1 AND status = ANY($2::text[])
-		 RETURNING id`,
+		 FROM old WHERE job.id = old.id AND old.status = ANY($2::text[])
+		 RETURNING job.id, old.status AS previous`,
 		[jobId, CANCELABLE_STATUSES],
 		t
 	);
@@ -122,6 +129,8 @@ export async function cancelJob(db: Sequelize, t: Sql, jobId: number): Promise<C
 	await blockRecipeJobs(t, [jobId]);
 	return {
 		jobId,
+		jobType: `${job.name}:${job.version}`,
+		previous: updated.previous,
 		canceledExe: exe ? { id: exe.id, previous: exe.previous, agentId: exe.agent_id } : null
 	};
 }

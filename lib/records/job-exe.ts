@@ -276,6 +276,14 @@ export interface StoredLogs {
 }
 
 /** The logs kept for an execution in job_exe_log (empty strings when none were kept). */
+/** Executions' status and agent, by id (what a follower of their logs waits on). */
+export async function readExeStates(
+	db: Sequelize,
+	ids: number[]
+): Promise<{ id: number; status: string; agent_id: string | null }[]> {
+	return select(db, "SELECT id, status, agent_id FROM job_exe WHERE id = ANY($1::int[])", [ids]);
+}
+
 export async function loadStoredLogs(
 	db: Sequelize,
 	id: number,

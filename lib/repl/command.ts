@@ -1,5 +1,6 @@
 import type { ServiceBroker } from "moleculer";
 import { ReplArgError } from "./args";
+import type { CompletableCommand } from "./complete";
 
 /** What a command's work gets: the broker to call actions through, and where to print. */
 export interface CommandContext {
@@ -13,7 +14,7 @@ export interface CommandContext {
 /** Arguments as moleculer-repl passes them: named operands and `options`. */
 export type CommandArgs = Record<string, any> & { options?: Record<string, any> };
 
-export interface ReplCommand {
+export interface ReplCommand extends CompletableCommand {
 	command: string;
 	description: string;
 	alias?: string[];
@@ -59,6 +60,8 @@ export function defineCommand(def: {
 	description: string;
 	alias?: string[];
 	options?: { option: string; description: string }[];
+	/** what tab completes after it (lib/repl/complete.ts) */
+	values?: CompletableCommand["values"];
 	run: (ctx: CommandContext, args: CommandArgs) => Promise<void>;
 }): ReplCommand {
 	const run = async (ctx: CommandContext, args: CommandArgs) => {
@@ -74,6 +77,7 @@ export function defineCommand(def: {
 		description: def.description,
 		alias: def.alias,
 		options: def.options,
+		values: def.values,
 		parse: parseArguments,
 		run,
 		action: (broker, args) =>

@@ -149,6 +149,12 @@ it("gives many followers of one execution one stream from its agent, each everyt
 
 it("answers the last lines with tail", async () => {
 	const { exeId } = await runningJob("c");
+	// RUNNING is recorded before the process starts: "first" must be written before the follow
+	await until(
+		"first written",
+		async () => (await fetch(`${e2e.api}/job-executions/${exeId}/logs/?stream=stdout`)).text(),
+		t => t === "first\n"
+	);
 	const res = await fetch(`${e2e.api}/job-executions/${exeId}/logs/?follow=true&tail=0`);
 	const reader = res.body!.getReader();
 	fs.writeFileSync(path.join(flags, "c"), "");
@@ -159,4 +165,79 @@ it("answers the last lines with tail", async () => {
 		await fetch(`${e2e.api}/job-executions/${exeId}/logs/?tail=1&stream=stdout`)
 	).text();
 	expect(text).toBe("second\n");
+});
+
+describe("an execution followed before it runs", () => {
+	const pause = (paused: boolean) => e2e.ok("PATCH", "/scheduler/", { is_paused: paused });
+	const queueJob = async (flag: string) => {
+		const job = await e2e.ok(
+			"POST",
+			"/queue/new-job/",
+			{
+				job_type_id: jobTypeId,
+				job_data: { input_data: [{ name: "flag", value: flag }], output_data: [] }
+			},
+			201
+		);
+		return { jobId: job.id as number, exeId: job.job_exes[0].id as number };
+	};
+	afterEach(() => pause(false));
+
+	it("waits while it is QUEUED, streams once it runs, and ends with it", async () => {
+		await pause(true);
+		const { jobId, exeId } = await queueJob("d");
+		const res = await fetch(`${e2e.api}/job-executions/${exeId}/logs/?follow=true`);
+		expect(res.status).toBe(200);
+		const reader = res.body!.getReader();
+		const service = e2e.broker.getLocalService("job-executions") as any;
+		// waiting: no agent stream yet, one read of the execution per poll for all its followers
+		expect(service.followers.followed).toBe(1);
+		expect(service.followers.streams).toBe(0);
+		expect(service.waits.waiting).toBe(1);
+		expect((await e2e.ok("GET", `/jobs/${jobId}/`)).status).toBe("QUEUED");
+		await pause(false);
+		const got = { text: "" };
+		expect(await readUntil(reader, got, t => t.includes("first\n"))).toBe(true);
+		expect(service.waits.waiting).toBe(0);
+		fs.writeFileSync(path.join(flags, "d"), "");
+		expect(await readUntil(reader, got, () => false)).toBe(false);
+		expect(got.text).toBe("first\nsecond\noops\n");
+		expect(service.followers.followed).toBe(0);
+	});
+
+	it("ends, empty, when it is canceled before it ran", async () => {
+		await pause(true);
+		const { jobId, exeId } = await queueJob("e");
+		const res = await fetch(`${e2e.api}/job-executions/${exeId}/logs/?follow=true`);
+		const reader = res.body!.getReader();
+		await e2e.ok("PATCH", `/jobs/${jobId}/`, { status: "CANCELED" });
+		const got = { text: "" };
+		expect(await readUntil(reader, got, () => false)).toBe(false);
+		expect(got.text).toBe("");
+		const service = e2e.broker.getLocalService("job-executions") as any;
+		expect([service.followers.followed, service.waits.waiting]).toEqual([0, 0]);
+	});
+
+	it("stops waiting when its last follower leaves", async () => {
+		await pause(true);
+		const { jobId, exeId } = await queueJob("f");
+		const followers = await Promise.all(
+			[1, 2].map(() => fetch(`${e2e.api}/job-executions/${exeId}/logs/?follow=true`))
+		);
+		const service = e2e.broker.getLocalService("job-executions") as any;
+		expect([service.followers.followed, service.waits.waiting]).toEqual([1, 1]);
+		await followers[0].body!.cancel();
+		await until(
+			"the first follower gone",
+			async () => service.followers.followed,
+			n => n === 1
+		);
+		await followers[1].body!.cancel();
+		await until(
+			"no follower left",
+			async () => [service.followers.followed, service.waits.waiting],
+			v => v[0] === 0 && v[1] === 0
+		);
+		await e2e.ok("PATCH", `/jobs/${jobId}/`, { status: "CANCELED" });
+	});
 });

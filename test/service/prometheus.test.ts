@@ -157,6 +157,117 @@ describe("Prometheus metrics (METRICS_PORT)", () => {
 	});
 });
 
+describe("job outcomes outside the scheduler", () => {
+	let tdb: TestDatabase;
+	let svc: TestApi;
+	let port: number;
+
+	beforeAll(async () => {
+		tdb = await createTestDatabase();
+		port = await freePort();
+		// no scheduler: each end below is written by the service that counts it
+		svc = await startServices(tdb.url, ["api", "job-types", "queue", "jobs", "nodes"], {
+			METRICS_PORT: String(port)
+		});
+	}, 30000);
+
+	afterAll(async () => {
+		await svc?.stop();
+		await tdb?.drop();
+	});
+
+	async function q(text: string, bind: unknown[] = []): Promise<any[]> {
+		const [rows] = await tdb.db.query(text, { bind });
+		return rows as any[];
+	}
+
+	it("counts a node-lost failure (nodes) and a user's cancel (jobs) once each", async () => {
+		const type = await request("POST", `${svc.api}/job-types/`, {
+			name: "ends",
+			version: "1.0",
+			title: "Ends",
+			interface: {
+				version: "1.0",
+				command: "/bin/true",
+				command_arguments: "",
+				input_data: [],
+				output_data: []
+			}
+		});
+		expect(type.status).toBe(201);
+		const newJob = async () => {
+			const res = await request("POST", `${svc.api}/queue/new-job/`, {
+				job_type_id: type.body.id,
+				job_data: { version: "1.0", input_data: [], output_data: [] }
+			});
+			expect(res.status).toBe(201);
+			return res.body.id as number;
+		};
+		const counted = async () => {
+			const text = await scrape(port);
+			const check = checkMetrics(text);
+			expect(check.output).toBe("");
+			expect(check.status).toBe(0);
+			return {
+				failed: sample(text, "scale_jobs_failed_total", {
+					job_type: "ends:1.0",
+					error_category: "SYSTEM"
+				}),
+				canceled: sample(text, "scale_jobs_canceled_total", { job_type: "ends:1.0" })
+			};
+		};
+		expect(await counted()).toEqual({ failed: null, canceled: null });
+
+		// a QUEUED job canceled
+		const queued = await newJob();
+		expect(
+			(await request("PATCH", `${svc.api}/jobs/${queued}/`, { status: "CANCELED" })).status
+		).toBe(200);
+		expect(await counted()).toEqual({ failed: null, canceled: 1 });
+		// canceled again: refused, not counted
+		expect(
+			(await request("PATCH", `${svc.api}/jobs/${queued}/`, { status: "CANCELED" })).status
+		).toBe(400);
+
+		// a RUNNING execution on its last try that its agent no longer lists: node-lost, for good
+		const lost = await newJob();
+		const { nodeId } = await svc.broker.call<{ nodeId: number }, any>("nodes.register", {
+			agentId: svc.broker.nodeID,
+			slaveId: "s-ends",
+			hostname: "ends.example.com",
+			resources: { cpus: 4, mem: 4096, disk: 10000 }
+		});
+		await q("DELETE FROM queue WHERE job_id = $1", [lost]);
+		await q(
+			`UPDATE job_exe SET status = 'RUNNING', node_id = $2, agent_id = $3,
+				started = now() - interval '1 hour' WHERE job_id = $1`,
+			[lost, nodeId, svc.broker.nodeID]
+		);
+		await q(
+			`UPDATE job SET status = 'RUNNING', num_exes = 1, max_tries = 1, started = now()
+			 WHERE id = $1`,
+			[lost]
+		);
+		const beat = () =>
+			svc.broker.call("nodes.heartbeat", {
+				agentId: svc.broker.nodeID,
+				slaveId: "s-ends",
+				resources: { cpus: 4, mem: 4096, disk: 10000 },
+				running: []
+			});
+		await beat();
+		expect((await q("SELECT status FROM job WHERE id = $1", [lost]))[0].status).toBe("FAILED");
+		expect(await counted()).toEqual({ failed: 1, canceled: 1 });
+		// the next heartbeat finds nothing more to fail
+		await beat();
+		// a FAILED job canceled (Scale allows it): it had ended, it is not counted again
+		expect(
+			(await request("PATCH", `${svc.api}/jobs/${lost}/`, { status: "CANCELED" })).status
+		).toBe(200);
+		expect(await counted()).toEqual({ failed: 1, canceled: 1 });
+	});
+});
+
 describe("a node agent's metrics", () => {
 	it("pass promtool check metrics, with the process's own by their standard names", async () => {
 		const port = await freePort();

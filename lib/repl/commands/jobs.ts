@@ -23,6 +23,7 @@ export default defineCommand({
 		{ option: "-l, --limit <n>", description: "how many (default 25, at most 1000)" },
 		{ option: "--timestamps", description: "times as timestamps rather than ages" }
 	],
+	values: { options: { "--status": JOB_STATUSES, "--type": "job-type" } },
 	async run({ broker, print }, args) {
 		const o = args.options ?? {};
 		const params: Record<string, unknown> = { order: "-last_modified" };

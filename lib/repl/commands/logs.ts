@@ -18,6 +18,7 @@ export default defineCommand({
 			description: "print the output as it is written, until the execution ends"
 		}
 	],
+	values: { options: { "--stream": ["stdout", "stderr"] } },
 	async run({ broker, print, write }, args) {
 		const id = positiveInt("job_exe id", args.id);
 		const o = args.options ?? {};

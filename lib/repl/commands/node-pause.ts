@@ -5,6 +5,7 @@ import { defineCommand } from "../command";
 export default defineCommand({
 	command: "node-pause <id> [reason...]",
 	description: "Pause a node: nothing new is placed on it (running work goes on)",
+	values: { operand: "node" },
 	async run({ broker, print }, args) {
 		const id = positiveInt("node id", args.id);
 		const reason = Array.isArray(args.reason) ? args.reason.join(" ") : args.reason;

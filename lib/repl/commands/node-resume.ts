@@ -5,6 +5,7 @@ import { defineCommand } from "../command";
 export default defineCommand({
 	command: "node-resume <id>",
 	description: "Resume a paused node",
+	values: { operand: "node" },
 	async run({ broker, print }, args) {
 		const id = positiveInt("node id", args.id);
 		const node: any = await broker.call("nodes.update", { id, is_paused: false });

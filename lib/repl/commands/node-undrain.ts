@@ -5,6 +5,7 @@ import { defineCommand } from "../command";
 export default defineCommand({
 	command: "node-undrain <id>",
 	description: "End a node's drain: it takes work again",
+	values: { operand: "node" },
 	async run({ broker, print }, args) {
 		const id = positiveInt("node id", args.id);
 		const node: any = await broker.call("nodes.update", { id, is_draining: false });

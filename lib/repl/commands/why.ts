@@ -6,6 +6,7 @@ import { age } from "../age";
 export default defineCommand({
 	command: "why <job>",
 	description: "Why a QUEUED job waits: its reason and code, from the scheduler's last pass",
+	values: { operand: "queued-job" },
 	async run({ broker, print }, args) {
 		const id = positiveInt("job id", args.job);
 		const job: any = await broker.call("jobs.get", { id });
