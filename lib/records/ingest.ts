@@ -120,12 +120,11 @@ export function serializeStrikeBase(
 /** A strike with its job's summary (Scale's StrikeSerializer), `jobs` from loadStrikeJobs. */
 export function serializeStrike(row: StrikeRow, jobs: Map<number, JobListRow>) {
 	const job = row.job_id === null ? undefined : jobs.get(row.job_id);
-	return {
-		...serializeStrikeBase(row),
+	return Object.assign(serializeStrikeBase(row), {
 		job: job === undefined ? null : serializeJobBase(job),
 		created: formatDatetime(row.created),
 		last_modified: formatDatetime(row.last_modified)
-	};
+	});
 }
 
 /** The strike jobs' rows by id, for the strikes' summaries. */
@@ -250,8 +249,7 @@ export const INGEST_LIST: ListSource = {
 export function serializeIngests(rows: IngestListRow[], apiRoot?: string) {
 	return rows.map(row => {
 		const source = sourceFileOf(row);
-		return {
-			...serializeIngestBase(row),
+		return Object.assign(serializeIngestBase(row), {
 			strike: serializeStrikeBase({
 				id: row.strike_id,
 				name: row.s_name,
@@ -260,7 +258,7 @@ export function serializeIngests(rows: IngestListRow[], apiRoot?: string) {
 				job_id: row.s_job_id
 			}),
 			source_file: source.id === null ? null : serializeSourceFile(source, apiRoot)
-		};
+		});
 	});
 }
 
@@ -302,17 +300,15 @@ export async function getIngestDetails(db: Sequelize, ref: FileRef | null, apiRo
 		loadFiles(db, ingest.source_file_id === null ? [] : [ingest.source_file_id])
 	]);
 	const source = ingest.source_file_id === null ? undefined : files.get(ingest.source_file_id);
-	return {
-		...serializeIngestBase(ingest),
-		strike: {
-			...serializeStrike(strike, await loadStrikeJobs(db, [strike])),
+	return Object.assign(serializeIngestBase(ingest), {
+		strike: Object.assign(serializeStrike(strike, await loadStrikeJobs(db, [strike])), {
 			configuration: strike.configuration
-		},
+		}),
 		source_file: source === undefined ? null : serializeSourceFile(source, apiRoot),
 		transfer_path: ingest.transfer_path,
 		file_path: ingest.file_path,
 		ingest_path: ingest.ingest_path,
 		// why an ERRORED ingest failed (this service's addition)
 		error: ingest.error
-	};
+	});
 }
