@@ -121,12 +121,11 @@ export function serializeStrikeBase(
 /** A strike with its job's summary (Scale's StrikeSerializer), `jobs` from loadStrikeJobs. */
 export function serializeStrike(row: StrikeRow, jobs: Map<number, JobListRow>) {
 	const job = row.job_id === null ? undefined : jobs.get(row.job_id);
-	return {
-		...serializeStrikeBase(row),
+	return Object.assign(serializeStrikeBase(row), {
 		job: job === undefined ? null : serializeJobBase(job),
 		created: formatDatetime(row.created),
 		last_modified: formatDatetime(row.last_modified)
-	};
+	});
 }
 
 /** The strike jobs' rows by id, for the strikes' summaries. */
@@ -251,8 +250,7 @@ export const INGEST_LIST: ListSource = {
 export function serializeIngests(rows: IngestListRow[], apiRoot?: string) {
 	return rows.map(row => {
 		const source = sourceFileOf(row);
-		return {
-			...serializeIngestBase(row),
+		return Object.assign(serializeIngestBase(row), {
 			strike: serializeStrikeBase({
 				id: row.strike_id,
 				name: row.s_name,
@@ -261,7 +259,7 @@ export function serializeIngests(rows: IngestListRow[], apiRoot?: string) {
 				job_id: row.s_job_id
 			}),
 			source_file: source.id === null ? null : serializeSourceFile(source, apiRoot)
-		};
+		});
 	});
 }
 
@@ -327,14 +325,12 @@ export async function getIngestDetails(db: Sequelize, ref: FileRef | null, apiRo
 		const row = id === null || id === undefined ? undefined : files.get(id);
 		return row === undefined ? null : serializeSourceFile(row, apiRoot);
 	};
-	return {
-		...serializeIngestBase(ingest),
+	return Object.assign(serializeIngestBase(ingest), {
 		strike: strike
-			? {
-					...serializeStrike(strike, await loadStrikeJobs(db, [strike])),
+			? Object.assign(serializeStrike(strike, await loadStrikeJobs(db, [strike])), {
 					// an s3 monitor's secret, as GET /strikes/{id}/ masks it
 					configuration: maskStrikeSecrets(strike.configuration)
-				}
+				})
 			: null,
 		scan_id: ingest.scan_id,
 		source_file: fileOf(sourceId),
@@ -344,5 +340,5 @@ export async function getIngestDetails(db: Sequelize, ref: FileRef | null, apiRo
 		ingest_path: ingest.ingest_path,
 		// why an ERRORED ingest failed (this service's addition)
 		error: ingest.error
-	};
+	});
 }

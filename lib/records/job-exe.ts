@@ -108,8 +108,8 @@ function jobBaseOf(row: JobExeListRow) {
 
 /** An execution record as lists show it (Scale's JobExecutionSerializer). */
 export function serializeJobExe(row: JobExeListRow) {
-	return {
-		...jobExeScalars(row),
+	// Object.assign, not a spread (see serializeScaleFileBase)
+	return Object.assign(jobExeScalars(row), {
 		job: jobBaseOf(row),
 		node:
 			row.node_id === null
@@ -131,7 +131,7 @@ export function serializeJobExe(row: JobExeListRow) {
 						category: row.er_category,
 						is_builtin: row.er_is_builtin
 					}
-	};
+	});
 }
 
 const ORDERABLE_EXE_FIELDS = JOB_EXE_BASE_FIELDS.filter(
@@ -252,8 +252,7 @@ export async function getJobExeDetails(
 			: select<ErrorRow>(db, "SELECT * FROM error WHERE id = $1", [exe.error_id], opts.t)
 	]);
 	const job = jobs.get(exe.job_id) as JobListRow;
-	return {
-		...jobExeScalars(exe),
+	return Object.assign(jobExeScalars(exe), {
 		job: serializeJob(job),
 		node: nodes[0] ? serializeNode(nodes[0]) : null,
 		error: errors[0] ? serializeError(errors[0]) : null,
@@ -267,7 +266,7 @@ export async function getJobExeDetails(
 		current_stdout_url: currentLogUrl(opts.apiRoot, exe, "stdout"),
 		current_stderr_url: currentLogUrl(opts.apiRoot, exe, "stderr"),
 		results_manifest: exe.results_manifest ?? {}
-	};
+	});
 }
 
 export interface StoredLogs {
@@ -303,10 +302,9 @@ export function serializeJobExeLogs(
 	row: JobExeListRow,
 	logs: StoredLogs & { is_finished: boolean }
 ) {
-	return {
-		...serializeJobExe(row),
+	return Object.assign(serializeJobExe(row), {
 		is_finished: logs.is_finished,
 		stdout: logs.stdout,
 		stderr: logs.stderr
-	};
+	});
 }

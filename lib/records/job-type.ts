@@ -85,8 +85,7 @@ export function serializeJobTypeBase(row: JobTypeRow) {
 
 /** A job type as listed (Scale's JobTypeSerializer), with its rule as a reference. */
 export function serializeJobType(row: JobTypeRow) {
-	return {
-		...serializeJobTypeBase(row),
+	return Object.assign(serializeJobTypeBase(row), {
 		uses_docker: row.uses_docker,
 		docker_privileged: row.docker_privileged,
 		docker_image: row.docker_image,
@@ -104,7 +103,7 @@ export function serializeJobType(row: JobTypeRow) {
 		paused: row.paused ? formatDatetime(row.paused) : null,
 		last_modified: formatDatetime(row.last_modified),
 		trigger_rule: triggerRuleReference(row.trigger_rule_id)
-	};
+	});
 }
 
 /** One entry of job_counts_6h/12h/24h. */
@@ -129,14 +128,13 @@ export function serializeJobTypeDetails(
 	rule: TriggerRuleRow | null,
 	counts: JobCounts
 ) {
-	return {
-		...serializeJobType(row),
+	return Object.assign(serializeJobType(row), {
 		interface: row.interface,
 		error_mapping: row.error_mapping,
 		trigger_rule: rule ? serializeTriggerRule(rule) : null,
 		errors: errors.map(serializeError),
 		...counts
-	};
+	});
 }
 
 const LIST_FIELDS = [

@@ -475,10 +475,10 @@ export function jobExeScalars(row: JobExeBaseFields) {
 
 /** An execution with its references as ids (Scale's JobExecutionBaseSerializer). */
 export function serializeJobExeBase(row: JobExeBaseFields) {
-	return {
-		...jobExeScalars(row),
+	// Object.assign, not a spread (see serializeScaleFileBase)
+	return Object.assign(jobExeScalars(row), {
 		job: { id: row.job_id },
 		node: row.node_id === null ? null : { id: row.node_id },
 		error: row.error_id === null ? null : { id: row.error_id }
-	};
+	});
 }

@@ -64,8 +64,8 @@ const RUNNING_EXE_SOURCE = {
 
 /** A running execution as node details and node status show it (Scale's NodeStatusJobExecutionSerializer). */
 export function serializeRunningExe(row: any) {
-	return {
-		...jobExeScalars(row),
+	// Object.assign, not a spread (see serializeScaleFileBase)
+	return Object.assign(jobExeScalars(row), {
 		job: {
 			id: row.job_id,
 			job_type: jobTypeBaseOf(row),
@@ -83,7 +83,7 @@ export function serializeRunningExe(row: any) {
 		disk_in_scheduled: num(row.disk_in_scheduled),
 		disk_out_scheduled: num(row.disk_out_scheduled),
 		disk_total_scheduled: num(row.disk_total_scheduled)
-	};
+	});
 }
 
 /**
@@ -165,12 +165,11 @@ export async function getNodeDetails(db: Sequelize, id: number, c: Connectivity)
 		}),
 		{ cpus: 0, mem: 0, disk: 0 }
 	);
-	const details: Record<string, unknown> = {
-		...serializeNode(row),
+	const details: Record<string, unknown> = Object.assign(serializeNode(row), {
 		job_exes_running: running,
 		disconnected: !isConnected(row, c),
 		state: nodeState(row, isConnected(row, c))
-	};
+	});
 	if (row.cpus_total !== null || row.mem_total !== null || row.disk_total !== null)
 		details.resources = {
 			total: hardwareResources(

@@ -113,7 +113,8 @@ function date(d: Date | null): string | null {
 
 /** A product record (Scale's ProductFileSerializer): its job type in full. */
 export function serializeProduct(row: ProductRow, apiRoot?: string) {
-	return { ...serializeProductFile(row, apiRoot), job_type: jobTypeBaseOf(row) };
+	// the job type's key stays where serializeProductFile put it, as with a spread
+	return Object.assign(serializeProductFile(row, apiRoot), { job_type: jobTypeBaseOf(row) });
 }
 
 /** What last happened to a product, as its update record says (Scale's ProductFileUpdateField). */
@@ -140,10 +141,8 @@ export const PRODUCT_UPDATE_RECORD: RecordSpec<ProductRow & { source_ids?: numbe
 	...PRODUCT_RECORD,
 	name: "product-update",
 	refs: row => row.source_ids ?? [],
-	record: (row, apiRoot) => ({
-		...serializeProduct(row, apiRoot),
-		update: productUpdate(row)
-	})
+	record: (row, apiRoot) =>
+		Object.assign(serializeProduct(row, apiRoot), { update: productUpdate(row) })
 };
 
 /**
@@ -200,8 +199,7 @@ export async function getProductDetails(db: Sequelize, ref: FileRef | null, apiR
 		),
 		loadDescendantProducts(db, product.id)
 	]);
-	return {
-		...serializeProduct(product, apiRoot),
+	return Object.assign(serializeProduct(product, apiRoot), {
 		sources: ancestors
 			.filter(f => f.file_type === "SOURCE")
 			.map(f => serializeSourceFile(f, apiRoot)),
@@ -209,5 +207,5 @@ export async function getProductDetails(db: Sequelize, ref: FileRef | null, apiR
 			.filter(f => f.file_type === "PRODUCT")
 			.map(f => serializeProduct(f, apiRoot)),
 		descendants: descendants.map(f => serializeProduct(f, apiRoot))
-	};
+	});
 }

@@ -73,14 +73,14 @@ export function serializeRecipeTypeDetails(
 	rule: TriggerRuleRow | null,
 	jobTypes: JobTypeRow[]
 ) {
-	return {
-		...serializeRecipeType(row),
+	return Object.assign(serializeRecipeType(row), {
 		trigger_rule: rule ? serializeTriggerRule(rule) : null,
-		job_types: jobTypes.map(jobType => ({
-			...serializeJobTypeBase(jobType),
-			interface: jobType.interface
-		}))
-	};
+		job_types: jobTypes.map(jobType =>
+			Object.assign(serializeJobTypeBase(jobType), {
+				interface: jobType.interface
+			})
+		)
+	});
 }
 
 /** The columns of a recipe type row (RecipeTypeRow). */

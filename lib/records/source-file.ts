@@ -72,7 +72,8 @@ export const SOURCE_RECORD: RecordSpec<ScaleFileRow> = {
 export const SOURCE_UPDATE_RECORD: RecordSpec<ScaleFileRow> = {
 	...SOURCE_RECORD,
 	name: "source-update",
-	record: (row, apiRoot) => ({ ...serializeSourceFile(row, apiRoot), update: sourceUpdate(row) })
+	record: (row, apiRoot) =>
+		Object.assign(serializeSourceFile(row, apiRoot), { update: sourceUpdate(row) })
 };
 
 /**
@@ -101,9 +102,8 @@ export async function getSourceDetails(db: Sequelize, ref: FileRef | null, apiRo
 		),
 		loadDescendantProducts(db, source.id)
 	]);
-	return {
-		...serializeSourceFile(source, apiRoot),
+	return Object.assign(serializeSourceFile(source, apiRoot), {
 		ingests: ingests.map(serializeIngestBase),
 		products: products.map(p => serializeProduct(p, apiRoot))
-	};
+	});
 }
