@@ -623,6 +623,7 @@ async function otherPages(context, base) {
 		"/recipes/types",
 		ids.recipeType && `/recipes/types/${ids.recipeType}`,
 		"/recipes/builder",
+		ids.recipeType && `/recipes/builder/${ids.recipeType}`,
 		"/jobs",
 		ids.job && `/jobs/job/${ids.job}`,
 		"/jobs/types",
@@ -630,7 +631,8 @@ async function otherPages(context, base) {
 		"/jobs/failure-rates",
 		"/jobs/executions",
 		ids.execution && `/jobs/executions/${ids.execution}`,
-		"/admin/login"
+		"/admin/login",
+		"/admin/logout"
 	].filter(Boolean);
 	for (const route of routes) {
 		const page = await context.newPage();
@@ -644,6 +646,17 @@ async function otherPages(context, base) {
 		// the viewport only: a full-page shot resizes the window, and the UI's donut charts
 		// redraw on resize without data (c3: "url or json or rows or columns is required")
 		await page.screenshot({ path: file });
+		// a list's columns sorted as a user clicks their headers, each once (ascending)
+		const headers = page.locator(".ui-grid-header-cell .ui-grid-header-cell-label");
+		for (let i = 0; i < (await headers.count()); i++) {
+			if (!(await headers.nth(i).isVisible())) continue;
+			// at the label's start: a column menu button may cover the end of a narrow one
+			await headers.nth(i).click({ position: { x: 2, y: 2 } });
+			await page.waitForLoadState("networkidle");
+		}
+		const sorted = new Set(
+			seen.api.flatMap(a => new URL(a.call.split(" ")[1], base).searchParams.getAll("order"))
+		);
 		const failed = seen.api.filter(a => a.status >= 400).map(a => `${a.status} ${a.call}`);
 		const trouble = [...seen.errors, ...failed];
 		const known = UI_OWN_FAILURES[route.replace(/\/\d+$/, "/:id")];
@@ -656,7 +669,7 @@ async function otherPages(context, base) {
 		}
 		report(
 			trouble.length === 0,
-			`page #${route}: ${seen.api.length} API calls${trouble.length ? `: ${trouble.join(" | ")}` : ""} (${file})`
+			`page #${route}: ${seen.api.length} API calls${sorted.size ? `, sorted by ${[...sorted].join(" ")}` : ""}${trouble.length ? `: ${trouble.join(" | ")}` : ""} (${file})`
 		);
 		await page.close();
 	}
