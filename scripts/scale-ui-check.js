@@ -440,6 +440,30 @@ async function seed() {
 /** Every API call the UI made, as it made it: OUT_DIR/api-calls.txt. */
 const apiLog = [];
 
+/**
+ * Does what a user does, then waits for the API calls it made to be answered: for the first to
+ * start (up to 2 s: some actions call nothing), then for all to end.
+ */
+async function settle(page, action) {
+	const isApi = r => new URL(r.url()).pathname.startsWith("/api/");
+	let started = 0;
+	let ended = 0;
+	const onStart = r => isApi(r) && started++;
+	const onEnd = r => isApi(r) && ended++;
+	page.on("request", onStart);
+	page.on("requestfinished", onEnd);
+	page.on("requestfailed", onEnd);
+	try {
+		await action();
+		for (let i = 0; i < 40 && started === 0; i++) await page.waitForTimeout(50);
+		while (ended < started) await page.waitForTimeout(50);
+	} finally {
+		page.off("request", onStart);
+		page.off("requestfinished", onEnd);
+		page.off("requestfailed", onEnd);
+	}
+}
+
 function watch(page) {
 	const seen = { errors: [], api: [] };
 	page.on("pageerror", err =>
@@ -651,11 +675,29 @@ async function otherPages(context, base) {
 		for (let i = 0; i < (await headers.count()); i++) {
 			if (!(await headers.nth(i).isVisible())) continue;
 			// at the label's start: a column menu button may cover the end of a narrow one
-			await headers.nth(i).click({ position: { x: 2, y: 2 } });
-			await page.waitForLoadState("networkidle");
+			await settle(page, () => headers.nth(i).click({ position: { x: 2, y: 2 } }));
+		}
+		// and filtered by each value of each of their filter menus, then back to the first
+		const menus = page.locator(".ui-grid-filter-container select");
+		for (let i = 0; i < (await menus.count()); i++) {
+			const menu = menus.nth(i);
+			if (!(await menu.isVisible())) continue;
+			const values = await menu.locator("option").evaluateAll(os => os.map(o => o.label));
+			for (const label of [...values.slice(1), values[0]]) {
+				await settle(page, () => menu.selectOption({ label }));
+			}
 		}
 		const sorted = new Set(
 			seen.api.flatMap(a => new URL(a.call.split(" ")[1], base).searchParams.getAll("order"))
+		);
+		const filtered = new Set(
+			seen.api.flatMap(a =>
+				[...new URL(a.call.split(" ")[1], base).searchParams]
+					.filter(([k]) =>
+						["status", "job_type_id", "recipe_type_id", "error_category"].includes(k)
+					)
+					.map(([k, v]) => `${k}=${v}`)
+			)
 		);
 		const failed = seen.api.filter(a => a.status >= 400).map(a => `${a.status} ${a.call}`);
 		const trouble = [...seen.errors, ...failed];
@@ -669,7 +711,7 @@ async function otherPages(context, base) {
 		}
 		report(
 			trouble.length === 0,
-			`page #${route}: ${seen.api.length} API calls${sorted.size ? `, sorted by ${[...sorted].join(" ")}` : ""}${trouble.length ? `: ${trouble.join(" | ")}` : ""} (${file})`
+			`page #${route}: ${seen.api.length} API calls${sorted.size ? `, sorted by ${[...sorted].join(" ")}` : ""}${filtered.size ? `, filtered by ${[...filtered].join(" ")}` : ""}${trouble.length ? `: ${trouble.join(" | ")}` : ""} (${file})`
 		);
 		await page.close();
 	}
