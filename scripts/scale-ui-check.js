@@ -15,8 +15,8 @@
  *   --serve   leave the UI served after the check (Ctrl-C ends)
  *
  * Environment: SCALE_API (http://127.0.0.1:8000), DATA_DIR (./data, the service's, for --seed),
- * SCALE_GIT (a local clone or bare mirror of ngageoint/scale; without it the tag is cloned from
- * GitHub), UI_PORT (any free port), OUT_DIR (a new folder under the system's temporary folder),
+ * SCALE_GIT (a local clone or bare mirror of ngageoint/scale; without it the tag's scale-ui is
+ * cloned, sparse and shallow, from SCALE_REPO_URL, GitHub's by default), UI_PORT (any free port), OUT_DIR (a new folder under the system's temporary folder),
  * CHROMIUM (/usr/bin/chromium: Debian's `apt-get install -y chromium`). playwright-core and less
  * are installed on first use into $TMPDIR/scale-ui-check-tools, not into the project.
  */
@@ -72,7 +72,7 @@ function extractUi() {
 			`--branch=${TAG}`,
 			"--filter=blob:none",
 			"--sparse",
-			"https://github.com/ngageoint/scale.git",
+			process.env.SCALE_REPO_URL || "https://github.com/ngageoint/scale.git",
 			clone
 		]);
 		git(["-C", clone, "sparse-checkout", "set", "scale-ui"]);
