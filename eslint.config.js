@@ -31,7 +31,7 @@ module.exports = tseslint.config(
 	},
 	{
 		// node 20's globals, and the page's, in the functions it runs in the browser
-		files: ["scripts/scale-ui-check.js"],
+		files: ["scripts/scale-ui-*.js"],
 		languageOptions: {
 			globals: {
 				fetch: "readonly",
