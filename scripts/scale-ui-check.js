@@ -6,7 +6,9 @@
  * `apiPrefix`), optionally seeds data, then opens the metrics page in headless Chromium, picks
  * each data source, its choices and a metric, draws the chart and checks it has data points and
  * that no JavaScript error was raised; then it loads every other page of the UI and lists those
- * with an error or a failed API call. Screenshots go to OUT_DIR.
+ * with an error or a failed API call, sorting and filtering its lists as a user does; then, as an
+ * administrator, a failed job's execution details and log, Requeue, Cancel, the scheduler and a
+ * job type paused and resumed. Screenshots go to OUT_DIR.
  *
  *   node scripts/scale-ui-check.js [--seed] [--serve]
  *
@@ -322,6 +324,89 @@ async function otherPages(context, base) {
 	}
 }
 
+/**
+ * What an administrator does (#/admin/login makes the browser's user one): a failed job's
+ * executions, an execution's details and log, Requeue, then Cancel; the scheduler paused and
+ * resumed on the overview; a job type paused and resumed. Each step's calls must be answered
+ * below 400, without a JavaScript error.
+ */
+async function adminActions(context, base) {
+	const failed = (await call("GET", "/jobs/?status=FAILED&page_size=1")).results[0];
+	const jobType = (await call("GET", "/job-types/?page_size=100")).results.find(
+		t => !t.is_system
+	);
+	const page = await context.newPage();
+	const seen = watch(page);
+	await settle(page, () => page.goto(`${base}/#/admin/login`));
+	const step = async (what, action, known) => {
+		const errors = seen.errors.length;
+		const calls = seen.api.length;
+		await settle(page, action);
+		const made = seen.api.slice(calls);
+		const trouble = [
+			...seen.errors.slice(errors),
+			...made.filter(a => a.status >= 400).map(a => `${a.status} ${a.call}`)
+		];
+		const file = path.join(OUT, `admin-${what.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}.png`);
+		await page.screenshot({ path: file });
+		if (known && trouble.length > 0 && trouble.every(t => known.test(t))) {
+			const calls = made.map(a => `${a.status} ${a.call.split("?")[0]}`).join(", ");
+			console.log(
+				`ui   ${what}: ${calls}; fails in Scale 3.0's own code: ${trouble.join(" | ")}`
+			);
+			return;
+		}
+		report(
+			trouble.length === 0,
+			`${what}: ${made.map(a => `${a.status} ${a.call.split("?")[0]}`).join(", ") || "no call"}${trouble.length ? `: ${trouble.join(" | ")}` : ""} (${file})`
+		);
+	};
+	if (failed) {
+		await settle(page, () => page.goto(`${base}/#/jobs/job/${failed.id}`));
+		await page.locator('a[data-target="#executions"]').click();
+		await step(`job ${failed.id}: an execution's details`, () =>
+			page.locator("#executions tbody tr td").first().click()
+		);
+		await page.keyboard.press("Escape");
+		await page.waitForSelector(".modal", { state: "detached" });
+		await step(`job ${failed.id}: an execution's log`, () =>
+			page.locator("#executions tbody tr button").first().click()
+		);
+		await page.keyboard.press("Escape");
+		await page.waitForSelector(".modal", { state: "detached" });
+		// the page sets the job's status to the answer's `job_status`, which Scale 3.0's answer (a
+		// page of jobs, as ours) never had: its template and timeline read an undefined status
+		// until the job's details, read again, arrive
+		await step(
+			`job ${failed.id}: Requeue`,
+			() => page.locator("button", { hasText: "Requeue" }).click(),
+			/reading 'toLowerCase'|<rect> attribute width: A negative value/
+		);
+		const cancel = page.locator("button", { hasText: "Cancel" });
+		if (await cancel.isVisible()) {
+			await step(`job ${failed.id}: Cancel`, () => cancel.click());
+		}
+	} else {
+		report(false, "no FAILED job to requeue (--seed makes some)");
+	}
+	await settle(page, () => page.goto(`${base}/#/`));
+	for (const what of ["pause", "resume"]) {
+		await step(`scheduler: ${what}`, () =>
+			page.locator('button[ng-click="toggleScheduler()"]').click()
+		);
+	}
+	if (jobType) {
+		await settle(page, () => page.goto(`${base}/#/jobs/types/${jobType.id}`));
+		for (const what of ["pause", "resume"]) {
+			await step(`job type ${jobType.id}: ${what}`, () =>
+				page.locator('button[ng-click="togglePause()"]').click()
+			);
+		}
+	}
+	await settle(page, () => page.goto(`${base}/#/admin/logout`));
+	await page.close();
+}
+
 async function main() {
 	const { chromium, less } = tools();
 	const root = extractUi();
@@ -351,6 +436,7 @@ async function main() {
 	try {
 		await metricsPage(context, base, seeded);
 		await otherPages(context, base);
+		await adminActions(context, base);
 	} finally {
 		await context.close();
 		fs.rmSync(userData, { recursive: true, force: true });
