@@ -449,6 +449,7 @@ async function main() {
 		return;
 	}
 	server.close();
+	fs.rmSync(path.dirname(root), { recursive: true, force: true });
 	process.exitCode = problems.length ? 1 : 0;
 }
 
