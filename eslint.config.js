@@ -28,5 +28,18 @@ module.exports = tseslint.config(
 			}
 		},
 		rules: { "@typescript-eslint/no-require-imports": "off" }
+	},
+	{
+		// node 20's globals, and the page's, in the functions it runs in the browser
+		files: ["scripts/scale-ui-*.js"],
+		languageOptions: {
+			globals: {
+				fetch: "readonly",
+				URL: "readonly",
+				URLSearchParams: "readonly",
+				setTimeout: "readonly",
+				document: "readonly"
+			}
+		}
 	}
 );

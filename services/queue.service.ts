@@ -68,7 +68,13 @@ interface NewRecipeAnswer {
 	details: unknown;
 }
 
-/** Scale's requeue body: every field optional; unknown fields are ignored. */
+/** Scale's requeue body: every field optional; any other is a 400 (REQUEUE_SENT_BY_UI aside). */
+/**
+ * Scale 3.0's web UI puts the URL it posts to in the body (loadService.requeueJobs: `{job_ids,
+ * url}`), whose Requeue button would otherwise be refused: accepted and left out.
+ */
+const REQUEUE_SENT_BY_UI = ["url"];
+
 const REQUEUE_SCHEMA = {
 	type: "object",
 	properties: {
@@ -198,7 +204,7 @@ const QueueService: ServiceSchema<QueueSettings, QueueMethods> = {
 		requeueJobs: {
 			rest: "POST /queue/requeue-jobs",
 			// a misspelt filter (job_id for job_ids) must not turn into a requeue of every job
-			params: jsonParams(bodyParams(REQUEUE_SCHEMA)),
+			params: jsonParams(bodyParams(REQUEUE_SCHEMA, REQUEUE_SENT_BY_UI)),
 			async handler(this: QueueThis, ctx: Context<RequeueFilters, RequestMeta>) {
 				// run again after a deadlock: the requeue takes its jobs' rows, then their recipes'
 				// (unblockRecipeJobs); a report ending a job of the same recipe, the other way round

@@ -179,6 +179,7 @@ export const JOB_EXE_LIST: ListSource = {
 		node__id: "x.node_id",
 		node__hostname: "n.hostname",
 		error__name: "er.name",
+		error__title: "er.title",
 		error__category: "er.category",
 		// the web UI's duration column: how long it ran (so far, while it runs); never started last
 		duration: "coalesce(x.ended, now()) - x.started"

@@ -305,6 +305,7 @@ export const JOB_LIST: ListSource = {
 		job_type__category: "jt.category",
 		job_type__priority: "jt.priority",
 		error__name: "er.name",
+		error__title: "er.title",
 		error__category: "er.category",
 		// the web UI's duration column: how long it ran (so far, while it runs); never started last
 		duration: "coalesce(j.ended, now()) - j.started"

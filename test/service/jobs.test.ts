@@ -374,6 +374,36 @@ describe("GET /jobs/", () => {
 		expectJsonError(await request("GET", `${api}/jobs/?order=error.nope`), 400, /^order: /);
 	});
 
+	it("orders by every column Scale 3.0's jobs page sorts, as the browser sent them", async () => {
+		// jobsController's sortable fields (scripts/scale-ui-check.js clicks each header)
+		const fields = [
+			"job_type",
+			"created",
+			"last_modified",
+			"status",
+			"error.category",
+			"error.title",
+			"id"
+		];
+		const window = "ended=2099-01-01T23:59:59.999Z&started=2000-01-01T00:00:00.000Z";
+		for (const field of fields) {
+			for (const order of [field, `-${field}`]) {
+				const reply = await request(
+					"GET",
+					`${api}/jobs/?${window}&order=${order}&page=1&page_size=25`
+				);
+				expect([order, reply.status]).toEqual([order, 200]);
+			}
+		}
+		const titles = (await list("order=error.title&page_size=1000")).results.map(
+			(j: any) => j.error?.title ?? null
+		);
+		const named = titles.filter((t: string | null) => t !== null);
+		expect(named.length).toBeGreaterThan(0);
+		// by title, then the jobs without an error (PostgreSQL sorts nulls last ascending)
+		expect(titles).toEqual([...[...named].sort(), ...titles.filter((t: any) => t === null)]);
+	});
+
 	it("pages with next and previous links", async () => {
 		const first = await list("page_size=2&order=id");
 		expect(first.results).toHaveLength(2);

@@ -561,6 +561,65 @@ describe("Scale 3.0's metrics page", () => {
 		expect(all["Total Count for all Job Types"].slice(-2)).toEqual([4, 3]);
 	});
 
+	it("draws the ingests and errors data sources, all and one choice, as the browser did", async () => {
+		// the calls scripts/scale-ui-check.js recorded from the page in Chromium: angular orders
+		// the parameters by name, and sends no choice_id for "all"
+		await query(
+			`INSERT INTO metrics_ingest (strike_id, occurred, ingested_count, total_count, file_size_sum)
+			 VALUES ($1, $2, 1, 1, 6)`,
+			[ids.strike, day(0)]
+		);
+		await query(
+			`INSERT INTO metrics_error (error_id, occurred, total_count) VALUES ($1, $2, 2)`,
+			[ids.error, day(0)]
+		);
+		try {
+			const types = await get("/metrics/");
+			const sources: [string, string, number, string, number][] = [
+				["ingests", "ingested_count", ids.strike, "Feed", 1],
+				["errors", "total_count", ids.error, "Boom", 2]
+			];
+			for (const [name, column, choiceId, title, today] of sources) {
+				const dataType = types.results.find((t: any) => t.name === name);
+				const options = await get(`/metrics/${name}/`);
+				for (const c of options.columns) {
+					expect(options.groups.find((g: any) => g.name === c.group).title).toEqual(
+						expect.any(String)
+					);
+				}
+				const choice = options.choices.find((c: any) => c.id === choiceId);
+				expect(choice.title).toBe(title);
+				const picked = options.columns.find((c: any) => c.name === column);
+
+				const ended = new Date();
+				const started = new Date(ended.getTime() - 30 * DAY);
+				const range = `ended=${ended.toISOString()}&started=${started.toISOString()}`;
+				const all = await get(
+					`/metrics/${name}/plot-data/?column=${column}&dataType=${name}&${range}`
+				);
+				const one = await get(
+					`/metrics/${name}/plot-data/?choice_id=${choiceId}&column=${column}&dataType=${name}&${range}`
+				);
+				const total = draw(started, ended, [], all.results, dataType.title);
+				const series = `${picked.title} for all ${dataType.title}`;
+				expect(Object.keys(total)).toEqual([series]);
+				expect(total[series].slice(-1)).toEqual([today]);
+				expect(total[series].slice(0, -1).every(v => v === 0)).toBe(true);
+				const mine = draw(started, ended, [choice], one.results, dataType.title);
+				expect(mine[`${column} ${title}`].slice(-1)).toEqual([today]);
+			}
+		} finally {
+			await query(`DELETE FROM metrics_ingest WHERE strike_id = $1 AND occurred = $2`, [
+				ids.strike,
+				day(0)
+			]);
+			await query(`DELETE FROM metrics_error WHERE error_id = $1 AND occurred = $2`, [
+				ids.error,
+				day(0)
+			]);
+		}
+	});
+
 	it("draws a job type created today, before any metrics of it", async () => {
 		const [{ id }] = await query<{ id: number }>(
 			`INSERT INTO job_type (name, version, title, category, interface)

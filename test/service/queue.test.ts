@@ -625,6 +625,18 @@ describe("POST /queue/requeue-jobs/", () => {
 		expect(row.status).toBe("FAILED");
 	});
 
+	it("requeues as Scale 3.0's web UI posts it, its own URL in the body", async () => {
+		// jobDetailController's Requeue button through loadService.requeueJobs, as Chromium sent it
+		const a = await createJob(jt.other, {});
+		await endJob(a, "FAILED");
+		const reply = await request("POST", `${api}/queue/requeue-jobs/`, {
+			job_ids: [a],
+			url: "/api/queue/requeue-jobs/"
+		});
+		expect(reply.status).toBe(200);
+		expect(reply.body.results.map((j: any) => [j.id, j.status])).toEqual([[a, "QUEUED"]]);
+	});
+
 	it("filters by error category and time range", async () => {
 		const a = await createJob(jt.other, {});
 		await endJob(a, "FAILED");
