@@ -12,6 +12,7 @@ import {
 } from "../helpers/completion";
 import { PIPELINED, transaction } from "../../lib/db/run";
 import { finishExecutions } from "../../lib/executions/finish";
+import { PRODUCT_LOCK_CLASS } from "../../lib/records/product";
 
 /**
  * Products over real HTTP and PostgreSQL: made by real completions (published when their job
@@ -685,7 +686,9 @@ describe("publishing", () => {
 			(
 				await query<{ n: number }>(
 					`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-					 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+					 AND classid = $1
+					 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+					[PRODUCT_LOCK_CLASS]
 				)
 			)[0].n > 0;
 		while (!bEnded && !(await bWaits())) await new Promise(r => setTimeout(r, 20));
