@@ -4,13 +4,15 @@ import {
 	linkAncestry,
 	productRow,
 	type AncestryEntry,
-	type ProductRow,
+	type ProductRow
+} from "../records/product";
+import {
 	applyParseUpdates,
 	moveSourceFiles,
 	planParseUpdates,
 	type ParseTarget,
 	type RawParseResult
-} from "../records/product";
+} from "../records/parse-results";
 import { lockRecipesSql, type HeldRecipeLocks } from "../recipes/run";
 import type { FinishOptions, FinishResult, FailureRequest } from "./types";
 import type { EndingExe } from "./types";

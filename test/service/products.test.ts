@@ -10,6 +10,9 @@ import {
 	runToCompletion,
 	startJob
 } from "../helpers/completion";
+import { PIPELINED, transaction } from "../../lib/db/run";
+import { finishExecutions } from "../../lib/executions/finish";
+import { PRODUCT_LOCK_CLASS } from "../../lib/records/product";
 
 /**
  * Products over real HTTP and PostgreSQL: made by real completions (published when their job
@@ -658,4 +661,64 @@ describe("publishing", () => {
 		]);
 		expect(rows[0].unpublished).toBeInstanceOf(Date);
 	});
+
+	it("leaves one product of a uuid published when two transactions complete reruns at once", async () => {
+		const type = await addFileJobType(tdb.db, "racing");
+		const a = await startJob(tdb.db, jobSpec(type, ids.s1));
+		const b = await startJob(tdb.db, jobSpec(type, ids.s1));
+		let commitA!: () => void;
+		const aMayCommit = new Promise<void>(resolve => (commitA = resolve));
+		let aWrote!: () => void;
+		const aWritten = new Promise<void>(resolve => (aWrote = resolve));
+		// A stores its product and stays open until B has stored its own or waits to.
+		const first = transaction(tdb.db, PIPELINED, async sql => {
+			await finishExecutions(sql, { finished: [finished(a.exeId, "racing/a/r.txt")] });
+			aWrote();
+			await aMayCommit;
+		});
+		await aWritten;
+		let bEnded = false;
+		const second = transaction(tdb.db, PIPELINED, sql =>
+			finishExecutions(sql, { finished: [finished(b.exeId, "racing/b/r.txt")] })
+		).finally(() => (bEnded = true));
+		// B waits for A's lock on the uuid (without it, it does not wait and ends)
+		const bWaits = async () =>
+			(
+				await query<{ n: number }>(
+					`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+					 AND classid = $1
+					 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+					[PRODUCT_LOCK_CLASS]
+				)
+			)[0].n > 0;
+		while (!bEnded && !(await bWaits())) await new Promise(r => setTimeout(r, 20));
+		commitA();
+		await Promise.all([first, second]);
+		const rows = await query(
+			`SELECT job_exe_id, uuid, is_published, is_superseded FROM scale_file
+			 WHERE job_type_id = $1 ORDER BY id`,
+			[type]
+		);
+		expect(rows[0].uuid).toBe(rows[1].uuid);
+		expect(rows.map(r => [r.job_exe_id, r.is_published, r.is_superseded])).toEqual([
+			[a.exeId, false, true],
+			[b.exeId, true, false]
+		]);
+	});
 });
+
+/** An agent's report that an execution completed with one file for `result`. */
+function finished(jobExeId: number, filePath: string) {
+	return {
+		jobExeId,
+		agentId: app.broker.nodeID,
+		status: "COMPLETED" as const,
+		exitCode: 0,
+		products: [{ ...made(["result", filePath, "text/plain"]), workspaceId: ids.out }],
+		resultsManifest: null,
+		parseResults: [],
+		stdout: "",
+		stderr: "",
+		steps: {}
+	};
+}

@@ -7,7 +7,7 @@ import {
 	planParseUpdates,
 	undoMoves,
 	type ParseTarget
-} from "../../../lib/records/product";
+} from "../../../lib/records/parse-results";
 
 const source = (extra: Partial<ParseTarget> = {}): ParseTarget => ({
 	id: 1,
