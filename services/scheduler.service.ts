@@ -33,7 +33,7 @@ import { announceReports, writeReportBatch, type ReportItem } from "../lib/execu
 import { LeaderLock } from "../lib/db/leader";
 import { intakeGateOf } from "../lib/recipes/intake-gate";
 import { findExecutionsOfAgent, findLostExecutions } from "../lib/scheduling/lost";
-import { undoMoves, type FileMove } from "../lib/records/parse-results";
+import { undoMoves, type FileMove } from "../lib/records/product";
 import {
 	getSchedulerSettings,
 	parseSettingsEdit,

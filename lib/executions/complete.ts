@@ -4,18 +4,15 @@ import {
 	linkAncestry,
 	productRow,
 	type AncestryEntry,
-	type ProductRow
-} from "../records/product";
-import {
+	type ProductRow,
 	applyParseUpdates,
 	moveSourceFiles,
 	planParseUpdates,
 	type ParseTarget,
 	type RawParseResult
-} from "../records/parse-results";
+} from "../records/product";
 import { lockRecipesSql, type HeldRecipeLocks } from "../recipes/run";
-import type { FinishOptions, FinishResult, FailureRequest } from "./types";
-import type { EndingExe } from "./types";
+import type { FinishOptions, FinishResult, FailureRequest, EndingExe } from "./types";
 import { type Sql, isTransientDbError } from "../db/run";
 import type {
 	ExecutionFinished,

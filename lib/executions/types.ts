@@ -1,5 +1,5 @@
 import type { ExecutionFinished, ExecutionStep } from "../documents/agent-protocol";
-import type { FileMove } from "../records/parse-results";
+import type { FileMove } from "../records/product";
 import type { ErrorMapping, JobInterface } from "../documents/types";
 
 /** What ending executions takes and answers, shared by finish.ts, complete.ts and reports.ts. */

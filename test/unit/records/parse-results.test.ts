@@ -7,7 +7,7 @@ import {
 	planParseUpdates,
 	undoMoves,
 	type ParseTarget
-} from "../../../lib/records/parse-results";
+} from "../../../lib/records/product";
 
 const source = (extra: Partial<ParseTarget> = {}): ParseTarget => ({
 	id: 1,
