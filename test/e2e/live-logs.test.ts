@@ -2,7 +2,7 @@ import fs from "fs";
 import os from "os";
 import path from "path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { startE2e, until, type E2e } from "../helpers/e2e";
+import { startE2e, until, type E2e, JOB_SERVICES } from "../helpers/e2e";
 
 /**
  * Following a running execution's logs (`GET /job-executions/{id}/logs/?follow=true`): bytes
@@ -10,19 +10,7 @@ import { startE2e, until, type E2e } from "../helpers/e2e";
  * of one execution cost one stream from its agent.
  */
 
-const SERVICES = [
-	"api",
-	"errors",
-	"workspaces",
-	"status",
-	"job-types",
-	"queue",
-	"jobs",
-	"job-executions",
-	"nodes",
-	"scheduler",
-	"node-agent"
-];
+const SERVICES = JOB_SERVICES;
 
 let tdb: TestDatabase;
 let e2e: E2e;

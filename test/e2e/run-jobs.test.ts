@@ -7,6 +7,7 @@ import { loadConfig } from "../../lib/launch/config";
 import { loadServiceSchemas } from "../../lib/launch/services";
 import { request, type Reply } from "../helpers/broker";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
+import { JOB_SERVICES } from "../helpers/e2e";
 import { job as script, makeJobsExecutable, processesIn } from "../fixtures/agent";
 
 /**
@@ -16,19 +17,7 @@ import { job as script, makeJobsExecutable, processesIn } from "../fixtures/agen
  * directory on disk, processes in /proc.
  */
 
-const SERVICES = [
-	"api",
-	"errors",
-	"workspaces",
-	"status",
-	"job-types",
-	"queue",
-	"jobs",
-	"job-executions",
-	"nodes",
-	"scheduler",
-	"node-agent"
-];
+const SERVICES = JOB_SERVICES;
 
 /** Fast settings, so that the suite runs in seconds (the defaults are made for production). */
 const SETTINGS: Record<string, Record<string, unknown>> = {

@@ -26,6 +26,21 @@ export const FAST_SETTINGS: Record<string, Record<string, unknown>> = {
 	scans: { claimMs: 200, leaseMs: 1500, pageSize: 100 }
 };
 
+/** The services a job needs from POST /queue/new-job/ to its logs, with one agent. */
+export const JOB_SERVICES = [
+	"api",
+	"errors",
+	"workspaces",
+	"status",
+	"job-types",
+	"queue",
+	"jobs",
+	"job-executions",
+	"nodes",
+	"scheduler",
+	"node-agent"
+];
+
 export interface E2e {
 	broker: ServiceBroker;
 	/** e.g. http://127.0.0.1:41234/api */

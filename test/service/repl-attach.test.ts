@@ -5,7 +5,7 @@ import { spawnSync } from "child_process";
 import { ServiceBroker } from "moleculer";
 import { Command } from "commander";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { startE2e, until, type E2e } from "../helpers/e2e";
+import { startE2e, until, type E2e, JOB_SERVICES } from "../helpers/e2e";
 import { COMMANDS } from "../../lib/repl/commands";
 import { parseArguments, type CommandArgs } from "../../lib/repl/command";
 import { ReplSocketClient, replSocketPath, serveReplSocket } from "../../lib/launch/repl-socket";
@@ -16,19 +16,7 @@ import { ReplSocketClient, replSocketPath, serveReplSocket } from "../../lib/lau
  * the command (commander, with our parse hook), then run against the attached broker.
  */
 
-const SERVICES = [
-	"api",
-	"errors",
-	"workspaces",
-	"status",
-	"job-types",
-	"queue",
-	"jobs",
-	"job-executions",
-	"nodes",
-	"scheduler",
-	"node-agent"
-];
+const SERVICES = JOB_SERVICES;
 
 let tdb: TestDatabase;
 let e2e: E2e;
