@@ -2,7 +2,9 @@
  * The job benchmarks of issue "[3 of 6]", each printed beside its reference from the same run:
  *   P1  trivial jobs (/bin/true) end to end through the REST API on one agent, jobs/s, beside
  *       the bare rate of spawning /bin/true from a fresh Node process on this machine (the best
- *       of three runs of 3 s);
+ *       of three runs of 3 s); at the machine's own speed and slowed (a launcher taking 5 ms a
+ *       launch, as a machine whose bare spawn runs ~170/s: BENCH_SPEED=own|slow|both, default
+ *       both; BENCH_SLOW_LAUNCH_MS), slowed beside the bare rate spawned at that pace;
  *       5,000 jobs measured after a warm-up of 3,000 (its rate printed too): the first
  *       thousands of jobs run while V8 compiles the service's hot paths, at half the rate;
  *   P2  the control plane alone (agents that finish instantly), jobs/s from new job to
@@ -19,6 +21,7 @@ import { loadConfig } from "../lib/launch/config";
 import { loadServiceSchemas } from "../lib/launch/services";
 import { queueNewJobs } from "../lib/jobs/new-job";
 import { bestBareSpawnRate } from "./lib/spawn-rate";
+import { benchSpeeds } from "./lib/launches";
 import { graphileNoopRate } from "./lib/graphile";
 import { instantAgent } from "./lib/instant-agent";
 import { ownCpuSeconds, treeCpuSeconds } from "./lib/cpu";
@@ -52,9 +55,15 @@ function cpuReading(servicePid: number, pgPid: number) {
 	};
 }
 
-async function p1(n: number, warmup: number) {
+/**
+ * P1 with the service started with `env` (a speed of benchSpeeds), each line labelled; the bare
+ * rate spawned at the slowed launcher's pace where `env` slows it.
+ */
+async function p1(n: number, warmup: number, label: string, env: Record<string, string>) {
+	const log = (line: string): void => console.log(`[${label}] ${line}`);
+	const paceMs = Number(env.BENCH_SLOW_LAUNCH_MS) || 0;
 	const { url, db, pgPid, stop } = await benchDatabase();
-	const service = await startService(url).catch(async (e: unknown) => {
+	const service = await startService(url, env).catch(async (e: unknown) => {
 		await stop();
 		throw e;
 	});
@@ -112,21 +121,21 @@ async function p1(n: number, warmup: number) {
 		const drainPerJob = (key: "service" | "serviceOwn" | "pg") =>
 			(((drainAfter[key] - drainBefore[key]) / n) * 1000).toFixed(2);
 		await service.stop();
-		const bare = await bestBareSpawnRate(3, 3000, 4);
-		console.log(
+		const bare = await bestBareSpawnRate(3, 3000, 4, paceMs);
+		log(
 			`P1 /bin/true jobs through REST, one agent: ${rate.toFixed(1)} jobs/s (${n} jobs in ${seconds.toFixed(1)} s, ${failed.n} not completed), after a warm-up of ${warmup} jobs that ran at ${coldRate.toFixed(1)} jobs/s`
 		);
-		console.log(
-			`P1 bare spawn of /bin/true from a fresh Node process (4 at a time, best of 3 runs of 3 s): ${bare.toFixed(1)} /s`
+		log(
+			`P1 bare spawn of /bin/true from a fresh Node process (${paceMs > 0 ? `one at a time, each after ${paceMs} ms` : "4 at a time"}, best of 3 runs of 3 s): ${bare.toFixed(1)} /s`
 		);
-		console.log(`P1 ratio: ${(rate / bare).toFixed(3)} (target >= 0.9)`);
-		console.log(
+		log(`P1 ratio: ${(rate / bare).toFixed(3)} (target >= 0.9)`);
+		log(
 			`P1 new jobs through REST alone (scheduler paused, 16 clients): ${restRate.toFixed(1)} /s`
 		);
-		console.log(
+		log(
 			`P1 the same jobs queued, then run alone (scheduler resumed): ${drainRate.toFixed(1)} jobs/s; CPU per job: service ${drainPerJob("service")} ms (its own process ${drainPerJob("serviceOwn")} ms), PostgreSQL ${drainPerJob("pg")} ms`
 		);
-		console.log(
+		log(
 			`P1 CPU per job: service ${perJob("service")} ms (its own process ${perJob("serviceOwn")} ms, the rest the agent's launchers and tasks), PostgreSQL ${perJob("pg")} ms, this client ${perJob("client")} ms; ${((busy / seconds / os.cpus().length) * 100).toFixed(0)}% of ${os.cpus().length} cpus busy`
 		);
 	} finally {
@@ -220,7 +229,13 @@ async function main() {
 		`${os.cpus().length} cpus, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`
 	);
 	if (want("p1"))
-		await p1(Number(process.env.P1_JOBS) || 5000, Number(process.env.P1_WARMUP) || 3000);
+		for (const speed of benchSpeeds())
+			await p1(
+				Number(process.env.P1_JOBS) || 5000,
+				Number(process.env.P1_WARMUP) || 3000,
+				speed.label,
+				speed.env
+			);
 	if (want("p2")) await p2(Number(process.env.P2_JOBS) || 5000);
 	if (want("p3")) await p3(Number(process.env.P3_JOBS) || 200);
 }

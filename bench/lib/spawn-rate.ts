@@ -1,10 +1,29 @@
 import { execFile, spawn } from "child_process";
 
-/** How many `/bin/true` processes per second this process spawns, `concurrency` at a time. */
-export async function bareSpawnRate(ms: number, concurrency: number): Promise<number> {
+/**
+ * How many `/bin/true` processes per second this process spawns, `concurrency` at a time; with
+ * `paceMs`, as a bench's slow machine spawns (lib/agent/launcher.ts, PacedLauncher): one spawn
+ * at a time, each after a pause of `paceMs`.
+ */
+export async function bareSpawnRate(ms: number, concurrency: number, paceMs = 0): Promise<number> {
 	const deadline = Date.now() + ms;
 	let count = 0;
 	const started = process.hrtime.bigint();
+	if (paceMs > 0) {
+		const exits: Promise<void>[] = [];
+		while (Date.now() < deadline) {
+			await new Promise(resolve => setTimeout(resolve, paceMs));
+			const child = spawn("/bin/true", [], { stdio: "ignore" });
+			await new Promise<void>((resolve, reject) => {
+				child.once("error", reject);
+				child.once("spawn", () => resolve());
+			});
+			exits.push(new Promise<void>(resolve => child.once("exit", () => resolve())));
+			count++;
+		}
+		await Promise.all(exits);
+		return count / (Number(process.hrtime.bigint() - started) / 1e9);
+	}
 	const worker = async () => {
 		while (Date.now() < deadline) {
 			await new Promise<void>((resolve, reject) => {
@@ -25,11 +44,15 @@ export async function bareSpawnRate(ms: number, concurrency: number): Promise<nu
  * that has loaded a database client and run a service, the rate is a third to a half lower,
  * which would flatter any ratio taken against it.
  */
-export function bareSpawnRateInFreshNode(ms: number, concurrency: number): Promise<number> {
+export function bareSpawnRateInFreshNode(
+	ms: number,
+	concurrency: number,
+	paceMs = 0
+): Promise<number> {
 	return new Promise<number>((resolve, reject) =>
 		execFile(
 			process.execPath,
-			[__filename, String(ms), String(concurrency)],
+			[__filename, String(ms), String(concurrency), String(paceMs)],
 			(error, stdout) => (error ? reject(error) : resolve(Number(stdout)))
 		)
 	);
@@ -42,15 +65,18 @@ export function bareSpawnRateInFreshNode(ms: number, concurrency: number): Promi
 export async function bestBareSpawnRate(
 	runs: number,
 	ms: number,
-	concurrency: number
+	concurrency: number,
+	paceMs = 0
 ): Promise<number> {
 	let best = 0;
 	for (let i = 0; i < runs; i++)
-		best = Math.max(best, await bareSpawnRateInFreshNode(ms, concurrency));
+		best = Math.max(best, await bareSpawnRateInFreshNode(ms, concurrency, paceMs));
 	return best;
 }
 
 if (require.main === module)
-	void bareSpawnRate(Number(process.argv[2]), Number(process.argv[3])).then(rate =>
-		process.stdout.write(String(rate))
-	);
+	void bareSpawnRate(
+		Number(process.argv[2]),
+		Number(process.argv[3]),
+		Number(process.argv[4] ?? 0)
+	).then(rate => process.stdout.write(String(rate)));
