@@ -311,7 +311,20 @@ async function runAt(label: string, env: Record<string, string>) {
 				toJob
 			};
 		};
+		if (process.env.P5_DIAG) await q("SELECT pg_stat_statements_reset()");
 		const b = await measureJobs("b");
+		if (process.env.P5_DIAG) {
+			// where PostgreSQL's time went in burst B, statement by statement
+			const statements = await q<Record<string, unknown>>(
+				`SELECT round(total_exec_time)::int AS ms, calls, rows,
+					round(total_exec_time * 1000 / ${FILES})::int AS us_per_file,
+					left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS statement
+				 FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%'
+				 ORDER BY total_exec_time DESC LIMIT 14`
+			);
+			log("   PostgreSQL's statements in burst B (exec time, µs per file):");
+			console.table(statements);
+		}
 		log(
 			`P5 B: with an ingest rule making a job per file: ingested at ${b.rate.toFixed(0)} files/s, rename → INGESTED ${summary(b.latencies)}; ${b.jobs} jobs QUEUED at ${b.jobRate.toFixed(0)} jobs/s; rename → job QUEUED ${summary(b.toJob)} (target p99 <= 1,000 ms); up to the last INGESTED, ${b.cpu}; up to the last QUEUED, ${b.cpuToQueued}`
 		);
