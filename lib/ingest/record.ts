@@ -436,22 +436,6 @@ export async function recordIngesting(
 	});
 }
 
-/**
- * The ingest rows of moves under way that the monitor reports done ($1: id, status, file_size of
- * a stored file, error), each written once from its move's row, which is deleted: a file stored
- * is INGESTED with its source file and INGEST trigger event, unless a source file of its name
- * exists (DUPLICATE); a file moved aside or lost has the status reported. The ingest was created
- * when its move was decided (`created`, as when the arrival wrote its row). Each move is read by
- * key beside its result, as the settle below reads its ingests, so that `r` is planned as many
- * rows as the recordset (see there). `OFFSET 0` keeps that lookup a lookup: a table of moves
- * under way is often empty when autovacuum counts it, and PostgreSQL, joining it whole to the
- * recordset as a table of one row, then joined `f` to `r` by comparing every name with every
- * other (90 of a 500-file batch's 130 ms). The moves are deleted by their ids given (`$3`), not
- * by a join to `r`, for the same reason: planned for a table of one row, `id IN (SELECT id FROM
- * r)` became a scan of the moves under way (thousands in a burst) each compared with every row of
- * `r`, 290–380 ms a statement in the run where it happened (`auto_explain`); an array of ids is
- * looked up by key or hashed, whatever the table's statistics say.
- */
 /** What the settle's statements answer of each ingest they write. */
 const STORED_COLUMNS = `i.id, i.status, i.file_name, i.source_file_id, i.ingest_ended, i.media_type,
 	i.data_type, i.file_size`;
@@ -467,6 +451,22 @@ interface StoredRow {
 	file_size: string;
 }
 
+/**
+ * The ingest rows of moves under way that the monitor reports done ($1: id, status, file_size of
+ * a stored file, error), each written once from its move's row, which is deleted: a file stored
+ * is INGESTED with its source file (its INGEST event written after, by settleIngests), unless a
+ * source file of its name exists (DUPLICATE); a file moved aside or lost has the status reported. The ingest was created
+ * when its move was decided (`created`, as when the arrival wrote its row). Each move is read by
+ * key beside its result, as the settle below reads its ingests, so that `r` is planned as many
+ * rows as the recordset (see there). `OFFSET 0` keeps that lookup a lookup: a table of moves
+ * under way is often empty when autovacuum counts it, and PostgreSQL, joining it whole to the
+ * recordset as a table of one row, then joined `f` to `r` by comparing every name with every
+ * other (90 of a 500-file batch's 130 ms). The moves are deleted by their ids given (`$3`), not
+ * by a join to `r`, for the same reason: planned for a table of one row, `id IN (SELECT id FROM
+ * r)` became a scan of the moves under way (thousands in a burst) each compared with every row of
+ * `r`, 290–380 ms a statement in the run where it happened (`auto_explain`); an array of ids is
+ * looked up by key or hashed, whatever the table's statistics say.
+ */
 const WRITE_MOVED_SQL = `
 	WITH r AS (
 		SELECT s.id, s.status, s.error, coalesce(s.file_size, g.file_size) AS file_size,
@@ -504,12 +504,13 @@ const WRITE_MOVED_SQL = `
 	 SELECT ${STORED_COLUMNS} FROM i`;
 
 /**
- * What the monitor did with the files: stored (INGESTED: the source file, the ingest and its
- * INGEST trigger event for the triggers service, in this one transaction) or moved aside
- * (DEFERRED, DUPLICATE, ERRORED with its reason). Guarded on the ingest being open, so a repeat
+ * What the monitor did with the files: stored (INGESTED: the source file, the ingest, its INGEST
+ * trigger event written processed and the jobs and recipes of the rules it matches, in this one
+ * transaction: lib/triggers/process.ts recordFileEvents) or moved aside (DEFERRED, DUPLICATE,
+ * ERRORED with its reason). Guarded on the ingest being open, so a repeat
  * changes nothing and answers the status it has. A file stored while a source file of its name
  * appeared meanwhile is a DUPLICATE, to be moved aside from the workspace. Answers, per result,
- * the ingest's status, and the number of trigger events recorded.
+ * the ingest's status, and what the events' rules made.
  */
 export async function settleIngests(
 	db: Sequelize,
