@@ -10,7 +10,7 @@ import {
 	recordFileEvents
 } from "../../lib/triggers/process";
 import { queueValidNewJobs } from "../../lib/jobs/new-job";
-import { transaction } from "../../lib/db/run";
+import { PIPELINED, transaction } from "../../lib/db/run";
 
 /**
  * The triggers' matching over real PostgreSQL (processFileEvents): rules made through the REST
@@ -456,6 +456,58 @@ describe("the events' statements at scale", () => {
 		walk((row["QUERY PLAN"] as any)[0].Plan);
 		return tables;
 	}
+
+	it("makes a recipe rule's recipes in a pipelined transaction too, a refused one alone (recordFileEvents)", async () => {
+		const [{ id: typeId, trigger_rule_id: ruleId }] = await query<{
+			id: number;
+			trigger_rule_id: number;
+		}>(`SELECT id, trigger_rule_id FROM recipe_type WHERE name = 'on-ingest-together'`);
+		const file = async (name: string, deleted: boolean) =>
+			(
+				await query<{
+					id: number;
+					media_type: string;
+					data_type: string[];
+					file_size: string;
+					is_deleted: boolean;
+				}>(
+					`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
+						data_type, uuid, is_deleted)
+					 VALUES ('SOURCE', $1, $2::text, $2::text, 'image/png', '{for-recipe}',
+						md5($2::text), $3)
+					 RETURNING id, media_type, data_type, file_size, is_deleted`,
+					[workspaceId, name, deleted]
+				)
+			)[0];
+		const kept = await file("piped-1.png", false);
+		const gone = await file("piped-gone.png", true);
+		const done = await transaction(tdb.db, PIPELINED, t =>
+			recordFileEvents(
+				tdb.db,
+				t,
+				[kept, gone].map(f => ({
+					type: "INGEST" as const,
+					description: { version: "1.0", file_id: f.id },
+					occurred: new Date(),
+					file: f
+				}))
+			)
+		);
+		expect(done.recipes).toBe(1);
+		expect(done.refused.filter(r => r.ruleId === ruleId)).toEqual([
+			expect.objectContaining({
+				reason: `recipe_data.input_data[0].file_id: file ${gone.id} does not exist`
+			})
+		]);
+		const recipes = await query<{ file_id: number; rule_id: number; processed: boolean }>(
+			`SELECT (r.data->'input_data'->0->>'file_id')::int AS file_id, e.rule_id,
+				e.processed IS NOT NULL AS processed
+			 FROM recipe r JOIN trigger_event e ON e.id = r.event_id
+			 WHERE r.recipe_type_id = $1 AND (r.data->'input_data'->0->>'file_id')::int = ANY($2::int[])`,
+			[typeId, [kept.id, gone.id]]
+		);
+		expect(recipes).toEqual([{ file_id: kept.id, rule_id: ruleId, processed: true }]);
+	});
 
 	it("reads a batch's events by key among 40,000, not by a scan of the table", async () => {
 		await query(
