@@ -16,7 +16,7 @@ const DOMAIN = {
 	metrics: [],
 	triggers: ["jobs", "recipes", "queue", "metrics"],
 	agent: ["storage"],
-	ingest: ["jobs", "agent", "storage"],
+	ingest: ["jobs", "agent", "storage", "triggers"],
 	storage: [],
 	port: [],
 	http: [],

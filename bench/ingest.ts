@@ -38,6 +38,11 @@ const FILES = Number(process.env.P5_FILES) || 10_000;
 const P1_JOBS = Number(process.env.P1_JOBS) || 3000;
 /** files/s offered in the paced run of A */
 const PACED = Number(process.env.P5_PACED_RATE) || 1000;
+/**
+ * The phases run, in this order: a (burst A), c (A paced), b (burst B; each "b" listed one more
+ * burst, on files of its own), d (B paced), p1. P5_PHASES=b,b,b: three bursts B on one service.
+ */
+const PHASES = (process.env.P5_PHASES ?? "a,c,b,d,p1").split(",");
 /** how often the phases' progress is asked for (see measure) */
 const POLL_MS = 200;
 
@@ -242,15 +247,18 @@ async function runAt(label: string, env: Record<string, string>) {
 			};
 		};
 
-		const a = await measure("a");
-		log(
-			`P5 A: ${FILES} files renamed in at ${a.writeRate.toFixed(0)} files/s; ingested at ${a.rate.toFixed(0)} files/s (first rename to last INGESTED; target >= 1,000); rename → INGESTED ${summary(a.latencies)} (target p99 <= 1,000 ms); ${a.other} not INGESTED; ${a.cpu}`
-		);
-
-		const paced = await measure("c", PACED);
-		log(
-			`P5 A at a steady ${PACED} files/s (renames paced): ingested at ${paced.rate.toFixed(0)} files/s; rename → INGESTED ${summary(paced.latencies)}; ${paced.other} not INGESTED; ${paced.cpu}`
-		);
+		if (PHASES.includes("a")) {
+			const a = await measure("a");
+			log(
+				`P5 A: ${FILES} files renamed in at ${a.writeRate.toFixed(0)} files/s; ingested at ${a.rate.toFixed(0)} files/s (first rename to last INGESTED; target >= 1,000); rename → INGESTED ${summary(a.latencies)} (target p99 <= 1,000 ms); ${a.other} not INGESTED; ${a.cpu}`
+			);
+		}
+		if (PHASES.includes("c")) {
+			const paced = await measure("c", PACED);
+			log(
+				`P5 A at a steady ${PACED} files/s (renames paced): ingested at ${paced.rate.toFixed(0)} files/s; rename → INGESTED ${summary(paced.latencies)}; ${paced.other} not INGESTED; ${paced.cpu}`
+			);
+		}
 
 		/** Measures a run whose files the rule turns into jobs: ingest, then rename → job QUEUED. */
 		const measureJobs = async (prefix: string, perSecond = Infinity) => {
@@ -311,14 +319,33 @@ async function runAt(label: string, env: Record<string, string>) {
 				toJob
 			};
 		};
-		const b = await measureJobs("b");
-		log(
-			`P5 B: with an ingest rule making a job per file: ingested at ${b.rate.toFixed(0)} files/s, rename → INGESTED ${summary(b.latencies)}; ${b.jobs} jobs QUEUED at ${b.jobRate.toFixed(0)} jobs/s; rename → job QUEUED ${summary(b.toJob)} (target p99 <= 1,000 ms); up to the last INGESTED, ${b.cpu}; up to the last QUEUED, ${b.cpuToQueued}`
-		);
-		const pacedB = await measureJobs("d", PACED);
-		log(
-			`P5 B at a steady ${PACED} files/s: ingested at ${pacedB.rate.toFixed(0)} files/s, rename → INGESTED ${summary(pacedB.latencies)}; ${pacedB.jobs} jobs QUEUED at ${pacedB.jobRate.toFixed(0)} jobs/s; rename → job QUEUED ${summary(pacedB.toJob)}`
-		);
+		// each burst B of the phases its own files (b, b-1, b-2 ...)
+		const bursts = PHASES.filter(phase => phase === "b").length;
+		for (let run = 0; run < bursts; run++) {
+			if (process.env.P5_DIAG) await q("SELECT pg_stat_statements_reset()");
+			const b = await measureJobs(run === 0 ? "b" : `b-${run}`);
+			if (process.env.P5_DIAG) {
+				// where PostgreSQL's time went in burst B, statement by statement
+				const statements = await q<Record<string, unknown>>(
+					`SELECT round(total_exec_time)::int AS ms, calls, rows,
+					round(total_exec_time * 1000 / ${FILES})::int AS us_per_file,
+					left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS statement
+				 FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%'
+				 ORDER BY total_exec_time DESC LIMIT 14`
+				);
+				log("   PostgreSQL's statements in burst B (exec time, µs per file):");
+				console.table(statements);
+			}
+			log(
+				`P5 B: with an ingest rule making a job per file: ingested at ${b.rate.toFixed(0)} files/s, rename → INGESTED ${summary(b.latencies)}; ${b.jobs} jobs QUEUED at ${b.jobRate.toFixed(0)} jobs/s; rename → job QUEUED ${summary(b.toJob)} (target p99 <= 1,000 ms); up to the last INGESTED, ${b.cpu}; up to the last QUEUED, ${b.cpuToQueued}`
+			);
+		}
+		if (PHASES.includes("d")) {
+			const pacedB = await measureJobs("d", PACED);
+			log(
+				`P5 B at a steady ${PACED} files/s: ingested at ${pacedB.rate.toFixed(0)} files/s, rename → INGESTED ${summary(pacedB.latencies)}; ${pacedB.jobs} jobs QUEUED at ${pacedB.jobRate.toFixed(0)} jobs/s; rename → job QUEUED ${summary(pacedB.toJob)}`
+			);
+		}
 
 		sampling = false;
 		await sampler;
@@ -332,6 +359,7 @@ async function runAt(label: string, env: Record<string, string>) {
 			console.table(scans);
 		}
 
+		if (!PHASES.includes("p1")) return;
 		// P1 beside it, on the same service: trivial jobs through REST to COMPLETED
 		const jt = await postJson(`${service.api}/job-types/`, trueJobType());
 		const round = async (count: number) => {

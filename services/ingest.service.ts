@@ -1,5 +1,5 @@
 import { MetricsMixin, type Metered } from "../mixins/prometheus-gauges.mixin";
-import { INGEST_DEFINITIONS, METRICS } from "../lib/observability/gauges";
+import { INGEST_DEFINITIONS, METRICS, TRIGGER_DEFINITIONS } from "../lib/observability/gauges";
 import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import path from "path";
 import { DbMixin } from "../mixins/db.mixin";
@@ -172,7 +172,7 @@ type IngestThis = Service<IngestSettings> & Methods & Metered;
 
 const IngestService: ServiceSchema<IngestSettings, Methods> = {
 	name: "ingest",
-	mixins: [DbMixin(), MetricsMixin(INGEST_DEFINITIONS)],
+	mixins: [DbMixin(), MetricsMixin([...INGEST_DEFINITIONS, ...TRIGGER_DEFINITIONS])],
 
 	settings: {
 		nfsMountRoot: null,
@@ -392,25 +392,42 @@ const IngestService: ServiceSchema<IngestSettings, Methods> = {
 			visibility: "public",
 			params: jsonParams(SETTLE_PARAMS),
 			async handler(this: IngestThis, ctx: MonitorContext<{ results: Settled[] }>) {
-				const { answers, events } = await settleIngests(
+				const { answers, triggered } = await settleIngests(
 					this.db,
 					ctx.params,
 					ctx.nodeID ?? this.broker.nodeID,
 					ctx.params.results
 				);
 				const ingested = answers.filter(a => a.status === "INGESTED").length;
-				if (this.metered)
+				if (this.metered) {
 					for (const a of answers)
 						this.broker.metrics.increment(METRICS.ingestsEnded, { status: a.status });
+					if (triggered.events > 0)
+						this.broker.metrics.increment(
+							METRICS.triggerEvents,
+							undefined,
+							triggered.events
+						);
+				}
 				if (ingested > 0)
 					this.logger.info(
-						{ strikeId: ctx.params.strikeId, ingested, settled: answers.length },
+						{
+							strikeId: ctx.params.strikeId,
+							ingested,
+							settled: answers.length,
+							jobs: triggered.jobs,
+							recipes: triggered.recipes
+						},
 						"files ingested"
 					);
-				if (events > 0)
-					this.broker.broadcast("trigger-events.created", {
-						type: "INGEST",
-						count: events
+				for (const r of triggered.refused)
+					this.logger.warn(
+						{ eventId: r.eventId, ruleId: r.ruleId },
+						`trigger rule's job not created: ${r.reason}`
+					);
+				if (triggered.jobs > 0 || triggered.recipes > 0)
+					this.broker.emit("queue.changed", {
+						count: triggered.jobs + triggered.recipes
 					});
 				return { answers };
 			}

@@ -24,11 +24,18 @@ export async function benchDatabase(): Promise<{
 	const pg = new EmbeddedPostgres({
 		dataDir: path.join(tmp, "pg"),
 		port: await freePort(),
-		database: "bench"
+		database: "bench",
+		// P5_DIAG: each statement's time and calls (pg_stat_statements), besides the samples
+		// BENCH_PG_SETTINGS: more server settings, space-separated name=value
+		settings: [
+			...(process.env.P5_DIAG ? ["shared_preload_libraries=pg_stat_statements"] : []),
+			...(process.env.BENCH_PG_SETTINGS ?? "").split(" ").filter(Boolean)
+		]
 	});
 	await pg.start();
 	const db = createSequelize(pg.url, { poolMax: 4 });
 	await migrate(db);
+	if (process.env.P5_DIAG) await db.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
 	const pgPid = Number(
 		fs.readFileSync(path.join(pg.dataDir, "postmaster.pid"), "utf8").split("\n")[0]
 	);

@@ -18,6 +18,8 @@ export interface EmbeddedOptions {
 	port: number;
 	database: string;
 	log?: (msg: string) => void;
+	/** more `name=value` server settings (a bench's diagnostics) */
+	settings?: string[];
 }
 
 interface Binaries {
@@ -255,7 +257,10 @@ export class EmbeddedPostgres {
 				String(this.opts.port),
 				"-k",
 				this.dataDir,
-				...serverSettings().flatMap(setting => ["-c", setting])
+				...[...serverSettings(), ...(this.opts.settings ?? [])].flatMap(setting => [
+					"-c",
+					setting
+				])
 			],
 			// its own process group: a Ctrl-C at the terminal reaches our process, which stops
 			// the services first and PostgreSQL last, not all of them at once

@@ -38,7 +38,7 @@ export interface MonitorLink {
 export interface MonitorOptions {
 	/** how often the directory is listed again and the configuration read again; default 5 s */
 	rescanMs?: number;
-	/** files per call; default 500 */
+	/** files per call; default BATCH_MAX */
 	batchMax?: number;
 	/** how often a growing file's size is reported; default 1 s */
 	progressMs?: number;
@@ -51,6 +51,37 @@ function isRefusal(error: any): boolean {
 
 /** Batches of one burst handled at once. */
 const BATCHES_AT_ONCE = 3;
+
+/**
+ * Files per call: each call costs its transactions' fixed part (guard, rules, plans, commit)
+ * whatever its size (docs/decisions.md, "Strike and ingest").
+ */
+export const BATCH_MAX = 1000;
+
+/**
+ * Characters of file names per call at most: a call and its answer carry each name (and its
+ * target), and a message over NATS must stay under its max_payload (1 MB), names of up to 250
+ * characters of up to 3 bytes each included.
+ */
+export const BATCH_NAME_CHARS = 64 * 1024;
+
+/** `names` in batches of at most `max` files and `nameChars` characters of names, in order. */
+export function batchesOf(names: string[], max: number, nameChars = BATCH_NAME_CHARS): string[][] {
+	const batches: string[][] = [];
+	let batch: string[] = [];
+	let chars = 0;
+	for (const name of names) {
+		if (batch.length >= max || (batch.length > 0 && chars + name.length > nameChars)) {
+			batches.push(batch);
+			batch = [];
+			chars = 0;
+		}
+		batch.push(name);
+		chars += name.length;
+	}
+	if (batch.length > 0) batches.push(batch);
+	return batches;
+}
 
 interface Transfer {
 	started: string;
@@ -91,7 +122,7 @@ export class StrikeMonitor {
 		options: MonitorOptions = {}
 	) {
 		this.rescanMs = options.rescanMs ?? 5000;
-		this.batchMax = options.batchMax ?? 500;
+		this.batchMax = options.batchMax ?? BATCH_MAX;
 		this.progressMs = options.progressMs ?? 1000;
 	}
 
@@ -268,9 +299,7 @@ export class StrikeMonitor {
 					await new Promise(resolve => setImmediate(resolve));
 					const names = [...this.dirty];
 					this.dirty.clear();
-					const batches: string[][] = [];
-					for (let i = 0; i < names.length; i += this.batchMax)
-						batches.push(names.slice(i, i + this.batchMax));
+					const batches = batchesOf(names, this.batchMax);
 					// a burst's batches overlap: one's files move while the next is recorded (each
 					// name is in one batch only; the service locks the ingests it changes)
 					await mapLimited(batches, BATCHES_AT_ONCE, batch =>

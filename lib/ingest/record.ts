@@ -12,6 +12,7 @@ import { Folder, isPlainName } from "./file-paths";
 import { guard } from "./guard";
 import { isS3StrikeConfiguration } from "../documents/strike-s3";
 import { s3MonitorSetup } from "./s3-record";
+import { recordFileEvents, type Processed } from "../triggers/process";
 import type {
 	ArrivedFile,
 	AsideStatus,
@@ -435,11 +436,26 @@ export async function recordIngesting(
 	});
 }
 
+/** What the settle's statements answer of each ingest they write. */
+const STORED_COLUMNS = `i.id, i.status, i.file_name, i.source_file_id, i.ingest_ended, i.media_type,
+	i.data_type, i.file_size`;
+
+interface StoredRow {
+	id: number;
+	status: string;
+	file_name: string;
+	source_file_id: number;
+	ingest_ended: Date;
+	media_type: string;
+	data_type: string[];
+	file_size: string;
+}
+
 /**
  * The ingest rows of moves under way that the monitor reports done ($1: id, status, file_size of
  * a stored file, error), each written once from its move's row, which is deleted: a file stored
- * is INGESTED with its source file and INGEST trigger event, unless a source file of its name
- * exists (DUPLICATE); a file moved aside or lost has the status reported. The ingest was created
+ * is INGESTED with its source file (its INGEST event written after, by settleIngests), unless a
+ * source file of its name exists (DUPLICATE); a file moved aside or lost has the status reported. The ingest was created
  * when its move was decided (`created`, as when the arrival wrote its row). Each move is read by
  * key beside its result, as the settle below reads its ingests, so that `r` is planned as many
  * rows as the recordset (see there). `OFFSET 0` keeps that lookup a lookup: a table of moves
@@ -482,31 +498,30 @@ const WRITE_MOVED_SQL = `
 			r.file_size, r.data_type, r.file_path, r.workspace_id, r.ingest_path, r.ingest_started,
 			now(), f.id, r.error, r.ingest_started
 		FROM r LEFT JOIN f ON f.file_name = r.file_name
-		RETURNING id, file_name, status, source_file_id, ingest_ended
-	 ), e AS (
-		INSERT INTO trigger_event (type, description, occurred)
-		SELECT 'INGEST', jsonb_build_object('version', '1.0', 'file_id', i.source_file_id,
-			'file_name', i.file_name, 'ingest_id', i.id, 'strike_id', $2::int), i.ingest_ended
-		FROM i WHERE i.status = 'INGESTED' ORDER BY i.id RETURNING id
+		RETURNING id, file_name, status, source_file_id, ingest_ended, media_type, data_type,
+			file_size
 	 )
-	 SELECT i.id, i.status FROM i`;
+	 SELECT ${STORED_COLUMNS} FROM i`;
 
 /**
- * What the monitor did with the files: stored (INGESTED: the source file, the ingest and its
- * INGEST trigger event for the triggers service, in this one transaction) or moved aside
- * (DEFERRED, DUPLICATE, ERRORED with its reason). Guarded on the ingest being open, so a repeat
+ * What the monitor did with the files: stored (INGESTED: the source file, the ingest, its INGEST
+ * trigger event written processed and the jobs and recipes of the rules it matches, in this one
+ * transaction: lib/triggers/process.ts recordFileEvents) or moved aside (DEFERRED, DUPLICATE,
+ * ERRORED with its reason). Guarded on the ingest being open, so a repeat
  * changes nothing and answers the status it has. A file stored while a source file of its name
  * appeared meanwhile is a DUPLICATE, to be moved aside from the workspace. Answers, per result,
- * the ingest's status, and the number of trigger events recorded.
+ * the ingest's status, and what the events' rules made.
  */
 export async function settleIngests(
 	db: Sequelize,
 	call: MonitorCall,
 	agentId: string,
 	results: Settled[]
-): Promise<{ answers: SettleAnswer[]; events: number }> {
-	if (results.length === 0) return { answers: [], events: 0 };
-	return transaction(db, PIPELINED, async ({ query: q }) => {
+): Promise<{ answers: SettleAnswer[]; triggered: Processed }> {
+	if (results.length === 0)
+		return { answers: [], triggered: { events: 0, jobs: 0, recipes: 0, refused: [] } };
+	return transaction(db, PIPELINED, async sql => {
+		const q = sql.query;
 		await guard(q, call, agentId);
 		const ids = intArray(results.map(r => r.ingestId));
 		// what the monitor's results are checked against; the stored files' columns are read by
@@ -541,6 +556,7 @@ export async function settleIngests(
 			);
 		});
 		const stored = new Set<number>();
+		const storedRows: StoredRow[] = [];
 		/** moves under way that ended as another status than the one reported: duplicates */
 		const movedAs = new Map<number, string>();
 		if (moved.length > 0) {
@@ -554,13 +570,13 @@ export async function settleIngests(
 				JSON.stringify(recordset),
 				call.strikeId,
 				intArray(moved.map(r => r.ingestId))
-			])) as {
-				id: number;
-				status: string;
-			}[];
+			])) as StoredRow[];
 			for (const row of done) {
 				movedAs.set(row.id, row.status);
-				if (row.status === "INGESTED") stored.add(row.id);
+				if (row.status === "INGESTED") {
+					stored.add(row.id);
+					storedRows.push(row);
+				}
 			}
 		}
 		if (toStore.length > 0) {
@@ -568,7 +584,7 @@ export async function settleIngests(
 			// Each ingest (locked above) is read by key beside its size, so that `r` is planned as
 			// many rows as the recordset: joined with a filter on the ids, PostgreSQL expected a
 			// few and joined `f` to `r` by a nested loop comparing every name with every other.
-			const done = await q(
+			const done = (await q(
 				`WITH r AS (
 					SELECT s.ingest_id, g.workspace_id, g.file_name, g.file_path, g.media_type,
 						s.file_size, g.data_type
@@ -588,18 +604,17 @@ export async function settleIngests(
 						last_modified = now()
 					FROM r JOIN f ON f.file_name = r.file_name
 					WHERE ingest.id = r.ingest_id
-					RETURNING ingest.id, ingest.file_name, ingest.source_file_id, ingest.ingest_ended
-				 ), e AS (
-					INSERT INTO trigger_event (type, description, occurred)
-					SELECT 'INGEST', jsonb_build_object('version', '1.0', 'file_id', i.source_file_id,
-						'file_name', i.file_name, 'ingest_id', i.id, 'strike_id', $2::int),
-						i.ingest_ended
-					FROM i ORDER BY i.id RETURNING id
+					RETURNING ingest.id, 'INGESTED' AS status, ingest.file_name,
+						ingest.source_file_id, ingest.ingest_ended, ingest.media_type,
+						ingest.data_type, ingest.file_size
 				 )
-				 SELECT i.id FROM i`,
-				[JSON.stringify(recordset), call.strikeId]
-			);
-			for (const row of done) stored.add(row.id);
+				 SELECT ${STORED_COLUMNS} FROM i`,
+				[JSON.stringify(recordset)]
+			)) as StoredRow[];
+			for (const row of done) {
+				stored.add(row.id);
+				storedRows.push(row);
+			}
 		}
 		const lateDuplicates = toStore.filter(r => !stored.has(r.ingestId));
 		const finals = [
@@ -637,6 +652,31 @@ export async function settleIngests(
 				status: finalById.get(r.ingestId) ?? row?.status ?? "UNKNOWN"
 			};
 		});
-		return { answers, events: stored.size };
+		// the INGEST events, written processed with the jobs their rules make (lib/triggers)
+		const triggered = await recordFileEvents(
+			db,
+			sql,
+			storedRows
+				.sort((a, b) => a.id - b.id)
+				.map(row => ({
+					type: "INGEST" as const,
+					description: {
+						version: "1.0",
+						file_id: row.source_file_id,
+						file_name: row.file_name,
+						ingest_id: row.id,
+						strike_id: call.strikeId
+					},
+					occurred: row.ingest_ended,
+					file: {
+						id: row.source_file_id,
+						media_type: row.media_type,
+						data_type: row.data_type,
+						file_size: row.file_size,
+						is_deleted: false
+					}
+				}))
+		);
+		return { answers, triggered };
 	});
 }

@@ -1,6 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { intArray } from "../db/array-literal";
-import { select, write, transaction } from "../db/run";
+import { select, write, transaction, type Sql, type TransactionSql } from "../db/run";
 import type { FileTriggerConfiguration } from "../documents/trigger-configuration";
 import { queueValidNewJobs } from "../jobs/new-job";
 import type { NewJobRequest } from "../jobs/types";
@@ -113,21 +113,10 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 			)
 		];
 		const [rules, files] = await Promise.all([
-			select<RuleRow>(
+			activeRules(
 				db,
-				`SELECT r.id, r.type, r.configuration, jt.id AS job_type_id, rt.id AS recipe_type_id,
-					coalesce(ARRAY(SELECT o->>'name'
-						FROM jsonb_array_elements(jt.interface->'output_data') o), '{}') AS outputs,
-					w.id AS workspace_id, w.name AS workspace_name, w.is_active AS workspace_is_active
-				 FROM trigger_rule r
-				 LEFT JOIN job_type jt ON jt.trigger_rule_id = r.id AND jt.is_active
-				 LEFT JOIN recipe_type rt ON rt.trigger_rule_id = r.id AND rt.is_active
-				 LEFT JOIN workspace w ON w.name = r.configuration->'data'->>'workspace_name'
-				 WHERE r.type = ANY($1::text[]) AND r.is_active AND r.archived IS NULL
-					AND (jt.id IS NOT NULL OR rt.id IS NOT NULL)
-				 ORDER BY r.id`,
-				[[...new Set(events.map(e => e.type))]],
-				t
+				t,
+				events.map(e => e.type)
 			),
 			select<FileRow>(
 				db,
@@ -138,127 +127,235 @@ export async function processFileEvents(db: Sequelize, batch = EVENT_BATCH): Pro
 			)
 		]);
 		const fileById = new Map(files.map(f => [f.id, f]));
-		const matches: { event: EventRow; rule: RuleRow }[] = [];
-		for (const event of events) {
-			const file = fileById.get(event.file_id as number);
-			if (!file) continue;
-			for (const rule of rules)
-				if (
-					rule.type === event.type &&
-					matchesCondition(rule.configuration.condition, file)
-				)
-					matches.push({ event, rule });
-		}
-		// A job's event names the rule that fired: the event itself for its first match, a copy
-		// of it (processed at once) for each further one, as Scale made one event per rule.
-		const firstRule = new Map<number, number>();
-		const extra: { event: EventRow; rule: RuleRow }[] = [];
-		for (const m of matches) {
-			if (!firstRule.has(m.event.id)) firstRule.set(m.event.id, m.rule.id);
-			else extra.push(m);
-		}
-		const extraIds =
-			extra.length === 0
-				? []
-				: (
-						await write<{ id: number }>(
-							db,
-							COPY_EVENTS_SQL,
-							[extra.map(m => m.event.id), extra.map(m => m.rule.id)],
-							t
-						)
-					).map(row => row.id);
-		const extraEvent = new Map(extra.map((m, i) => [m, extraIds[i]]));
-		const jobMatches = matches.filter(m => m.rule.job_type_id !== null);
-		const requests: NewJobRequest[] = jobMatches.map(m => ({
-			jobTypeId: m.rule.job_type_id as number,
-			eventId: extraEvent.get(m) ?? m.event.id,
-			jobData: {
-				version: "1.0",
-				input_data: [
-					{
-						name: m.rule.configuration.data.input_data_name,
-						file_id: m.event.file_id
-					}
-				],
-				output_data: m.rule.outputs.map(name => ({
-					name,
-					workspace_id: m.rule.workspace_id
-				}))
-			},
-			dataField: `trigger_rule ${m.rule.id}`,
-			// every job of a rule has the same data but for its file (an id checked above)
-			dataTemplate: `trigger_rule ${m.rule.id}`
-		}));
-		// the jobs' files and workspaces are those just read, in this transaction
-		const facts: DataFacts = { files: fileById, workspaces: new Map() };
-		for (const r of rules)
-			if (r.workspace_id !== null)
-				facts.workspaces.set(r.workspace_id, {
-					id: r.workspace_id,
-					name: r.workspace_name as string,
-					is_active: r.workspace_is_active as boolean
-				});
-		const queued = await queueValidNewJobs(db, t, requests, facts);
-		// a recipe per matching recipe type's rule, all checked and written together
-		// (createRecipes: a refused one is answered its error, nothing of it written)
-		const recipeMatches = matches.filter(m => m.rule.recipe_type_id !== null);
-		const recipeRequests: NewRecipeRequest[] = recipeMatches.map(m => {
-			const data: Record<string, unknown> = {
-				version: "1.0",
-				input_data: [
-					{
-						name: m.rule.configuration.data.input_data_name,
-						file_id: m.event.file_id
-					}
-				]
-			};
-			if (m.rule.workspace_id !== null) data.workspace_id = m.rule.workspace_id;
-			return {
-				recipeTypeId: m.rule.recipe_type_id as number,
-				data,
-				eventId: extraEvent.get(m) ?? m.event.id
-			};
-		});
-		// each try in a savepoint: a database error rolls back only its own writes
-		const created = await createEachRecipe(
-			batch => t.savepoint(savepoint => createRecipes(savepoint, batch)),
-			recipeRequests
-		);
-		const refused: Processed["refused"] = created.flatMap((c, i) =>
-			c instanceof Error
-				? [
-						{
-							eventId: recipeMatches[i].event.id,
-							ruleId: recipeMatches[i].rule.id,
-							reason: c.message
-						}
-					]
-				: []
-		);
-		const recipes = created.length - refused.length;
+		const matches = matchEvents(events, rules, fileById);
+		const done = await fire(db, t, matches, rules, fileById);
 		await write(
 			db,
 			MARK_PROCESSED_SQL,
-			[intArray(events.map(e => e.id)), intArray(events.map(e => firstRule.get(e.id)))],
+			[intArray(events.map(e => e.id)), intArray(events.map(e => done.firstRule.get(e.id)))],
 			t
-		);
-		const jobsRefused = queued.flatMap((q, i) =>
-			q instanceof Error
-				? [
-						{
-							eventId: jobMatches[i].event.id,
-							ruleId: jobMatches[i].rule.id,
-							reason: q.message
-						}
-					]
-				: []
 		);
 		return {
 			events: events.length,
-			jobs: queued.length - jobsRefused.length,
-			recipes,
-			refused: [...jobsRefused, ...refused]
+			jobs: done.jobs,
+			recipes: done.recipes,
+			refused: done.refused
 		};
 	});
+}
+
+/** A file event written by the transaction of its change, and the file it names. */
+export interface NewFileEvent {
+	type: (typeof FILE_EVENT_TYPES)[number];
+	description: { file_id: number } & Record<string, unknown>;
+	occurred: Date | string;
+	file: FileRow;
+}
+
+/**
+ * The events of a batch of new files, written processed in the caller's transaction (the one
+ * that records the files): each is matched against the active rules of its type, written once
+ * naming its first matching rule, and the rules' jobs and recipes are created beside it, as
+ * processFileEvents does for events written unprocessed. One write per event instead of an
+ * insert, a claim and an update in a second transaction (docs/decisions.md, "Triggers").
+ */
+export async function recordFileEvents(
+	db: Sequelize,
+	t: TransactionSql,
+	news: NewFileEvent[]
+): Promise<Processed> {
+	if (news.length === 0) return { events: 0, jobs: 0, recipes: 0, refused: [] };
+	const rules = await activeRules(
+		db,
+		t,
+		news.map(e => e.type)
+	);
+	const fileById = new Map(news.map(e => [e.file.id, e.file]));
+	// numbered by position until written: the rule each names is known before its id
+	const events = news.map((e, i) => ({ id: i, type: e.type, file_id: e.description.file_id }));
+	const matches = matchEvents(events, rules, fileById);
+	const first = new Map<number, number>();
+	for (const m of matches) if (!first.has(m.event.id)) first.set(m.event.id, m.rule.id);
+	const ids = await write<{ id: number }>(
+		db,
+		INSERT_PROCESSED_SQL,
+		[
+			JSON.stringify(
+				news.map((e, i) => ({
+					type: e.type,
+					description: e.description,
+					occurred: e.occurred,
+					rule_id: first.get(i) ?? null
+				}))
+			)
+		],
+		t
+	);
+	events.forEach((e, i) => (e.id = ids[i].id));
+	const done = await fire(db, t, matches, rules, fileById);
+	return { events: news.length, jobs: done.jobs, recipes: done.recipes, refused: done.refused };
+}
+
+/** New events written processed, in the order given, each naming its rule (or none). */
+export const INSERT_PROCESSED_SQL = `INSERT INTO trigger_event (type, rule_id, description,
+		occurred, processed)
+	 SELECT e.type, e.rule_id, e.description, e.occurred, now()
+	 FROM ROWS FROM (jsonb_to_recordset($1::jsonb)
+		AS (type text, rule_id int, description jsonb, occurred timestamptz)) WITH ORDINALITY
+		AS e(type, rule_id, description, occurred, n)
+	 ORDER BY e.n RETURNING id`;
+
+/** The active rules of the given event types whose job type or recipe type is active. */
+function activeRules(db: Sequelize, t: Sql, types: string[]): Promise<RuleRow[]> {
+	return select<RuleRow>(
+		db,
+		`SELECT r.id, r.type, r.configuration, jt.id AS job_type_id, rt.id AS recipe_type_id,
+			coalesce(ARRAY(SELECT o->>'name'
+				FROM jsonb_array_elements(jt.interface->'output_data') o), '{}') AS outputs,
+			w.id AS workspace_id, w.name AS workspace_name, w.is_active AS workspace_is_active
+		 FROM trigger_rule r
+		 LEFT JOIN job_type jt ON jt.trigger_rule_id = r.id AND jt.is_active
+		 LEFT JOIN recipe_type rt ON rt.trigger_rule_id = r.id AND rt.is_active
+		 LEFT JOIN workspace w ON w.name = r.configuration->'data'->>'workspace_name'
+		 WHERE r.type = ANY($1::text[]) AND r.is_active AND r.archived IS NULL
+			AND (jt.id IS NOT NULL OR rt.id IS NOT NULL)
+		 ORDER BY r.id`,
+		[[...new Set(types)]],
+		t
+	);
+}
+
+/** Each event with each rule of its type whose condition its file meets, in order. */
+function matchEvents(
+	events: EventRow[],
+	rules: RuleRow[],
+	fileById: Map<number, FileRow>
+): { event: EventRow; rule: RuleRow }[] {
+	const matches: { event: EventRow; rule: RuleRow }[] = [];
+	for (const event of events) {
+		const file = fileById.get(event.file_id as number);
+		if (!file) continue;
+		for (const rule of rules)
+			if (rule.type === event.type && matchesCondition(rule.configuration.condition, file))
+				matches.push({ event, rule });
+	}
+	return matches;
+}
+
+/**
+ * The jobs and recipes of the matches, created in `t`; answers them and each event's first rule
+ * (the one the event names).
+ */
+async function fire(
+	db: Sequelize,
+	t: TransactionSql,
+	matches: { event: EventRow; rule: RuleRow }[],
+	rules: RuleRow[],
+	fileById: Map<number, FileRow>
+): Promise<Omit<Processed, "events"> & { firstRule: Map<number, number> }> {
+	// A job's event names the rule that fired: the event itself for its first match, a copy
+	// of it (processed at once) for each further one, as Scale made one event per rule.
+	const firstRule = new Map<number, number>();
+	const extra: { event: EventRow; rule: RuleRow }[] = [];
+	for (const m of matches) {
+		if (!firstRule.has(m.event.id)) firstRule.set(m.event.id, m.rule.id);
+		else extra.push(m);
+	}
+	const extraIds =
+		extra.length === 0
+			? []
+			: (
+					await write<{ id: number }>(
+						db,
+						COPY_EVENTS_SQL,
+						[extra.map(m => m.event.id), extra.map(m => m.rule.id)],
+						t
+					)
+				).map(row => row.id);
+	const extraEvent = new Map(extra.map((m, i) => [m, extraIds[i]]));
+	const jobMatches = matches.filter(m => m.rule.job_type_id !== null);
+	const requests: NewJobRequest[] = jobMatches.map(m => ({
+		jobTypeId: m.rule.job_type_id as number,
+		eventId: extraEvent.get(m) ?? m.event.id,
+		jobData: {
+			version: "1.0",
+			input_data: [
+				{
+					name: m.rule.configuration.data.input_data_name,
+					file_id: m.event.file_id
+				}
+			],
+			output_data: m.rule.outputs.map(name => ({
+				name,
+				workspace_id: m.rule.workspace_id
+			}))
+		},
+		dataField: `trigger_rule ${m.rule.id}`,
+		// every job of a rule has the same data but for its file (an id checked above)
+		dataTemplate: `trigger_rule ${m.rule.id}`
+	}));
+	// the jobs' files and workspaces are those just read, in this transaction
+	const facts: DataFacts = { files: fileById, workspaces: new Map() };
+	for (const r of rules)
+		if (r.workspace_id !== null)
+			facts.workspaces.set(r.workspace_id, {
+				id: r.workspace_id,
+				name: r.workspace_name as string,
+				is_active: r.workspace_is_active as boolean
+			});
+	const queued = await queueValidNewJobs(db, t, requests, facts);
+	// a recipe per matching recipe type's rule, all checked and written together
+	// (createRecipes: a refused one is answered its error, nothing of it written)
+	const recipeMatches = matches.filter(m => m.rule.recipe_type_id !== null);
+	const recipeRequests: NewRecipeRequest[] = recipeMatches.map(m => {
+		const data: Record<string, unknown> = {
+			version: "1.0",
+			input_data: [
+				{
+					name: m.rule.configuration.data.input_data_name,
+					file_id: m.event.file_id
+				}
+			]
+		};
+		if (m.rule.workspace_id !== null) data.workspace_id = m.rule.workspace_id;
+		return {
+			recipeTypeId: m.rule.recipe_type_id as number,
+			data,
+			eventId: extraEvent.get(m) ?? m.event.id
+		};
+	});
+	// each try in a savepoint: a database error rolls back only its own writes
+	const created = await createEachRecipe(
+		batch => t.savepoint(savepoint => createRecipes(savepoint, batch)),
+		recipeRequests
+	);
+	const refused: Processed["refused"] = created.flatMap((c, i) =>
+		c instanceof Error
+			? [
+					{
+						eventId: recipeMatches[i].event.id,
+						ruleId: recipeMatches[i].rule.id,
+						reason: c.message
+					}
+				]
+			: []
+	);
+	const recipes = created.length - refused.length;
+	const jobsRefused = queued.flatMap((q, i) =>
+		q instanceof Error
+			? [
+					{
+						eventId: jobMatches[i].event.id,
+						ruleId: jobMatches[i].rule.id,
+						reason: q.message
+					}
+				]
+			: []
+	);
+	return {
+		jobs: queued.length - jobsRefused.length,
+		recipes,
+		refused: [...jobsRefused, ...refused],
+		firstRule
+	};
 }

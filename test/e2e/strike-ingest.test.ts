@@ -142,6 +142,10 @@ async function jobType(
 }
 
 /** The jobs of a job type, oldest first. */
+async function query<T>(sql: string, bind: unknown[] = []): Promise<T[]> {
+	return (await tdb.db.query(sql, { bind }))[0] as T[];
+}
+
 async function jobsOf(typeName: string): Promise<any[]> {
 	return (await ok("GET", `/jobs/?job_type_name=${typeName}&order=id`)).results;
 }
@@ -437,30 +441,66 @@ describe("a file through the strike", () => {
 });
 
 describe("the triggers service", () => {
+	it("is not needed for an ingest's jobs: they are created in the ingest's transaction", async () => {
+		const triggers = broker.getLocalService("triggers")!;
+		const schema = (triggers as any).originalSchema;
+		await broker.destroyService(triggers);
+		try {
+			for (let i = 0; i < 5; i++) deliver(`late-${i}.txt`, `late ${i}`);
+			for (let i = 0; i < 5; i++) await ingestStatus(`late-${i}.txt`, "INGESTED");
+			const jobs = await jobsOf("upper");
+			expect(jobs).toHaveLength(6);
+			const inputs = await Promise.all(
+				jobs
+					.slice(1)
+					.map(async j => (await ok("GET", `/jobs/${j.id}/`)).inputs[0].value.file_name)
+			);
+			expect(inputs.sort()).toEqual([0, 1, 2, 3, 4].map(i => `late-${i}.txt`));
+			const [{ waiting }] = await query<{ waiting: number }>(
+				`SELECT count(*)::int AS waiting FROM trigger_event
+				 WHERE type = 'INGEST' AND processed IS NULL`
+			);
+			expect(waiting).toBe(0);
+		} finally {
+			broker.createService(schema);
+			await broker.waitForServices(["triggers"]);
+		}
+	});
+
 	it("processes events recorded while it was down when it comes back, once each", async () => {
 		const triggers = broker.getLocalService("triggers")!;
 		const schema = (triggers as any).originalSchema;
 		await broker.destroyService(triggers);
-		for (let i = 0; i < 5; i++) deliver(`late-${i}.txt`, `late ${i}`);
-		for (let i = 0; i < 5; i++) await ingestStatus(`late-${i}.txt`, "INGESTED");
-		const waiting = await ok("GET", "/jobs/?job_type_name=upper");
-		expect(waiting.count).toBe(1);
+		// an event written unprocessed, as a scan or a watched bucket writes its files' events
+		const [file] = await query<{ id: number }>(
+			`SELECT id FROM scale_file WHERE file_name = 'late-0.txt' AND file_type = 'SOURCE'`
+		);
+		await query(
+			`INSERT INTO trigger_event (type, description, occurred)
+			 VALUES ('INGEST', jsonb_build_object('version', '1.0', 'file_id', $1::int,
+				'file_name', 'late-0.txt'), now())`,
+			[file.id]
+		);
+		await sleep(300);
+		expect(await jobsOf("upper")).toHaveLength(6);
 		broker.createService(schema);
 		await broker.waitForServices(["triggers"]);
 		await until(
-			"the waiting events' jobs",
+			"the waiting event's job",
 			() => jobsOf("upper"),
-			list => list.length === 6
+			list => list.length === 7
 		);
 		await sleep(500);
 		const jobs = await jobsOf("upper");
-		expect(jobs).toHaveLength(6);
-		const inputs = await Promise.all(
-			jobs
-				.slice(1)
-				.map(async j => (await ok("GET", `/jobs/${j.id}/`)).inputs[0].value.file_name)
+		expect(jobs).toHaveLength(7);
+		expect((await ok("GET", `/jobs/${jobs[6].id}/`)).inputs[0].value.file_name).toBe(
+			"late-0.txt"
 		);
-		expect(inputs.sort()).toEqual([0, 1, 2, 3, 4].map(i => `late-${i}.txt`));
+		await until(
+			"the jobs to complete",
+			() => jobsOf("upper"),
+			list => list.every(j => j.status === "COMPLETED")
+		);
 	});
 
 	it("runs the clock's processors once per slice however many ticks", async () => {
@@ -487,7 +527,7 @@ describe("the triggers service", () => {
 			 WHERE t.name = 'upper' AND m.occurred = $1::date`,
 			{ bind: [today] }
 		)) as any;
-		expect(row.completed_count).toBe(6);
+		expect(row.completed_count).toBe(7);
 	});
 });
 

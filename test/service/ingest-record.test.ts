@@ -136,7 +136,7 @@ describe("a file that arrives whole", () => {
 		]);
 		expect(settled).toEqual({
 			answers: [{ ingestId: decision.ingestId, status: "INGESTED" }],
-			events: 1
+			triggered: { events: 1, jobs: 0, recipes: 0, refused: [] }
 		});
 		const [ingest] = await ingestsOf("a.txt");
 		expect(ingest).toMatchObject({ id: decision.ingestId, status: "INGESTED" });
@@ -155,13 +155,16 @@ describe("a file that arrives whole", () => {
 			file_size: "12",
 			media_type: "text/plain"
 		});
+		// written processed (no rule matches it): no second write by the triggers service
 		const events = await query(
-			`SELECT description FROM trigger_event WHERE type = 'INGEST'
-			 AND (description->>'ingest_id')::int = $1`,
+			`SELECT description, processed IS NOT NULL AS processed, rule_id FROM trigger_event
+			 WHERE type = 'INGEST' AND (description->>'ingest_id')::int = $1`,
 			[decision.ingestId]
 		);
 		expect(events).toEqual([
 			{
+				processed: true,
+				rule_id: null,
 				description: {
 					version: "1.0",
 					file_id: ingest.source_file_id,
@@ -178,7 +181,7 @@ describe("a file that arrives whole", () => {
 		]);
 		expect(again).toEqual({
 			answers: [{ ingestId: decision.ingestId, status: "INGESTED" }],
-			events: 0
+			triggered: { events: 0, jobs: 0, recipes: 0, refused: [] }
 		});
 		expect(await ingestsOf("a.txt")).toHaveLength(1);
 	});
@@ -210,7 +213,7 @@ describe("a file that arrives whole", () => {
 					moveAside: `${HOST}/t/2026/11/27/c.txt`
 				}
 			],
-			events: 0
+			triggered: { events: 0, jobs: 0, recipes: 0, refused: [] }
 		});
 		expect(await ingestsOf("c.txt")).toMatchObject([
 			{ id: decision.ingestId, status: "DUPLICATE", source_file_id: null }

@@ -3,9 +3,14 @@ import os from "os";
 import path from "path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
-import { COPY_EVENTS_SQL, MARK_PROCESSED_SQL, processFileEvents } from "../../lib/triggers/process";
+import {
+	COPY_EVENTS_SQL,
+	MARK_PROCESSED_SQL,
+	processFileEvents,
+	recordFileEvents
+} from "../../lib/triggers/process";
 import { queueValidNewJobs } from "../../lib/jobs/new-job";
-import { transaction } from "../../lib/db/run";
+import { PIPELINED, transaction } from "../../lib/db/run";
 
 /**
  * The triggers' matching over real PostgreSQL (processFileEvents): rules made through the REST
@@ -179,6 +184,74 @@ describe("processFileEvents", () => {
 			refused: []
 		});
 		expect(await jobsFor([png.fileId, tiff.fileId, parsed.fileId])).toHaveLength(5);
+	});
+
+	it("writes a new file's events processed with their rules' jobs, in the caller's transaction (recordFileEvents)", async () => {
+		const file = async (name: string, mediaType: string, dataTypes: string[]) =>
+			(
+				await query<{
+					id: number;
+					media_type: string;
+					data_type: string[];
+					file_size: string;
+					is_deleted: boolean;
+				}>(
+					`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
+						data_type, uuid)
+					 VALUES ('SOURCE', $1, $2::text, $2::text, $3, $4::text[], md5($2::text))
+					 RETURNING id, media_type, data_type, file_size, is_deleted`,
+					[workspaceId, name, mediaType, `{${dataTypes.join(",")}}`]
+				)
+			)[0];
+		const png = await file("new.png", "image/png", []);
+		const plain = await file("new.dat", "application/octet-stream", []);
+		const event = (f: typeof png) => ({
+			type: "INGEST" as const,
+			description: { version: "1.0", file_id: f.id, file_name: `file ${f.id}` },
+			occurred: new Date(),
+			file: f
+		});
+		// a transaction that fails after them leaves neither events nor jobs
+		await expect(
+			transaction(tdb.db, async t => {
+				await recordFileEvents(tdb.db, t, [event(png)]);
+				throw new Error("the ingest's transaction fails");
+			})
+		).rejects.toThrow("the ingest's transaction fails");
+		expect(await jobsFor([png.id])).toEqual([]);
+
+		const done = await transaction(tdb.db, t =>
+			recordFileEvents(tdb.db, t, [event(png), event(plain)])
+		);
+		// png-only, any-ingest and text-input (refused) match the PNG; any-ingest the other
+		expect(done).toMatchObject({ events: 2, jobs: 3, recipes: 0 });
+		expect(done.refused).toEqual([
+			expect.objectContaining({ ruleId: await ruleOf(textInput) })
+		]);
+		const jobs = await jobsFor([png.id, plain.id]);
+		expect(jobs.map(j => [j.file_id, j.job_type_id])).toEqual(
+			expect.arrayContaining([
+				[png.id, pngOnly],
+				[png.id, anyIngest],
+				[plain.id, anyIngest]
+			])
+		);
+		expect(jobs).toHaveLength(3);
+		for (const job of jobs) {
+			expect(job.status).toBe("QUEUED");
+			expect(job.rule_id).toBe(await ruleOf(job.job_type_id));
+		}
+		// one event per file, written processed: nothing is left for processFileEvents
+		const events = await query<{ file_id: number; processed: Date | null }>(
+			`SELECT (description->>'file_id')::int AS file_id, processed FROM trigger_event
+			 WHERE (description->>'file_id')::int = ANY($1::int[]) ORDER BY id`,
+			[[png.id, plain.id]]
+		);
+		expect(events.map(e => e.file_id).sort()).toEqual(
+			[png.id, png.id, png.id, plain.id].sort()
+		);
+		expect(events.every(e => e.processed !== null)).toBe(true);
+		expect((await processFileEvents(tdb.db)).events).toBe(0);
 	});
 
 	it("shares the waiting events between concurrent consumers, none twice", async () => {
@@ -383,6 +456,58 @@ describe("the events' statements at scale", () => {
 		walk((row["QUERY PLAN"] as any)[0].Plan);
 		return tables;
 	}
+
+	it("makes a recipe rule's recipes in a pipelined transaction too, a refused one alone (recordFileEvents)", async () => {
+		const [{ id: typeId, trigger_rule_id: ruleId }] = await query<{
+			id: number;
+			trigger_rule_id: number;
+		}>(`SELECT id, trigger_rule_id FROM recipe_type WHERE name = 'on-ingest-together'`);
+		const file = async (name: string, deleted: boolean) =>
+			(
+				await query<{
+					id: number;
+					media_type: string;
+					data_type: string[];
+					file_size: string;
+					is_deleted: boolean;
+				}>(
+					`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
+						data_type, uuid, is_deleted)
+					 VALUES ('SOURCE', $1, $2::text, $2::text, 'image/png', '{for-recipe}',
+						md5($2::text), $3)
+					 RETURNING id, media_type, data_type, file_size, is_deleted`,
+					[workspaceId, name, deleted]
+				)
+			)[0];
+		const kept = await file("piped-1.png", false);
+		const gone = await file("piped-gone.png", true);
+		const done = await transaction(tdb.db, PIPELINED, t =>
+			recordFileEvents(
+				tdb.db,
+				t,
+				[kept, gone].map(f => ({
+					type: "INGEST" as const,
+					description: { version: "1.0", file_id: f.id },
+					occurred: new Date(),
+					file: f
+				}))
+			)
+		);
+		expect(done.recipes).toBe(1);
+		expect(done.refused.filter(r => r.ruleId === ruleId)).toEqual([
+			expect.objectContaining({
+				reason: `recipe_data.input_data[0].file_id: file ${gone.id} does not exist`
+			})
+		]);
+		const recipes = await query<{ file_id: number; rule_id: number; processed: boolean }>(
+			`SELECT (r.data->'input_data'->0->>'file_id')::int AS file_id, e.rule_id,
+				e.processed IS NOT NULL AS processed
+			 FROM recipe r JOIN trigger_event e ON e.id = r.event_id
+			 WHERE r.recipe_type_id = $1 AND (r.data->'input_data'->0->>'file_id')::int = ANY($2::int[])`,
+			[typeId, [kept.id, gone.id]]
+		);
+		expect(recipes).toEqual([{ file_id: kept.id, rule_id: ruleId, processed: true }]);
+	});
 
 	it("reads a batch's events by key among 40,000, not by a scan of the table", async () => {
 		await query(

@@ -1,7 +1,12 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { launchStrikeMonitor, StrikeMonitor, type MonitorLink } from "../../../lib/ingest/monitor";
+import {
+	batchesOf,
+	launchStrikeMonitor,
+	StrikeMonitor,
+	type MonitorLink
+} from "../../../lib/ingest/monitor";
 import type { ArrivedFile, OpenIngest, Settled } from "../../../lib/ingest/protocol";
 
 let root: string;
@@ -11,6 +16,23 @@ beforeEach(() => {
 });
 
 afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+describe("batchesOf", () => {
+	it("cuts names in order into batches of at most max files", () => {
+		const names = Array.from({ length: 2500 }, (_, i) => `f-${i}`);
+		const batches = batchesOf(names, 1000);
+		expect(batches.map(b => b.length)).toEqual([1000, 1000, 500]);
+		expect(batches.flat()).toEqual(names);
+	});
+
+	it("makes a batch of long names smaller: at most nameChars characters of names", () => {
+		const long = Array.from({ length: 10 }, (_, i) => `${i}`.padEnd(250, "x"));
+		expect(batchesOf(long, 1000, 1000).map(b => b.length)).toEqual([4, 4, 2]);
+		// a name longer than the limit still goes, alone
+		expect(batchesOf(["a".repeat(20), "b"], 1000, 10)).toEqual([["a".repeat(20)], ["b"]]);
+		expect(batchesOf([], 1000)).toEqual([]);
+	});
+});
 
 describe("StrikeMonitor", () => {
 	it("settles an ingest left open at two rescans in a row from where its file is", async () => {
