@@ -101,6 +101,32 @@ async function runAt(label: string, env: Record<string, string>) {
 				[after]
 			)
 		).map(r => Number(r.ms));
+	/**
+	 * Where B's and C's time goes, for recipes with ids above `after`: A's process exit (agent's
+	 * clock) → A's report applied (A's job `ended`, the finishing transaction's time) → B queued
+	 * (its execution's `queued`) → placed (`started`) → its process started (`job_started`).
+	 */
+	const stages = async (after: number) => {
+		const rows = await q<Record<string, number>>(
+			`SELECT extract(epoch FROM a.ended - ae.job_completed) * 1000 AS report,
+				extract(epoch FROM e.queued - a.ended) * 1000 AS queued,
+				extract(epoch FROM e.started - e.queued) * 1000 AS placed,
+				extract(epoch FROM e.job_started - e.started) * 1000 AS launched
+			 FROM recipe r
+			 JOIN recipe_job ra ON ra.recipe_id = r.id AND ra.job_name = 'A'
+			 JOIN job a ON a.id = ra.job_id
+			 JOIN job_exe ae ON ae.job_id = a.id AND ae.status = 'COMPLETED'
+			 JOIN recipe_job rb ON rb.recipe_id = r.id AND rb.job_name <> 'A'
+			 JOIN job_exe e ON e.job_id = rb.job_id
+			 WHERE r.id > $1 AND e.job_started IS NOT NULL AND ae.job_completed IS NOT NULL`,
+			[after]
+		);
+		const of = (key: string) => {
+			const sorted = rows.map(r => Number(r[key])).sort((a, b) => a - b);
+			return `${percentile(sorted, 50).toFixed(1)}/${percentile(sorted, 99).toFixed(1)}`;
+		};
+		return `A's exit → report applied ${of("report")}, → B queued ${of("queued")}, → placed ${of("placed")}, → process started ${of("launched")} ms (p50/p99)`;
+	};
 	try {
 		await waitForCount(db, "SELECT count(*) AS n FROM node WHERE is_active", 1, 20000);
 		for (const name of ["true-a", "true-b", "true-c"])
@@ -169,6 +195,7 @@ async function runAt(label: string, env: Record<string, string>) {
 		const loadPlacements = await handOffs(lastBefore, "started");
 		const loadExits = await exitToStart(lastBefore);
 		const loadLaunches = await launchFigures(db, exeBefore);
+		const loadStages = await stages(lastBefore);
 		const exeP1Before = await lastExe();
 		const cpuP1Before = cpu();
 		const p1Seconds = await round(newJob, jobBody, 3 * RECIPES, 3 * RECIPES);
@@ -187,6 +214,7 @@ async function runAt(label: string, env: Record<string, string>) {
 		const idleHandOffs = await handOffs(lastLoad);
 		const idlePlacements = await handOffs(lastLoad, "started");
 		const idleExits = await exitToStart(lastLoad);
+		const idleStages = await stages(lastLoad);
 		await service.stop();
 		const bare = await bestBareSpawnRate(3, 3000, 4);
 
@@ -213,6 +241,8 @@ async function runAt(label: string, env: Record<string, string>) {
 		log(
 			`P6 A's process exited → B/C process started (the executions' job_completed → job_started, the report's way to the scheduler included): one recipe at a time ${summary(idleExits)}; under the load of ${RECIPES} recipes ${summary(loadExits)}`
 		);
+		log(`P6 where B/C's time goes under load: ${loadStages}`);
+		log(`P6 where B/C's time goes one recipe at a time: ${idleStages}`);
 	} finally {
 		if (service.proc.exitCode === null) await service.stop();
 		await stop();
