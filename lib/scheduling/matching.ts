@@ -66,8 +66,6 @@ export interface QueuedRow {
 	diskTotal: number;
 	/** the queued time as PostgreSQL wrote it (full precision), for keyset paging */
 	queuedKey: string;
-	/** jobs of its recipe that its end queues (queue.successors): launch window room it holds */
-	successors: number;
 }
 
 /**
@@ -196,7 +194,7 @@ export function matchBatch(
 		node.free.cpus -= row.cpus;
 		node.free.mem -= row.mem;
 		node.free.disk -= row.diskTotal;
-		if (node.room !== undefined) node.room -= 1 + row.successors;
+		if (node.room !== undefined) node.room--;
 		if (left !== undefined) limits.remaining.set(row.jobTypeId, left - 1);
 		placed.push({ row, node });
 	}
