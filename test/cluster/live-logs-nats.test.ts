@@ -7,6 +7,7 @@ import { startServices, type TestApi } from "../helpers/broker";
 import { startE2e, until, type E2e } from "../helpers/e2e";
 import { ensureNatsServer } from "../helpers/nats";
 import { freePort } from "../helpers/ports";
+import { JOBS_CONTROL_PLANE } from "../helpers/process";
 
 /**
  * Followed logs across NATS, the agent in a broker of its own: when the control plane's last
@@ -14,18 +15,6 @@ import { freePort } from "../helpers/ports";
  * Moleculer stream's receiver cannot stop its sender); the execution runs on.
  */
 
-const CONTROL = [
-	"api",
-	"errors",
-	"workspaces",
-	"status",
-	"job-types",
-	"queue",
-	"jobs",
-	"job-executions",
-	"nodes",
-	"scheduler"
-];
 const USER = "logs";
 const PASSWORD = "logs-secret";
 
@@ -51,7 +40,13 @@ beforeAll(async () => {
 		NATS_PASSWORD: PASSWORD
 	};
 	tdb = await createTestDatabase();
-	control = await startE2e(tdb.url, CONTROL, path.join(root, "unused"), "control", nats);
+	control = await startE2e(
+		tdb.url,
+		JOBS_CONTROL_PLANE,
+		path.join(root, "unused"),
+		"control",
+		nats
+	);
 	agentSvc = await startServices("", ["node-agent"], {
 		...nats,
 		AGENT_WORK_DIR: path.join(root, "agent"),

@@ -3,6 +3,7 @@ import { brokerOptions } from "../../moleculer.config";
 import { loadConfig } from "../../lib/launch/config";
 import { loadServiceSchemas } from "../../lib/launch/services";
 import { request, type Reply } from "./broker";
+import { JOBS_CONTROL_PLANE } from "./process";
 
 /**
  * What the end-to-end suites share: the process layout of `npm start` in one in-process broker
@@ -27,19 +28,7 @@ export const FAST_SETTINGS: Record<string, Record<string, unknown>> = {
 };
 
 /** The services a job needs from POST /queue/new-job/ to its logs, with one agent. */
-export const JOB_SERVICES = [
-	"api",
-	"errors",
-	"workspaces",
-	"status",
-	"job-types",
-	"queue",
-	"jobs",
-	"job-executions",
-	"nodes",
-	"scheduler",
-	"node-agent"
-];
+export const JOB_SERVICES = [...JOBS_CONTROL_PLANE, "node-agent"];
 
 export interface E2e {
 	broker: ServiceBroker;

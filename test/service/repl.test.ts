@@ -2,25 +2,11 @@ import fs from "fs";
 import os from "os";
 import path from "path";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import { startE2e, sleep, type E2e } from "../helpers/e2e";
+import { JOB_SERVICES, startE2e, sleep, type E2e } from "../helpers/e2e";
 import { COMMANDS } from "../../lib/repl/commands";
 import type { CommandArgs } from "../../lib/repl/command";
 
-const SERVICES = [
-	"api",
-	"errors",
-	"workspaces",
-	"status",
-	"job-types",
-	"queue",
-	"jobs",
-	"job-executions",
-	"nodes",
-	"scheduler",
-	"node-agent",
-	"ingest",
-	"metrics"
-];
+const SERVICES = [...JOB_SERVICES, "ingest", "metrics"];
 
 let tdb: TestDatabase;
 let e2e: E2e;
