@@ -270,7 +270,10 @@ function checkRecipe(
  * 0022): each recipe's event (unless a trigger's), the recipe, its jobs and
  * their names, and the ready jobs' executions and queue rows. The event, recipe and job ids are
  * drawn in CTEs (a CTE with a volatile function is computed once), so that each row names the
- * others without relying on insertion order.
+ * others without relying on insertion order. Each recipe is created a microsecond after the one
+ * before it in the batch (its `created`, and its first jobs' place in the queue): a recipe's later
+ * jobs take their place by its creation (queuePending), and recipes written together would tie,
+ * the tie going by queue row id to the first jobs of the batch's later recipes.
  */
 async function writeRecipes(sql: Sql, recipes: CheckedRecipe[]): Promise<CreatedRecipe[]> {
 	const rows = await sql.query<{
@@ -290,9 +293,10 @@ async function writeRecipes(sql: Sql, recipes: CheckedRecipe[]): Promise<Created
 			SELECT new_event_id, 'USER', '{"user": "Anonymous"}', now(), now()
 			FROM s WHERE new_event_id IS NOT NULL ORDER BY k
 		 ), rc AS (
-			INSERT INTO recipe (id, recipe_type_id, recipe_type_rev_id, event_id, data, completed)
+			INSERT INTO recipe (id, recipe_type_id, recipe_type_rev_id, event_id, data, completed,
+				created)
 			SELECT recipe_id, type_id, rev_id, coalesce(event_id, new_event_id), data,
-				CASE WHEN empty THEN now() END
+				CASE WHEN empty THEN now() END, now() + k * interval '1 microsecond'
 			FROM s ORDER BY k
 		 ), r AS (
 			SELECT r.*, nextval('job_id_seq'::regclass)::int AS id
@@ -321,7 +325,7 @@ async function writeRecipes(sql: Sql, recipes: CheckedRecipe[]): Promise<Created
 			INSERT INTO queue (job_exe_id, job_id, job_type_id, priority, cpus_required,
 				mem_required, disk_in_required, disk_out_required, disk_total_required, queued)
 			SELECT x.id, r.id, r.job_type_id, r.priority, r.cpus, r.mem, r.disk_in, r.disk_out,
-				r.disk_in + r.disk_out, now()
+				r.disk_in + r.disk_out, now() + r.k * interval '1 microsecond'
 			FROM x JOIN r ON r.id = x.job_id
 		 )
 		 SELECT s.k, s.recipe_id, r.id, r.ready FROM s LEFT JOIN r ON r.k = s.k ORDER BY s.k, r.n`,

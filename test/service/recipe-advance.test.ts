@@ -211,6 +211,31 @@ describe("a recipe advancing", () => {
 		const [a] = await query<{ queued: Date }>(`SELECT queued FROM job WHERE id = $1`, [newerA]);
 		expect(b.queued.getTime()).toBeGreaterThan(a.queued.getTime());
 	});
+
+	it("ranks recipes written in one statement in their order: the first's B ahead of the second's A", async () => {
+		const [older, newer] = (await createRecipes(plannedPoolSql(tdb.db), [
+			{ recipeTypeId: diamondType, data: {} },
+			{ recipeTypeId: diamondType, data: {} }
+		])) as { recipeId: number }[];
+		const [rc1, rc2] = await query<{ created: string }>(
+			`SELECT created::text FROM recipe WHERE id = ANY($1::int[]) ORDER BY id`,
+			[[older.recipeId, newer.recipeId]]
+		);
+		expect(rc1.created < rc2.created).toBe(true);
+		let jobs = await jobsOf(older.recipeId);
+		await complete([await place(jobs.A.id)]);
+		jobs = await jobsOf(older.recipeId);
+		const newerA = (await jobsOf(newer.recipeId)).A.id;
+		const order = (
+			await query<{ job_id: number }>(
+				`SELECT job_id FROM queue WHERE job_id = ANY($1::int[]) ORDER BY priority, queued, id`,
+				[[jobs.B.id, jobs.C.id, newerA]]
+			)
+		).map(r => r.job_id);
+		// without distinct creation times the two recipes tied, and the newer A's older queue row won
+		expect(order.slice(0, 2).sort()).toEqual([jobs.B.id, jobs.C.id].sort());
+		expect(order[2]).toBe(newerA);
+	});
 });
 
 describe("a recipe job placed by the scheduler", () => {
