@@ -75,6 +75,29 @@ async function fileEvent(
 }
 
 /** Each job of the events' files: its job type, its event's rule, its input and output data. */
+/** A source file written in SQL, with the columns a file event's rules match on. */
+async function newSource(
+	name: string,
+	mediaType: string,
+	dataTypes: string[] = [],
+	deleted = false
+) {
+	const [row] = await query<{
+		id: number;
+		media_type: string;
+		data_type: string[];
+		file_size: string;
+		is_deleted: boolean;
+	}>(
+		`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
+			data_type, uuid, is_deleted)
+		 VALUES ('SOURCE', $1, $2::text, $2::text, $3, $4::text[], md5($2::text), $5)
+		 RETURNING id, media_type, data_type, file_size, is_deleted`,
+		[workspaceId, name, mediaType, `{${dataTypes.join(",")}}`, deleted]
+	);
+	return row;
+}
+
 async function jobsFor(fileIds: number[]) {
 	return query<{
 		job_type_id: number;
@@ -187,24 +210,8 @@ describe("processFileEvents", () => {
 	});
 
 	it("writes a new file's events processed with their rules' jobs, in the caller's transaction (recordFileEvents)", async () => {
-		const file = async (name: string, mediaType: string, dataTypes: string[]) =>
-			(
-				await query<{
-					id: number;
-					media_type: string;
-					data_type: string[];
-					file_size: string;
-					is_deleted: boolean;
-				}>(
-					`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
-						data_type, uuid)
-					 VALUES ('SOURCE', $1, $2::text, $2::text, $3, $4::text[], md5($2::text))
-					 RETURNING id, media_type, data_type, file_size, is_deleted`,
-					[workspaceId, name, mediaType, `{${dataTypes.join(",")}}`]
-				)
-			)[0];
-		const png = await file("new.png", "image/png", []);
-		const plain = await file("new.dat", "application/octet-stream", []);
+		const png = await newSource("new.png", "image/png");
+		const plain = await newSource("new.dat", "application/octet-stream");
 		const event = (f: typeof png) => ({
 			type: "INGEST" as const,
 			description: { version: "1.0", file_id: f.id, file_name: `file ${f.id}` },
@@ -462,25 +469,8 @@ describe("the events' statements at scale", () => {
 			id: number;
 			trigger_rule_id: number;
 		}>(`SELECT id, trigger_rule_id FROM recipe_type WHERE name = 'on-ingest-together'`);
-		const file = async (name: string, deleted: boolean) =>
-			(
-				await query<{
-					id: number;
-					media_type: string;
-					data_type: string[];
-					file_size: string;
-					is_deleted: boolean;
-				}>(
-					`INSERT INTO scale_file (file_type, workspace_id, file_name, file_path, media_type,
-						data_type, uuid, is_deleted)
-					 VALUES ('SOURCE', $1, $2::text, $2::text, 'image/png', '{for-recipe}',
-						md5($2::text), $3)
-					 RETURNING id, media_type, data_type, file_size, is_deleted`,
-					[workspaceId, name, deleted]
-				)
-			)[0];
-		const kept = await file("piped-1.png", false);
-		const gone = await file("piped-gone.png", true);
+		const kept = await newSource("piped-1.png", "image/png", ["for-recipe"]);
+		const gone = await newSource("piped-gone.png", "image/png", ["for-recipe"], true);
 		const done = await transaction(tdb.db, PIPELINED, t =>
 			recordFileEvents(
 				tdb.db,
