@@ -244,6 +244,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				await Promise.all(
 					reports.map(finished => this.reports.add({ kind: "finished", finished }))
 				);
+				// recorded: the jobs they freed are queued, and take the room they held
+				if (this.windowed) this.windows.release(reports.map(r => r.jobExeId));
 				return { ok: true };
 			}
 		}
@@ -476,6 +478,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				void this.broker.broadcast("job-exes.changed", { ids: placed.map(p => p.id) });
 			if (!this.windowed) return dispatchPlaced(placed, this.dispatchLink);
 			const tokens: Map<string, number> = this.windows.placedOn(placed.map(p => p.agent_id));
+			for (const p of placed) this.windows.hold(p.agent_id, p.id, p.successors);
 			return dispatchPlaced(placed, {
 				...this.dispatchLink,
 				run: (agentId: string, executions) =>

@@ -68,6 +68,8 @@ export interface PlacedExe {
 	docker_privileged: boolean;
 	is_long_running: boolean;
 	is_system: boolean;
+	/** jobs of its recipe that its end queues (queue.successors): launch window room it holds */
+	successors: number;
 	/** what recording its end needs besides (PlacedExecutions, lib/executions/finish.ts) */
 	num_exes: number;
 	max_tries: number;

@@ -8,7 +8,7 @@ import {
 import type { Warning } from "../documents/types";
 import { FieldError } from "../errors";
 import type { Sql } from "../db/run";
-import { recipeJobData } from "./job-data";
+import { recipeJobData, successorsOf } from "./job-data";
 import { fileIdsIn } from "../documents/job-data";
 import { parseJobData } from "../documents/job-data";
 import { diskRequired, type JobTypeQueueFields } from "../jobs/prepare-job";
@@ -72,6 +72,8 @@ type JobRow = {
 	data: unknown;
 	disk_in: number;
 	disk_out: number;
+	/** the jobs of the recipe that wait on it directly (queue.successors) */
+	successors: number;
 };
 
 /**
@@ -258,7 +260,8 @@ function checkRecipe(
 			ready,
 			data: jobData,
 			disk_in: ready ? disk.diskIn : 0,
-			disk_out: ready ? disk.diskOut : 0
+			disk_out: ready ? disk.diskOut : 0,
+			successors: successorsOf(def, job.name)
 		};
 	});
 	return { request, type, data, warnings, rows };
@@ -302,7 +305,7 @@ async function writeRecipes(sql: Sql, recipes: CheckedRecipe[]): Promise<Created
 			SELECT r.*, nextval('job_id_seq'::regclass)::int AS id
 			FROM json_to_recordset($2::json) AS r(k int, name text, job_type_id int, rev_id int,
 				priority int, timeout int, max_tries int, cpus float8, mem float8, n int,
-				ready boolean, data jsonb, disk_in float8, disk_out float8)
+				ready boolean, data jsonb, disk_in float8, disk_out float8, successors int)
 		 ), j AS (
 			INSERT INTO job (id, job_type_id, job_type_rev_id, event_id, status, priority, num_exes,
 				timeout, max_tries, cpus_required, mem_required, disk_in_required,
@@ -323,9 +326,10 @@ async function writeRecipes(sql: Sql, recipes: CheckedRecipe[]): Promise<Created
 			RETURNING id, job_id
 		 ), q AS (
 			INSERT INTO queue (job_exe_id, job_id, job_type_id, priority, cpus_required,
-				mem_required, disk_in_required, disk_out_required, disk_total_required, queued)
+				mem_required, disk_in_required, disk_out_required, disk_total_required, queued,
+				successors)
 			SELECT x.id, r.id, r.job_type_id, r.priority, r.cpus, r.mem, r.disk_in, r.disk_out,
-				r.disk_in + r.disk_out, now() + r.k * interval '1 microsecond'
+				r.disk_in + r.disk_out, now() + r.k * interval '1 microsecond', r.successors
 			FROM x JOIN r ON r.id = x.job_id
 		 )
 		 SELECT s.k, s.recipe_id, r.id, r.ready FROM s LEFT JOIN r ON r.k = s.k ORDER BY s.k, r.n`,

@@ -81,6 +81,16 @@ export function readyJobs(
 	return def.jobs.filter(job => job.dependencies.every(dep => completed.has(dep.name)));
 }
 
+/**
+ * How many jobs of the definition wait on `name` directly (list it among their dependencies): the
+ * launches its end brings (queue.successors, migration 0029). At most 32,767 (a smallint).
+ */
+export function successorsOf(def: Pick<RecipeDefinition, "jobs">, name: string): number {
+	let count = 0;
+	for (const job of def.jobs) if (job.dependencies.some(d => d.name === name)) count++;
+	return Math.min(count, 32767);
+}
+
 /** Every job that depends on one of `names`, directly or through others (names excluded). */
 export function dependentsOf(
 	def: Pick<RecipeDefinition, "jobs">,

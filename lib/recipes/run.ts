@@ -4,7 +4,13 @@ import type { RecipeData } from "../documents/recipe-data";
 import type { JobInterface } from "../documents/types";
 import { diskRequired } from "../jobs/prepare-job";
 import type { Sql } from "../db/run";
-import { dependentsOf, readyJobs, recipeJobData, type ResultOutput } from "./job-data";
+import {
+	dependentsOf,
+	readyJobs,
+	recipeJobData,
+	successorsOf,
+	type ResultOutput
+} from "./job-data";
 
 /**
  * A recipe's jobs as they run (Scale's RecipeHandler): a job whose dependencies have all
@@ -127,6 +133,8 @@ export interface PendingToQueue {
 	iface: JobInterface;
 	diskOutConst: number;
 	diskOutMult: number;
+	/** the jobs of its recipe that wait on it directly (queue.successors) */
+	successors: number;
 }
 
 /** The bytes of a job's input files (each as often as an input names it): its disk_in. */
@@ -167,14 +175,20 @@ export async function queuePending(
 	const rows = items.map((item, i) => {
 		const bytes = inputBytes(datas[i], id => sizes.get(id) ?? 0);
 		const disk = diskRequired(bytes, item.diskOutConst, item.diskOutMult);
-		return { job_id: item.jobId, data: datas[i], disk_in: disk.diskIn, disk_out: disk.diskOut };
+		return {
+			job_id: item.jobId,
+			data: datas[i],
+			disk_in: disk.diskIn,
+			disk_out: disk.diskOut,
+			successors: item.successors
+		};
 	});
 	// the jobs by key (`id = ANY($3)`), not a hash over a scan of `job`: lib/scheduling/claim.ts
 	const run = last && sql.commitWith ? sql.commitWith.bind(sql) : sql.query.bind(sql);
 	const queued = await run<{ id: number }>(
 		`WITH r AS (
 			SELECT * FROM json_to_recordset($1::json)
-				AS r(job_id int, data jsonb, disk_in float8, disk_out float8)
+				AS r(job_id int, data jsonb, disk_in float8, disk_out float8, successors int)
 		 ), j AS (
 			UPDATE job SET status = 'QUEUED', data = r.data, num_exes = job.num_exes + 1,
 				disk_in_required = r.disk_in, disk_out_required = r.disk_out, queued = now(),
@@ -187,11 +201,13 @@ export async function queuePending(
 			RETURNING id, job_id
 		 ), q AS (
 			INSERT INTO queue (job_exe_id, job_id, job_type_id, priority, cpus_required,
-				mem_required, disk_in_required, disk_out_required, disk_total_required, queued)
+				mem_required, disk_in_required, disk_out_required, disk_total_required, queued,
+				successors)
 			SELECT x.id, j.id, j.job_type_id, j.priority, j.cpus_required, j.mem_required,
 				j.disk_in_required, j.disk_out_required,
-				j.disk_in_required + j.disk_out_required, least(now(), coalesce(rc.created, now()))
-			FROM x JOIN j ON j.id = x.job_id
+				j.disk_in_required + j.disk_out_required, least(now(), coalesce(rc.created, now())),
+				r.successors
+			FROM x JOIN j ON j.id = x.job_id JOIN r ON r.job_id = j.id
 				LEFT JOIN recipe_job rj ON rj.job_id = j.id
 				LEFT JOIN recipe rc ON rc.id = rj.recipe_id
 		 ), c AS (
@@ -257,7 +273,8 @@ export async function advanceRecipes(
 				),
 				iface: row.interface,
 				diskOutConst: row.disk_out_const_required,
-				diskOutMult: row.disk_out_mult_required
+				diskOutMult: row.disk_out_mult_required,
+				successors: successorsOf(recipe.definition, job.name)
 			});
 		}
 	}

@@ -196,7 +196,7 @@ export async function loadPassContext(
 }
 
 const CLAIM_COLUMNS = `id, job_exe_id, job_id, job_type_id, priority, cpus_required, mem_required,
-	disk_in_required, disk_out_required, disk_total_required, queued::text AS queued_key`;
+	disk_in_required, disk_out_required, disk_total_required, queued::text AS queued_key, successors`;
 
 /**
  * With job types excluded (paused, or at max_scheduled), the head of each other job type's queue
@@ -264,7 +264,8 @@ export async function claimBatch(
 		diskIn: Number(r.disk_in_required),
 		diskOut: Number(r.disk_out_required),
 		diskTotal: Number(r.disk_total_required),
-		queuedKey: r.queued_key
+		queuedKey: r.queued_key,
+		successors: r.successors
 	}));
 }
 
@@ -348,14 +349,16 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				col(p => p.row.jobId)
 			]
 		)
-		.then(rows =>
-			rows.map(r => ({
+		.then(rows => {
+			const successors = new Map(placements.map(p => [p.row.jobExeId, p.row.successors]));
+			return rows.map(r => ({
 				...r,
 				cpus: Number(r.cpus),
 				mem: Number(r.mem),
-				disk_total: Number(r.disk_total)
-			}))
-		);
+				disk_total: Number(r.disk_total),
+				successors: successors.get(r.id) ?? 0
+			}));
+		});
 }
 
 export interface PassResult {

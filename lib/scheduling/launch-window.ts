@@ -13,6 +13,12 @@ import type { LaunchState } from "../documents/agent-protocol";
  * the agent's rate and backlog (lib/agent/launch-meter.ts), and resets the estimate to them, plus
  * what was placed on it after that call's executions (in flight). An agent that has not told a
  * rate (just started, or older than the window) has no window.
+ *
+ * An execution whose end queues more jobs of its recipe (queue.successors) holds that many
+ * launches of its agent's window from its placement until its report is recorded (`hold`,
+ * `release`): the jobs it frees then find room, rather than a window refilled meanwhile with
+ * later recipes' first jobs, whose ends would in turn free twice as many (at saturation, B
+ * waited behind the B and C of every A admitted before it).
  */
 
 interface AgentWindow {
@@ -22,6 +28,15 @@ interface AgentWindow {
 	drainAt: number;
 	/** executions placed on it so far, counted in order (for the answers' in-flight part) */
 	placed: number;
+	/** launches held for the jobs running executions will free, by execution id */
+	held: Map<number, Hold>;
+	heldTotal: number;
+}
+
+interface Hold {
+	count: number;
+	/** when it lapses (ms, the clock given): a report lost with its agent frees it in time */
+	until: number;
 }
 
 export interface LaunchWindowOptions {
@@ -29,9 +44,15 @@ export interface LaunchWindowOptions {
 	windowMs: number;
 	/** executions an agent with an empty pipeline may take, however slow it launches */
 	minimum: number;
+	/** how long a hold lasts without its execution's report */
+	holdMs: number;
 }
 
-export const DEFAULT_LAUNCH_WINDOW: LaunchWindowOptions = { windowMs: 50, minimum: 2 };
+export const DEFAULT_LAUNCH_WINDOW: LaunchWindowOptions = {
+	windowMs: 50,
+	minimum: 2,
+	holdMs: 10_000
+};
 
 export class LaunchWindows {
 	private readonly agents = new Map<string, AgentWindow>();
@@ -48,9 +69,42 @@ export class LaunchWindows {
 	room(agentId: string): number {
 		const w = this.agents.get(agentId);
 		if (!w || w.rate === 0) return Infinity;
-		const backlog = this.backlogOf(w);
+		const backlog = this.backlogOf(w) + this.heldOf(w);
 		const byRate = Math.floor(this.options.windowMs * (w.rate / 1000) - backlog + 1e-9);
 		return Math.max(0, byRate, Math.floor(this.options.minimum - backlog + 1e-9));
+	}
+
+	/** The execution `exeId` placed on the agent holds `count` launches until its release. */
+	hold(agentId: string, exeId: number, count: number): void {
+		const w = this.agents.get(agentId);
+		if (!w || count <= 0 || w.held.has(exeId)) return;
+		w.held.set(exeId, { count, until: this.now() + this.options.holdMs });
+		w.heldTotal += count;
+	}
+
+	/** These executions' reports are recorded: what they held is free. */
+	release(exeIds: Iterable<number>): void {
+		for (const w of this.agents.values()) {
+			if (w.held.size === 0) continue;
+			for (const id of exeIds) {
+				const hold = w.held.get(id);
+				if (hold === undefined) continue;
+				w.held.delete(id);
+				w.heldTotal -= hold.count;
+			}
+		}
+	}
+
+	/** The launches the agent's running executions hold, lapsed holds dropped. */
+	private heldOf(w: AgentWindow): number {
+		if (w.held.size === 0) return 0;
+		const now = this.now();
+		for (const [id, hold] of w.held)
+			if (hold.until <= now) {
+				w.held.delete(id);
+				w.heldTotal -= hold.count;
+			}
+		return w.heldTotal;
 	}
 
 	/**
@@ -59,7 +113,11 @@ export class LaunchWindows {
 	 */
 	placed(agentId: string, count: number): number {
 		let w = this.agents.get(agentId);
-		if (!w) this.agents.set(agentId, (w = { rate: 0, drainAt: 0, placed: 0 }));
+		if (!w)
+			this.agents.set(
+				agentId,
+				(w = { rate: 0, drainAt: 0, placed: 0, held: new Map(), heldTotal: 0 })
+			);
 		if (w.rate > 0) w.drainAt = Math.max(w.drainAt, this.now()) + (count * 1000) / w.rate;
 		w.placed += count;
 		return w.placed;
@@ -103,16 +161,22 @@ export class LaunchWindows {
 		for (const id of agentIds) {
 			const w = this.agents.get(id);
 			if (!w || this.room(id) > 0) continue;
-			// room for `want`: a backlog of at most window - want, or minimum - want, executions
+			// room for `want`: a backlog of at most window - want - held, or minimum - want -
+			// held, executions; where the holds alone close it, when the first of them lapses
+			// (their reports, which free them sooner, wake passes of their own)
 			const step = 1000 / w.rate;
 			const want = Math.max(1, Math.floor(this.options.windowMs * share * (w.rate / 1000)));
-			const at =
-				w.drainAt -
-				Math.max(
-					this.options.windowMs - want * step,
-					(this.options.minimum - want) * step
-				) -
-				now;
+			const held = this.heldOf(w);
+			const free = Math.max(
+				this.options.windowMs - (want + held) * step,
+				(this.options.minimum - want - held) * step
+			);
+			let at: number;
+			if (free > 0 || held === 0) at = w.drainAt - free - now;
+			else {
+				at = Infinity;
+				for (const hold of w.held.values()) at = Math.min(at, hold.until - now);
+			}
 			soonest = soonest === null ? at : Math.min(soonest, at);
 		}
 		return soonest === null ? null : Math.max(1, Math.ceil(soonest));

@@ -66,6 +66,8 @@ export interface QueuedRow {
 	diskTotal: number;
 	/** the queued time as PostgreSQL wrote it (full precision), for keyset paging */
 	queuedKey: string;
+	/** jobs of its recipe that its end queues (queue.successors): launch window room it holds */
+	successors: number;
 }
 
 /**
@@ -194,7 +196,7 @@ export function matchBatch(
 		node.free.cpus -= row.cpus;
 		node.free.mem -= row.mem;
 		node.free.disk -= row.diskTotal;
-		if (node.room !== undefined) node.room--;
+		if (node.room !== undefined) node.room -= 1 + row.successors;
 		if (left !== undefined) limits.remaining.set(row.jobTypeId, left - 1);
 		placed.push({ row, node });
 	}

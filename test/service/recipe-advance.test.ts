@@ -39,22 +39,32 @@ async function post(path: string, body: unknown, status = 201): Promise<any> {
 /** The recipe's jobs by name: status and how many executions each has. */
 async function jobsOf(
 	recipeId: number
-): Promise<Record<string, { id: number; status: string; exes: number; queued: number }>> {
+): Promise<
+	Record<
+		string,
+		{ id: number; status: string; exes: number; queued: number; successors: number | null }
+	>
+> {
 	const rows = await query<{
 		job_name: string;
 		id: number;
 		status: string;
 		exes: number;
 		queued: number;
+		successors: number | null;
 	}>(
 		`SELECT rj.job_name, j.id, j.status,
 			(SELECT count(*)::int FROM job_exe e WHERE e.job_id = j.id) AS exes,
-			(SELECT count(*)::int FROM queue q WHERE q.job_id = j.id) AS queued
+			(SELECT count(*)::int FROM queue q WHERE q.job_id = j.id) AS queued,
+			(SELECT q.successors FROM queue q WHERE q.job_id = j.id) AS successors
 		 FROM recipe_job rj JOIN job j ON j.id = rj.job_id WHERE rj.recipe_id = $1`,
 		[recipeId]
 	);
 	return Object.fromEntries(
-		rows.map(r => [r.job_name, { id: r.id, status: r.status, exes: r.exes, queued: r.queued }])
+		rows.map(r => [
+			r.job_name,
+			{ id: r.id, status: r.status, exes: r.exes, queued: r.queued, successors: r.successors }
+		])
 	);
 }
 
@@ -129,7 +139,8 @@ describe("a recipe advancing", () => {
 	it("queues nothing when the completion's transaction aborts, and its dependents once when it commits", async () => {
 		const recipeId = await newDiamond();
 		let jobs = await jobsOf(recipeId);
-		expect(jobs.A).toMatchObject({ status: "QUEUED", exes: 1, queued: 1 });
+		// its queue row holds room in the launch window for the two jobs its end frees
+		expect(jobs.A).toMatchObject({ status: "QUEUED", exes: 1, queued: 1, successors: 2 });
 		for (const name of ["B", "C", "D"])
 			expect(jobs[name]).toMatchObject({ status: "PENDING", exes: 0 });
 		const exeA = await place(jobs.A.id);
@@ -158,8 +169,8 @@ describe("a recipe advancing", () => {
 		expect((await complete([exeA])).recipeQueued).toEqual([]);
 		jobs = await jobsOf(recipeId);
 		expect(jobs.A.status).toBe("COMPLETED");
-		expect(jobs.B).toMatchObject({ status: "QUEUED", exes: 1, queued: 1 });
-		expect(jobs.C).toMatchObject({ status: "QUEUED", exes: 1, queued: 1 });
+		expect(jobs.B).toMatchObject({ status: "QUEUED", exes: 1, queued: 1, successors: 1 });
+		expect(jobs.C).toMatchObject({ status: "QUEUED", exes: 1, queued: 1, successors: 1 });
 		expect(jobs.D).toMatchObject({ status: "PENDING", exes: 0 });
 	});
 
@@ -173,7 +184,7 @@ describe("a recipe advancing", () => {
 			const [b, c] = await Promise.all([complete([exeB]), complete([exeC])]);
 			jobs = await jobsOf(recipeId);
 			expect([...b.recipeQueued, ...c.recipeQueued]).toEqual([jobs.D.id]);
-			expect(jobs.D).toMatchObject({ status: "QUEUED", exes: 1, queued: 1 });
+			expect(jobs.D).toMatchObject({ status: "QUEUED", exes: 1, queued: 1, successors: 0 });
 			const [recipe] = await query(`SELECT completed FROM recipe WHERE id = $1`, [recipeId]);
 			expect(recipe.completed).toBeNull();
 			await complete([await place(jobs.D.id)]);

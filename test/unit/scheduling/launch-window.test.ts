@@ -7,7 +7,7 @@ function clock() {
 }
 
 describe("LaunchWindows", () => {
-	const options = { windowMs: 50, minimum: 2 };
+	const options = { windowMs: 50, minimum: 2, holdMs: 10_000 };
 
 	it("has no window for an agent that has not told its launch rate", () => {
 		const c = clock();
@@ -81,6 +81,50 @@ describe("LaunchWindows", () => {
 		expect(windows.reopensIn(["a"])).toBe(250);
 		c.advance(250);
 		expect(windows.room("a")).toBe(1);
+	});
+
+	it("holds room for the jobs a running execution will free until its report", () => {
+		const c = clock();
+		const windows = new LaunchWindows(options, c.now);
+		const token = windows.placed("a", 2);
+		// 200 launches a second: 10 in a window, all launched
+		windows.told("a", { rate: 200, backlog: 0 }, token);
+		expect(windows.room("a")).toBe(10);
+		// a recipe's A whose end queues B and C: one launch, two held
+		windows.placed("a", 1);
+		windows.hold("a", 42, 2);
+		expect(windows.room("a")).toBe(7);
+		// launched: its own launch is gone, the two stay held while it runs
+		c.advance(5);
+		expect(windows.room("a")).toBe(8);
+		c.advance(1000);
+		expect(windows.room("a")).toBe(8);
+		// held alone: the window reopens when the first hold lapses (42's, 1,005 ms ago), not at once
+		windows.hold("a", 43, 8);
+		expect(windows.room("a")).toBe(0);
+		expect(windows.reopensIn(["a"])).toBe(10_000 - 1005);
+		// their reports are recorded: B and C find the room
+		windows.release([42, 43]);
+		expect(windows.room("a")).toBe(10);
+		// a second hold of the same execution, or of none, holds nothing
+		windows.hold("a", 44, 3);
+		windows.hold("a", 44, 3);
+		windows.hold("a", 45, 0);
+		expect(windows.room("a")).toBe(7);
+	});
+
+	it("lets a hold lapse when its report never comes (the agent lost)", () => {
+		const c = clock();
+		const windows = new LaunchWindows(options, c.now);
+		const token = windows.placed("a", 1);
+		windows.told("a", { rate: 200, backlog: 0 }, token);
+		windows.hold("a", 7, 4);
+		expect(windows.room("a")).toBe(6);
+		c.advance(10_000);
+		expect(windows.room("a")).toBe(10);
+		// no hold on an agent that has no window
+		windows.hold("b", 8, 4);
+		expect(windows.room("b")).toBe(Infinity);
 	});
 
 	it("forgets an agent that left", () => {

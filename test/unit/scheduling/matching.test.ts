@@ -29,6 +29,7 @@ function row(extra: Partial<QueuedRow> = {}): QueuedRow {
 		diskOut: 0,
 		diskTotal: 0,
 		queuedKey: "2024-01-01 00:00:00+00",
+		successors: 0,
 		...extra
 	};
 }
@@ -135,6 +136,20 @@ describe("launch windows (NodeSlot.room)", () => {
 		expect(a.room).toBe(0);
 		expect(b.room).toBe(0);
 		expect(hasCapacity([a, b])).toBe(false);
+	});
+
+	it("counts the jobs a row's end will queue (its successors) against the window", () => {
+		const a = { ...node(1, 8), room: 4 };
+		const rows = [
+			row({ cpus: 0.01, successors: 2 }),
+			row({ cpus: 0.01, successors: 2 }),
+			row({ cpus: 0.01 })
+		];
+		const { placed, skipped } = matchBatch(rows, [a], noLimits());
+		// the first takes 3 of 4; the second still finds room (1) and overdraws it
+		expect(placed.map(p => p.row)).toEqual([rows[0], rows[1]]);
+		expect(skipped).toEqual([rows[2]]);
+		expect(a.room).toBe(-2);
 	});
 
 	it("keeps resources the first cap: a window does not place what does not fit", () => {

@@ -34,6 +34,7 @@ const placed: PlacedExe = {
 	docker_privileged: false,
 	is_long_running: false,
 	is_system: false,
+	successors: 0,
 	num_exes: 1,
 	max_tries: 3,
 	is_operational: true,
