@@ -18,7 +18,9 @@ import type { LaunchState } from "../documents/agent-protocol";
  * launches of its agent's window from its placement until its report is recorded (`hold`,
  * `release`): the jobs it frees then find room, rather than a window refilled meanwhile with
  * later recipes' first jobs, whose ends would in turn free twice as many (at saturation, B
- * waited behind the B and C of every A admitted before it).
+ * waited behind the B and C of every A admitted before it). A hold lapses after `holdMs`, two
+ * windows (its launch, then a short run and its report): what a longer job frees comes when it
+ * ends, spread by its run time, and room held for it would only keep later work waiting.
  */
 
 interface AgentWindow {
@@ -35,7 +37,7 @@ interface AgentWindow {
 
 interface Hold {
 	count: number;
-	/** when it lapses (ms, the clock given): a report lost with its agent frees it in time */
+	/** when it lapses (ms, the clock given): a long run, or a report lost with its agent */
 	until: number;
 }
 
@@ -44,14 +46,14 @@ export interface LaunchWindowOptions {
 	windowMs: number;
 	/** executions an agent with an empty pipeline may take, however slow it launches */
 	minimum: number;
-	/** how long a hold lasts without its execution's report */
+	/** how long a hold lasts without its execution's report (ms from its placement) */
 	holdMs: number;
 }
 
 export const DEFAULT_LAUNCH_WINDOW: LaunchWindowOptions = {
 	windowMs: 50,
 	minimum: 2,
-	holdMs: 10_000
+	holdMs: 100
 };
 
 export class LaunchWindows {

@@ -113,7 +113,7 @@ describe("LaunchWindows", () => {
 		expect(windows.room("a")).toBe(7);
 	});
 
-	it("lets a hold lapse when its report never comes (the agent lost)", () => {
+	it("lets a hold lapse when its report does not come in time (a long run, or the agent lost)", () => {
 		const c = clock();
 		const windows = new LaunchWindows(options, c.now);
 		const token = windows.placed("a", 1);
