@@ -12,6 +12,7 @@ import {
 	type LauncherChoice
 } from "./launcher";
 import { LaunchMeter } from "./launch-meter";
+import { LaunchOrder } from "./launch-order";
 import { LogTail } from "./log-tail";
 import { TaskDirs } from "./task";
 import { DEFAULT_TASK_UIDS, taskIdentities, type TaskIdentities } from "./task-identities";
@@ -149,6 +150,14 @@ export class NodeAgent {
 	private readonly launcher: Launcher;
 	/** the backlog and rate of launches, for the scheduler's launch window */
 	private readonly meter = new LaunchMeter();
+	/**
+	 * processes go to the launchers in rank order, ~16 ms of launches at their best rate at a time
+	 * (at least 16): more would launch in the order they came, fewer leave the launchers idle
+	 * while the event loop is busy (docs/decisions.md, "The agent launches in rank order")
+	 */
+	private readonly launchOrder = new LaunchOrder(() =>
+		Math.max(16, Math.round(this.meter.state().rate * 0.016))
+	);
 	/** the launcher chosen, for the start log */
 	readonly launcherDescription: string;
 	private readonly taskDirs: TaskDirs;
@@ -291,6 +300,7 @@ export class NodeAgent {
 			taskDirs: this.taskDirs,
 			onStep: step => this.step(step),
 			onLaunched: launchedId => this.meter.launched(launchedId),
+			launchOrder: this.launchOrder,
 			launchBuiltin: this.options.launchBuiltin
 		});
 		this.executions.set(id, execution);

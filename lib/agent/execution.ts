@@ -16,6 +16,7 @@ import {
 } from "./task";
 import { uploadFile } from "../storage/s3";
 import { LaunchError, type Launched, type Launcher, type TaskIdentity } from "./launcher";
+import type { LaunchOrder } from "./launch-order";
 import type { TaskIdentities } from "./task-identities";
 import type {
 	ExecutionFinished,
@@ -64,6 +65,8 @@ export interface ExecutionContext {
 	onStep?: (step: ExecutionStep) => void;
 	/** told once its process (or container) has been launched; must not throw */
 	onLaunched?: (jobExeId: number) => void;
+	/** the order processes are handed to the launcher in (rank first; absent: as they come) */
+	launchOrder?: LaunchOrder;
 	/** starts what the agent runs itself for a spec with a `task` (a strike's monitor) */
 	launchBuiltin?: (spec: ExecutionSpec) => Launched;
 }
@@ -290,6 +293,8 @@ export class Execution {
 			errorDetail = failure.detail;
 			if (this.phase !== "new" && this.phase !== "finished") {
 				const step = this.phase;
+				// a launch that failed: its step ends where it began
+				if (this.steps[step] === undefined) this.stepStarted(step);
 				if (this.steps[step]?.completed === undefined)
 					this.stepCompleted(step, step === "main" ? exitCode : 1);
 			}
@@ -443,7 +448,9 @@ export class Execution {
 
 	/** Runs the process; answers its exit code (null when killed by a signal). */
 	private async main(launch: { command: string; args: string[] }): Promise<number | null> {
-		this.stepStarted("main");
+		// a launch that fails is this step's failure; its start is the process's (below), not
+		// the request's, which may wait behind other launches
+		this.phase = "main";
 		const spec = this.spec;
 		if (spec.task && !this.ctx.launchBuiltin)
 			throw new ExecutionFailure(
@@ -469,29 +476,17 @@ export class Execution {
 				stderrPath: this.stderrPath,
 				outputFilesEmpty: this.recycled
 			});
-		} else
+		} else {
+			// a process waits for its turn among the agent's launches: rank order (LaunchOrder)
+			const endTurn = spec.task ? undefined : await this.ctx.launchOrder?.turn(spec.rank);
 			try {
-				this.launched =
-					spec.task && this.ctx.launchBuiltin
-						? this.ctx.launchBuiltin(spec)
-						: await this.ctx.launcher.launch({
-								command: launch.command,
-								args: launch.args,
-								cwd: this.taskDir,
-								env: { PATH: this.ctx.taskPath, ...this.taskEnv() },
-								stdoutPath: this.stdoutPath,
-								stderrPath: this.stderrPath,
-								outputFilesEmpty: this.recycled,
-								identity: spec.task ? undefined : (this.identity ?? undefined),
-								contained: !spec.task && this.ctx.contained
-							});
-			} catch (error) {
-				const detail =
-					error instanceof LaunchError && error.code === "ENOENT"
-						? `"${launch.command}" was not found`
-						: `"${launch.command}" could not be started: ${(error as Error).message}`;
-				throw new ExecutionFailure("task-launch", detail);
+				if (endTurn) this.checkCanceled("before its process started");
+				this.launched = await this.launchProcess(launch);
+			} finally {
+				endTurn?.();
 			}
+		}
+		this.stepStarted("main");
 		this.ctx.onLaunched?.(spec.jobExeId);
 		if (this.halted) this.kill();
 		let timer: NodeJS.Timeout | null = null;
@@ -533,6 +528,32 @@ export class Execution {
 				? `the process was killed by ${status.signal}`
 				: `the process exited with code ${status.code}`;
 		return status.code;
+	}
+
+	/** Starts the process (or the agent's own task); a launch that fails is `task-launch`. */
+	private async launchProcess(launch: { command: string; args: string[] }): Promise<Launched> {
+		const spec = this.spec;
+		try {
+			return spec.task && this.ctx.launchBuiltin
+				? this.ctx.launchBuiltin(spec)
+				: await this.ctx.launcher.launch({
+						command: launch.command,
+						args: launch.args,
+						cwd: this.taskDir,
+						env: { PATH: this.ctx.taskPath, ...this.taskEnv() },
+						stdoutPath: this.stdoutPath,
+						stderrPath: this.stderrPath,
+						outputFilesEmpty: this.recycled,
+						identity: spec.task ? undefined : (this.identity ?? undefined),
+						contained: !spec.task && this.ctx.contained
+					});
+		} catch (error) {
+			const detail =
+				error instanceof LaunchError && error.code === "ENOENT"
+					? `"${launch.command}" was not found`
+					: `"${launch.command}" could not be started: ${(error as Error).message}`;
+			throw new ExecutionFailure("task-launch", detail);
+		}
 	}
 
 	// ---------------------------------------------------------------- post

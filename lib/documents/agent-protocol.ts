@@ -181,6 +181,20 @@ export interface ExecutionSpec {
 	resources: Resources;
 	/** what the agent runs itself instead of the interface's command (a system job type's work) */
 	task?: BuiltinTask;
+	/** its place in the queue when placed: the agent launches what it holds in this order */
+	rank?: Rank;
+}
+
+/**
+ * An execution's place in the queue, as the scheduler read it: [priority, queued (µs since
+ * 1970), queue row id]; the lower first, compared in that order (compareRanks).
+ */
+export type Rank = [priority: number, queuedUs: number, queueId: number];
+
+/** Orders ranks as the queue does (priority, queued, id): negative when `a` goes first. */
+export function compareRanks(a: Rank, b: Rank): number {
+	for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
+	return 0;
 }
 
 /** A strike's monitor (lib/ingest/monitor.ts), for the system job type `scale-strike`. */
@@ -379,6 +393,12 @@ export const EXECUTION_SPEC_SCHEMA = {
 			type: "object",
 			required: ["kind", "strikeId"],
 			properties: { kind: { type: "string", enum: ["strike"] }, strikeId: ID_SCHEMA }
+		},
+		rank: {
+			type: "array",
+			minItems: 3,
+			maxItems: 3,
+			items: [{ type: "integer" }, { type: "number" }, ID_SCHEMA]
 		}
 	}
 };

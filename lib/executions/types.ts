@@ -1,4 +1,4 @@
-import type { ExecutionFinished, ExecutionStep } from "../documents/agent-protocol";
+import type { ExecutionFinished, ExecutionStep, Rank } from "../documents/agent-protocol";
 import type { FileMove } from "../records/product";
 import type { ErrorMapping, JobInterface } from "../documents/types";
 
@@ -70,6 +70,8 @@ export interface PlacedExe {
 	is_system: boolean;
 	/** jobs of its recipe that its end queues (queue.successors): launch window room it holds */
 	successors: number;
+	/** its place in the queue when placed (the agent launches what it holds in this order) */
+	rank?: Rank;
 	/** what recording its end needs besides (PlacedExecutions, lib/executions/finish.ts) */
 	num_exes: number;
 	max_tries: number;

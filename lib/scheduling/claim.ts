@@ -11,6 +11,7 @@ import {
 	ImageSets
 } from "./matching";
 import type { PlacedExe } from "../executions/types";
+import type { Rank } from "../documents/agent-protocol";
 import { normalizeImage } from "../documents/images";
 import type { Sql } from "../db/run";
 
@@ -196,7 +197,8 @@ export async function loadPassContext(
 }
 
 const CLAIM_COLUMNS = `id, job_exe_id, job_id, job_type_id, priority, cpus_required, mem_required,
-	disk_in_required, disk_out_required, disk_total_required, queued::text AS queued_key, successors`;
+	disk_in_required, disk_out_required, disk_total_required, queued::text AS queued_key, successors,
+	(extract(epoch FROM queued) * 1000000)::float8 AS queued_us`;
 
 /**
  * With job types excluded (paused, or at max_scheduled), the head of each other job type's queue
@@ -265,7 +267,8 @@ export async function claimBatch(
 		diskOut: Number(r.disk_out_required),
 		diskTotal: Number(r.disk_total_required),
 		queuedKey: r.queued_key,
-		successors: r.successors
+		successors: r.successors,
+		queuedUs: r.queued_us
 	}));
 }
 
@@ -350,14 +353,18 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 			]
 		)
 		.then(rows => {
-			const successors = new Map(placements.map(p => [p.row.jobExeId, p.row.successors]));
-			return rows.map(r => ({
-				...r,
-				cpus: Number(r.cpus),
-				mem: Number(r.mem),
-				disk_total: Number(r.disk_total),
-				successors: successors.get(r.id) ?? 0
-			}));
+			const byExe = new Map(placements.map(p => [p.row.jobExeId, p.row]));
+			return rows.map(r => {
+				const row = byExe.get(r.id);
+				return {
+					...r,
+					cpus: Number(r.cpus),
+					mem: Number(r.mem),
+					disk_total: Number(r.disk_total),
+					successors: row?.successors ?? 0,
+					...(row ? { rank: [row.priority, row.queuedUs, row.id] as Rank } : {})
+				};
+			});
 		});
 }
 

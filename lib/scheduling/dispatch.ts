@@ -240,7 +240,8 @@ export function specFor(
 		outputWorkspaces,
 		...builtinTask(exe),
 		timeout: exe.is_long_running ? 0 : exe.timeout,
-		resources: { cpus: exe.cpus, mem: exe.mem, disk: exe.disk_total }
+		resources: { cpus: exe.cpus, mem: exe.mem, disk: exe.disk_total },
+		...(exe.rank ? { rank: exe.rank } : {})
 	};
 }
 

@@ -68,6 +68,8 @@ export interface QueuedRow {
 	queuedKey: string;
 	/** jobs of its recipe that its end queues (queue.successors): launch window room it holds */
 	successors: number;
+	/** the queued time in µs since 1970, for its rank (PlacedExe.rank) */
+	queuedUs: number;
 }
 
 /**

@@ -156,6 +156,11 @@ describe("a scheduling pass with launch windows", () => {
 		expect(open.placed.map(p => p.job_id)).toEqual([urgent]);
 		const rest = await schedulePass(sql, { ...options([]), room: () => 10 });
 		expect(rest.placed.map(p => p.job_id)).toEqual(early);
+		// each carries its rank (priority, queued in µs, queue row id): the agent launches in it
+		const ranks = [...open.placed, ...rest.placed].map(p => p.rank!);
+		expect(ranks.map(r => r[0])).toEqual([1, 100, 100, 100]);
+		for (let i = 2; i < ranks.length; i++) expect(ranks[i][1]).toBeGreaterThan(ranks[i - 1][1]);
+		expect(ranks.every(r => Number.isInteger(r[2]) && r[1] > 1.7e15)).toBe(true);
 	});
 });
 

@@ -2,7 +2,7 @@ import fs from "fs";
 import path from "path";
 import { NodeAgent, type AgentOptions } from "../../../lib/agent/agent";
 import { taskDirOf } from "../../../lib/agent/execution";
-import type { ExecutionFinished, ExecutionStep } from "../../../lib/documents/agent-protocol";
+import type { ExecutionFinished, ExecutionStep, Rank } from "../../../lib/documents/agent-protocol";
 import {
 	job,
 	makeJobsExecutable,
@@ -98,6 +98,40 @@ it("runs an execution once, however often it is asked", async () => {
 		await new Promise(res => setTimeout(res, 100));
 		expect(fs.readFileSync(counter, "utf8")).toBe("run\n");
 		expect(r.reports).toHaveLength(1);
+	} finally {
+		await r.agent.stop();
+	}
+});
+
+it("launches its backlog in rank order, not in the order the runs came", async () => {
+	// a slow launcher (100 ms a launch): a backlog builds; 16 go to it at once, the rest wait here
+	const r = makeAgent({ slowLaunchMs: 100 });
+	try {
+		const late = Array.from({ length: 20 }, (_, i) => ({
+			...spec({ command: "/bin/true", commandArguments: "" }),
+			rank: [100, 2000 + i, 10 + i] as Rank
+		}));
+		for (const s of late) r.agent.run(s);
+		// the first has run: 16 more are with the launcher
+		await until(() => r.reports.length > 0);
+		// a recipe's next job, queued with its recipe (earlier): placed after, ranked ahead
+		const next = {
+			...spec({ command: "/bin/true", commandArguments: "" }),
+			rank: [100, 1000, 99] as Rank
+		};
+		r.agent.run(next);
+		const reports = await Promise.all([...late, next].map(s => r.delivered(s.jobExeId)));
+		const started = (report: ExecutionFinished) => report.steps.main!.started!;
+		const order = [...reports]
+			.sort((a, b) => started(a).localeCompare(started(b)))
+			.map(report => report.jobExeId);
+		// behind only the 17 launched or handed to the launcher before it came (in the order
+		// their staging ended); the rest after it, in rank order
+		const at = order.indexOf(next.jobExeId);
+		expect(at).toBeLessThanOrEqual(17);
+		const rest = order.slice(at + 1);
+		expect(rest.length).toBeGreaterThanOrEqual(3);
+		expect(rest).toEqual([...rest].sort((a, b) => a - b));
 	} finally {
 		await r.agent.stop();
 	}

@@ -2,7 +2,7 @@ import fs from "fs";
 import path from "path";
 import { Containers, DEFAULT_CONTAINER_SETTINGS } from "../../../lib/agent/containers";
 import { Execution, type ExecutionContext } from "../../../lib/agent/execution";
-import { LauncherPool, type LauncherKind } from "../../../lib/agent/launcher";
+import { LauncherPool, PacedLauncher, type LauncherKind } from "../../../lib/agent/launcher";
 import { nativeLauncherBinary } from "../../../lib/agent/native-launcher";
 import type { ExecutionFinished, ExecutionStep } from "../../../lib/documents/agent-protocol";
 import {
@@ -154,6 +154,22 @@ describe.each([
 		} finally {
 			await own.stop();
 		}
+	});
+});
+
+describe("the main step's start", () => {
+	it("is when its process started, not when its launch was asked (which may wait behind others)", async () => {
+		// each launch waits 300 ms before the launcher is asked, as one behind a backlog would
+		const { report, steps } = await run(
+			{ command: "/bin/true", commandArguments: "" },
+			{ launcher: new PacedLauncher(launcher, 300) }
+		);
+		expect(report.errorDetail).toBeNull();
+		expect(report.status).toBe("COMPLETED");
+		const at = (step: string, event: string) =>
+			Date.parse(steps.find(s => s.step === step && s.event === event)!.at);
+		expect(at("main", "started") - at("pre", "completed")).toBeGreaterThanOrEqual(300);
+		expect(at("main", "completed")).toBeGreaterThanOrEqual(at("main", "started"));
 	});
 });
 

@@ -30,6 +30,7 @@ function row(extra: Partial<QueuedRow> = {}): QueuedRow {
 		diskTotal: 0,
 		queuedKey: "2024-01-01 00:00:00+00",
 		successors: 0,
+		queuedUs: 1704067200000000,
 		...extra
 	};
 }
