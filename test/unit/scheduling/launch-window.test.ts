@@ -1,14 +1,22 @@
 import { LaunchWindows } from "../../../lib/scheduling/launch-window";
 
+const options = { windowMs: 50, minimum: 2, holdMs: 10_000 };
+
 /** A clock the test moves by hand. */
 function clock() {
 	let at = 1000;
 	return { now: () => at, advance: (ms: number) => (at += ms) };
 }
 
-describe("LaunchWindows", () => {
-	const options = { windowMs: 50, minimum: 2, holdMs: 10_000 };
+/** A window for agent "a" that has told this rate and backlog after `placed` placements. */
+function toldAt(rate: number, backlog: number, placed: number) {
+	const c = clock();
+	const windows = new LaunchWindows(options, c.now);
+	windows.told("a", { rate, backlog }, windows.placed("a", placed));
+	return { c, windows };
+}
 
+describe("LaunchWindows", () => {
 	it("has no window for an agent that has not told its launch rate", () => {
 		const c = clock();
 		const windows = new LaunchWindows(options, c.now);
@@ -22,11 +30,8 @@ describe("LaunchWindows", () => {
 	});
 
 	it("gives an agent 50 ms of its launches, less what it has not launched yet", () => {
-		const c = clock();
-		const windows = new LaunchWindows(options, c.now);
-		const token = windows.placed("a", 10);
 		// 200 launches a second: 10 in a window; 4 of the 10 still to launch
-		windows.told("a", { rate: 200, backlog: 4 }, token);
+		const { c, windows } = toldAt(200, 4, 10);
 		expect(windows.room("a")).toBe(6);
 		windows.placed("a", 6);
 		expect(windows.room("a")).toBe(0);
@@ -69,11 +74,8 @@ describe("LaunchWindows", () => {
 	});
 
 	it("lets a slow launcher (a container engine) have the minimum at once", () => {
-		const c = clock();
-		const windows = new LaunchWindows(options, c.now);
-		const token = windows.placed("a", 1);
 		// 4 launches a second: a window holds 0.2 of one
-		windows.told("a", { rate: 4, backlog: 0 }, token);
+		const { c, windows } = toldAt(4, 0, 1);
 		expect(windows.room("a")).toBe(2);
 		windows.placed("a", 2);
 		expect(windows.room("a")).toBe(0);
@@ -84,11 +86,8 @@ describe("LaunchWindows", () => {
 	});
 
 	it("holds room for the jobs a running execution will free until its report", () => {
-		const c = clock();
-		const windows = new LaunchWindows(options, c.now);
-		const token = windows.placed("a", 2);
 		// 200 launches a second: 10 in a window, all launched
-		windows.told("a", { rate: 200, backlog: 0 }, token);
+		const { c, windows } = toldAt(200, 0, 2);
 		expect(windows.room("a")).toBe(10);
 		// a recipe's A whose end queues B and C: one launch, two held
 		windows.placed("a", 1);
@@ -114,10 +113,7 @@ describe("LaunchWindows", () => {
 	});
 
 	it("lets a hold lapse when its report does not come in time (a long run, or the agent lost)", () => {
-		const c = clock();
-		const windows = new LaunchWindows(options, c.now);
-		const token = windows.placed("a", 1);
-		windows.told("a", { rate: 200, backlog: 0 }, token);
+		const { c, windows } = toldAt(200, 0, 1);
 		windows.hold("a", 7, 4);
 		expect(windows.room("a")).toBe(6);
 		c.advance(10_000);
@@ -128,10 +124,7 @@ describe("LaunchWindows", () => {
 	});
 
 	it("forgets an agent that left", () => {
-		const c = clock();
-		const windows = new LaunchWindows(options, c.now);
-		const token = windows.placed("a", 50);
-		windows.told("a", { rate: 100, backlog: 50 }, token);
+		const { windows } = toldAt(100, 50, 50);
 		expect(windows.room("a")).toBe(0);
 		windows.forget("a");
 		expect(windows.room("a")).toBe(Infinity);
