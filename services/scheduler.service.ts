@@ -28,6 +28,8 @@ import {
 	PlacedExecutions
 } from "../lib/scheduling/dispatch";
 import { finishExecutions } from "../lib/executions/finish";
+import { handOff } from "../lib/scheduling/handoff";
+import { RoomHolds } from "../lib/scheduling/room-holds";
 import type { FailureRequest, FinishResult, PlacedExe } from "../lib/executions/types";
 import { announceReports, writeReportBatch, type ReportItem } from "../lib/executions/complete";
 import { LeaderLock } from "../lib/db/leader";
@@ -95,6 +97,11 @@ export interface SchedulerSettings {
 	 * lib/scheduling/launch-window.ts); 0: no window
 	 */
 	launchWindowMs: number;
+	/**
+	 * the recipe jobs that completions queue are placed, in the transaction recording them, in
+	 * the room those completions free (lib/scheduling/handoff.ts); false: they wait for a pass
+	 */
+	handOff: boolean;
 }
 
 /** A "lease" any heartbeat recorded is within (the largest int4 of milliseconds: 24 days). */
@@ -148,7 +155,8 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		runTimeoutMs: 10000,
 		unreachableBackoffMs: 5000,
 		reachProbeMs: 250,
-		launchWindowMs: DEFAULT_LAUNCH_WINDOW.windowMs
+		launchWindowMs: DEFAULT_LAUNCH_WINDOW.windowMs,
+		handOff: true
 	},
 
 	actions: {
@@ -245,7 +253,9 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 					reports.map(finished => this.reports.add({ kind: "finished", finished }))
 				);
 				// recorded: the jobs they freed are queued, and take the room they held
-				if (this.windowed) this.windows.release(reports.map(r => r.jobExeId));
+				const ended = reports.map(r => r.jobExeId);
+				if (this.windowed) this.windows.release(ended);
+				this.roomHolds.settle(ended);
 				return { ok: true };
 			}
 		}
@@ -386,8 +396,11 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 					const sql: Sql = this.leaderSql;
 					const passStarted = this.metered ? performance.now() : 0;
 					const passAt = new Date();
-					const result = await this.exclusive(() =>
-						schedulePass(
+					const result = await this.exclusive(() => {
+						// holds over before its context is read are in what it reads
+						const sentAt = performance.now();
+						this.roomHolds.forgetBefore(sentAt);
+						return schedulePass(
 							sql,
 							{
 								agents: this.agentIds(),
@@ -398,11 +411,14 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 								images: this.imageSets,
 								room: this.windowed
 									? (id: string) => this.windows.room(id)
+									: undefined,
+								holds: this.settings.handOff
+									? { byNode: () => this.roomHolds.heldByNode(sentAt) }
 									: undefined
 							},
 							(placed: PlacedExe[]) => void this.dispatch(placed)
-						)
-					);
+						);
+					});
 					if (this.metered) {
 						this.broker.metrics.increment(METRICS.schedulerPasses);
 						this.broker.metrics.observe(
@@ -472,6 +488,13 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		 */
 		dispatch(placed: PlacedExe[]) {
 			this.placedExecutions.remember(placed);
+			for (const p of placed)
+				if (p.held)
+					this.roomHolds.hold(p.id, p.node_id, {
+						cpus: p.cpus * p.held,
+						mem: p.mem * p.held,
+						disk: p.disk_total * p.held
+					});
 			this.jobMeter?.placed(placed);
 			// followers of their logs waiting for them to run (lib/http/execution-waits.ts)
 			if (placed.length > 0)
@@ -614,6 +637,9 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 							"cannot record the end of an execution; failing it"
 						)
 				);
+				// placed in the transaction: to their agents at once
+				if (written.result.handedOff.length > 0)
+					void this.dispatch(written.result.handedOff);
 				// the pass it wakes takes over before the flush lets go
 				this.afterWrite(written.result);
 			} finally {
@@ -659,11 +685,25 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			return retrying(async () => {
 				const moves: FileMove[] = [];
 				try {
+					// the leader places the recipe jobs completions queue in the room they free
+					const agents = this.settings.handOff && this.isLeader() ? this.agentIds() : [];
 					return await transaction(this.db, PIPELINED, sql =>
 						finishExecutions(sql, input, {
 							placed: this.placedExecutions,
 							moves,
-							warn: (message: string) => this.logger.warn(message)
+							warn: (message: string) => this.logger.warn(message),
+							handOff:
+								agents.length > 0
+									? (tx, endedExeIds, queuedJobIds, last) => {
+											// room held for them stays held until committed
+											const held = this.roomHolds.pin(endedExeIds);
+											return handOff(
+												tx,
+												{ endedExeIds, queuedJobIds, agents, held },
+												last
+											).finally(() => this.roomHolds.settle(endedExeIds));
+										}
+									: undefined
 						})
 					);
 				} catch (error) {
@@ -699,6 +739,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			...DEFAULT_LAUNCH_WINDOW,
 			windowMs: this.settings.launchWindowMs
 		});
+		this.roomHolds = new RoomHolds(1000);
 		this.windowTimer = null;
 		this.chain = Promise.resolve();
 		this.passing = false;

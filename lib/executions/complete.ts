@@ -368,6 +368,7 @@ export function emptyResult(): FinishResult {
 		pausedNodes: [],
 		parseEvents: [],
 		recipeQueued: [],
+		handedOff: [],
 		notes: [],
 		jobTypes: new Map(),
 		failureCategories: new Map()
@@ -391,6 +392,7 @@ export function mergeResults(into: FinishResult, from: FinishResult): FinishResu
 	into.pausedNodes.push(...from.pausedNodes);
 	into.parseEvents.push(...from.parseEvents);
 	into.recipeQueued.push(...from.recipeQueued);
+	into.handedOff.push(...from.handedOff);
 	into.notes.push(...from.notes);
 	for (const [k, v] of from.jobTypes) into.jobTypes.set(k, v);
 	for (const [k, v] of from.failureCategories) into.failureCategories.set(k, v);
@@ -467,9 +469,18 @@ export function announceReports(result: FinishResult, news: ReportNews): void {
 	for (const jobId of result.requeuedJobs)
 		news.info({ jobId }, "job requeued (a new execution is queued)");
 	if (result.recipeQueued.length > 0) {
-		for (const jobId of result.recipeQueued)
-			news.info({ jobId }, "recipe job queued (its dependencies completed)");
-		news.emit("queue.changed", { count: result.recipeQueued.length });
+		const handed = new Map(result.handedOff.map(p => [p.job_id, p]));
+		for (const jobId of result.recipeQueued) {
+			const placed = handed.get(jobId);
+			if (placed)
+				news.info(
+					{ jobId, jobExeId: placed.id, nodeId: placed.node_id },
+					"recipe job queued (its dependencies completed) and placed in the room they freed"
+				);
+			else news.info({ jobId }, "recipe job queued (its dependencies completed)");
+		}
+		const waiting = result.recipeQueued.length - handed.size;
+		if (waiting > 0) news.emit("queue.changed", { count: waiting });
 	}
 	if (result.parseEvents.length > 0)
 		news.broadcast("trigger-events.created", { type: "PARSE", eventIds: result.parseEvents });

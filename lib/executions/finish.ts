@@ -10,7 +10,7 @@ import {
 	NODE_LEAVING_ERRORS,
 	shouldRequeue
 } from "./failure";
-import type { EndingExe } from "./types";
+import type { EndingExe, PlacedExe } from "./types";
 import type { Sql } from "../db/run";
 import type { FinishInput, FinishOptions, FinishResult } from "./types";
 
@@ -206,13 +206,22 @@ export async function finishExecutions(
 	if (late.length > 0) await fillInCanceled(sql, late, stepCols);
 	await stepping;
 	// last, so that the statement queueing the freed jobs goes with the COMMIT (Sql.commitWith)
-	if (result.completedJobs.length > 0)
+	// ... and, right behind it, the hand-off of the room the completions freed to those jobs
+	// (lib/scheduling/handoff.ts), which then goes with the COMMIT instead
+	if (result.completedJobs.length > 0) {
+		const handOff = opts.handOff;
+		let handing: Promise<PlacedExe[]> | undefined;
 		result.recipeQueued = (
 			await advanceRecipes(sql, result.completedJobs, locked, {
 				read: recipesRead,
-				last: true
+				last: true,
+				behind: handOff
+					? (jobIds, last) => (handing = handOff(sql, [...result.ended], jobIds, last))
+					: undefined
 			})
 		).queued;
+		if (handing) result.handedOff = await handing;
+	}
 	return result;
 }
 

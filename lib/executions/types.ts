@@ -1,5 +1,6 @@
 import type { ExecutionFinished, ExecutionStep, Rank } from "../documents/agent-protocol";
 import type { FileMove } from "../records/product";
+import type { Sql } from "../db/run";
 import type { ErrorMapping, JobInterface } from "../documents/types";
 
 /** What ending executions takes and answers, shared by finish.ts, complete.ts and reports.ts. */
@@ -32,6 +33,8 @@ export interface FinishResult {
 	parseEvents: number[];
 	/** recipe jobs these completions freed, queued */
 	recipeQueued: number[];
+	/** those of them placed in the room the completions freed (FinishOptions.handOff) */
+	handedOff: PlacedExe[];
 	/** why some completions were turned into failures, and other notes for the log */
 	notes: string[];
 	/** job id → "name:version" of every job whose execution ended here (for the metrics) */
@@ -46,6 +49,16 @@ export interface FinishOptions {
 	/** files moved by parse results are added here, so the caller can move them back on rollback */
 	moves?: FileMove[];
 	warn?: (message: string) => void;
+	/**
+	 * Places recipe jobs queued here in the room the executions ended here freed, in the
+	 * transaction (lib/scheduling/handoff.ts); `last`: its statement goes with the COMMIT.
+	 */
+	handOff?: (
+		sql: Sql,
+		endedExeIds: number[],
+		queuedJobIds: number[],
+		last: boolean
+	) => Promise<PlacedExe[]>;
 }
 
 /** A placed execution, as the claim statement answers it: what the agent's ExecutionSpec needs. */
@@ -70,6 +83,8 @@ export interface PlacedExe {
 	is_system: boolean;
 	/** jobs of its recipe that its end queues (queue.successors): launch window room it holds */
 	successors: number;
+	/** of those, how many times its own needs its node holds for them (room-holds.ts) */
+	held?: number;
 	/** its place in the queue when placed (the agent launches what it holds in this order) */
 	rank?: Rank;
 	/** what recording its end needs besides (PlacedExecutions, lib/executions/finish.ts) */

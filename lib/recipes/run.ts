@@ -160,7 +160,9 @@ export async function queuePending(
 	sql: Sql,
 	items: PendingToQueue[],
 	completeRecipes: number[] = [],
-	last = false
+	last = false,
+	/** called once the queueing statement is sent, to send another right behind it */
+	afterSending: () => void = () => undefined
 ): Promise<number[]> {
 	if (items.length === 0 && completeRecipes.length === 0) return [];
 	const datas = items.map(item => parseJobData(item.data, item.iface, `job ${item.jobId} data`));
@@ -185,7 +187,7 @@ export async function queuePending(
 	});
 	// the jobs by key (`id = ANY($3)`), not a hash over a scan of `job`: lib/scheduling/claim.ts
 	const run = last && sql.commitWith ? sql.commitWith.bind(sql) : sql.query.bind(sql);
-	const queued = await run<{ id: number }>(
+	const queueing = run<{ id: number }>(
 		`WITH r AS (
 			SELECT * FROM json_to_recordset($1::json)
 				AS r(job_id int, data jsonb, disk_in float8, disk_out float8, successors int)
@@ -216,7 +218,8 @@ export async function queuePending(
 		 SELECT id FROM j ORDER BY id`,
 		[JSON.stringify(rows), completeRecipes, rows.map(r => r.job_id)]
 	);
-	return queued.map(r => r.id);
+	afterSending();
+	return (await queueing).map(r => r.id);
 }
 
 /** What advancing recipes did. */
@@ -234,6 +237,12 @@ export interface AdvanceOptions {
 	read?: Promise<RecipesRead>;
 	/** the queueing statement is the transaction's last: sent with its COMMIT (Sql.commitWith) */
 	last?: boolean;
+	/**
+	 * A statement sent right behind the queueing one, before its answer, given the jobs it
+	 * queues (when it queues any; then it is the last instead, when `last`): the hand-off of
+	 * lib/scheduling/handoff.ts. Its answer is the caller's to wait for.
+	 */
+	behind?: (jobIds: number[], last: boolean) => Promise<unknown>;
 }
 
 /**
@@ -278,7 +287,15 @@ export async function advanceRecipes(
 			});
 		}
 	}
-	const queued = await queuePending(sql, toQueue, completedRecipes, opts.last);
+	const behind = toQueue.length > 0 ? opts.behind : undefined;
+	const last = opts.last === true;
+	const queued = await queuePending(sql, toQueue, completedRecipes, last && !behind, () => {
+		// when the queueing statement fails, this one does too, and is not waited for
+		behind?.(
+			toQueue.map(item => item.jobId),
+			last
+		).catch(() => undefined);
+	});
 	return { queued, completedRecipes };
 }
 

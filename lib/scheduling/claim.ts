@@ -7,6 +7,7 @@ import {
 	type NodeSlot,
 	type Placement,
 	type QueuedRow,
+	type Resources,
 	type TypeLimits,
 	ImageSets
 } from "./matching";
@@ -55,6 +56,11 @@ export interface PassOptions {
 	 * Infinity: no window). Absent: no windows.
 	 */
 	room?: (agentId: string) => number;
+	/**
+	 * Resources held for successors on each node (room-holds.ts), left free by this pass; and
+	 * whether its placements hold room for their own successors.
+	 */
+	holds?: { byNode: () => Map<number, Resources> };
 }
 
 /** A container job type that waits because no node taking work can run it. */
@@ -133,7 +139,7 @@ const PASS_CONTEXT_SQL = `SELECT
  */
 export async function loadPassContext(
 	sql: Sql,
-	opts: Pick<PassOptions, "agents" | "leaseMs" | "images" | "room">
+	opts: Pick<PassOptions, "agents" | "leaseMs" | "images" | "room" | "holds">
 ): Promise<PassContext> {
 	const images = opts.images ?? new ImageSets();
 	const [row] = await sql.query<{
@@ -157,11 +163,17 @@ export async function loadPassContext(
 		}
 	}
 	const hashes: string[] = [];
+	const held = opts.holds?.byNode();
 	const nodes: NodeSlot[] = row.nodes.map(n => {
+		const hold = held?.get(n.id);
 		const slot: NodeSlot = {
 			id: n.id,
 			agentId: n.agent_id,
-			free: { cpus: Number(n.cpus), mem: Number(n.mem), disk: Number(n.disk) }
+			free: {
+				cpus: Number(n.cpus) - (hold?.cpus ?? 0),
+				mem: Number(n.mem) - (hold?.mem ?? 0),
+				disk: Number(n.disk) - (hold?.disk ?? 0)
+			}
 		};
 		const room = opts.room?.(n.agent_id) ?? Infinity;
 		if (room !== Infinity) slot.room = room;
@@ -273,6 +285,41 @@ export async function claimBatch(
 }
 
 /**
+ * The placing half of a statement whose CTE `u` names placements (queue_id, exe_id, node_id,
+ * agent_id, cpus, mem, disk_in, disk_out, disk_total) and whose CTE `d` deleted their queue rows
+ * (RETURNING job_exe_id): CTE `e` marks the executions whose rows `d` took RUNNING where `u`
+ * placed them (answering what their agent's ExecutionSpec needs), `jr` their jobs. `exeIds` and
+ * `jobIds` name the executions and jobs by key (see above). Shared by the pass's placements and
+ * the hand-offs of lib/scheduling/handoff.ts.
+ */
+export function placeTakenSql(exeIds: string, jobIds: string): string {
+	return `e AS (
+			UPDATE job_exe e SET status = 'RUNNING', node_id = u.node_id, agent_id = u.agent_id,
+				started = now(), cpus_scheduled = u.cpus, mem_scheduled = u.mem,
+				disk_in_scheduled = u.disk_in, disk_out_scheduled = u.disk_out,
+				disk_total_scheduled = u.disk_total,
+				command_arguments = coalesce(e.command_arguments, r.interface->>'command_arguments'),
+				environment = coalesce(e.environment, '{}'::jsonb), last_modified = now()
+			FROM u, job j, job_type_rev r, job_type t
+			WHERE e.id = ANY(${exeIds}) AND e.id = u.exe_id AND e.status = 'QUEUED'
+				AND e.id = ANY(ARRAY(SELECT job_exe_id FROM d))
+				AND j.id = e.job_id AND r.id = j.job_type_rev_id AND t.id = j.job_type_id
+			RETURNING e.id, e.job_id, e.timeout, u.node_id, u.agent_id, u.cpus, u.mem,
+				u.disk_total, j.data, r.interface, j.job_type_id, t.name, t.version,
+				t.uses_docker, t.docker_image, t.docker_privileged, t.is_long_running, t.is_system,
+				j.num_exes, j.max_tries, t.is_operational, t.error_mapping,
+				EXISTS (SELECT 1 FROM recipe_job rj WHERE rj.job_id = e.job_id) AS in_recipe,
+				extract(epoch FROM now() - e.queued)::float8 AS queue_wait_s
+		),
+		jr AS (
+			UPDATE job SET status = 'RUNNING', started = now(), last_status_change = now(),
+				last_modified = now()
+			WHERE job.id = ANY(${jobIds}) AND job.id = ANY(ARRAY(SELECT job_id FROM e))
+				AND job.status = 'QUEUED'
+		)`;
+}
+
+/**
  * (Every set-based statement here and in finish.ts names its rows with `id = ANY($n)` beside the
  * join on the unnest: that makes PostgreSQL look them up by index, where a join alone may be
  * planned as a hash over a scan of the whole table. And no statement joins one CTE's output to
@@ -314,30 +361,7 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 				AND q.id = ANY(ARRAY(SELECT queue_id FROM u WHERE node_id IN (SELECT id FROM n)))
 			RETURNING q.job_exe_id
 		),
-		e AS (
-			UPDATE job_exe e SET status = 'RUNNING', node_id = u.node_id, agent_id = u.agent_id,
-				started = now(), cpus_scheduled = u.cpus, mem_scheduled = u.mem,
-				disk_in_scheduled = u.disk_in, disk_out_scheduled = u.disk_out,
-				disk_total_scheduled = u.disk_total,
-				command_arguments = coalesce(e.command_arguments, r.interface->>'command_arguments'),
-				environment = coalesce(e.environment, '{}'::jsonb), last_modified = now()
-			FROM u, job j, job_type_rev r, job_type t
-			WHERE e.id = ANY($2::int[]) AND e.id = u.exe_id AND e.status = 'QUEUED'
-				AND e.id = ANY(ARRAY(SELECT job_exe_id FROM d))
-				AND j.id = e.job_id AND r.id = j.job_type_rev_id AND t.id = j.job_type_id
-			RETURNING e.id, e.job_id, e.timeout, u.node_id, u.agent_id, u.cpus, u.mem,
-				u.disk_total, j.data, r.interface, j.job_type_id, t.name, t.version,
-				t.uses_docker, t.docker_image, t.docker_privileged, t.is_long_running, t.is_system,
-				j.num_exes, j.max_tries, t.is_operational, t.error_mapping,
-				EXISTS (SELECT 1 FROM recipe_job rj WHERE rj.job_id = e.job_id) AS in_recipe,
-				extract(epoch FROM now() - e.queued)::float8 AS queue_wait_s
-		),
-		jr AS (
-			UPDATE job SET status = 'RUNNING', started = now(), last_status_change = now(),
-				last_modified = now()
-			WHERE job.id = ANY($10::int[]) AND job.id = ANY(ARRAY(SELECT job_id FROM e))
-				AND job.status = 'QUEUED'
-		)
+		${placeTakenSql("$2::int[]", "$10::int[]")}
 		SELECT * FROM e ORDER BY id`,
 			[
 				col(p => p.row.id),
@@ -353,15 +377,17 @@ export async function applyPlacements(sql: Sql, placements: Placement[]): Promis
 			]
 		)
 		.then(rows => {
-			const byExe = new Map(placements.map(p => [p.row.jobExeId, p.row]));
+			const byExe = new Map(placements.map(p => [p.row.jobExeId, p]));
 			return rows.map(r => {
-				const row = byExe.get(r.id);
+				const placement = byExe.get(r.id);
+				const row = placement?.row;
 				return {
 					...r,
 					cpus: Number(r.cpus),
 					mem: Number(r.mem),
 					disk_total: Number(r.disk_total),
 					successors: row?.successors ?? 0,
+					held: placement?.held ?? 0,
 					...(row ? { rank: [row.priority, row.queuedUs, row.id] as Rank } : {})
 				};
 			});
@@ -442,7 +468,10 @@ export async function schedulePass(
 			last: rows.length > 0 ? rows[rows.length - 1] : null,
 			placed:
 				rows.length > 0
-					? await applyPlacements(sql, matchBatch(rows, ctx.nodes, ctx.limits).placed)
+					? await applyPlacements(
+							sql,
+							matchBatch(rows, ctx.nodes, ctx.limits, opts.holds !== undefined).placed
+						)
 					: []
 		};
 		placed.push(...batch.placed);

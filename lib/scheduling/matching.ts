@@ -91,6 +91,8 @@ export interface TypeLimits {
 export interface Placement {
 	row: QueuedRow;
 	node: NodeSlot;
+	/** of the row's successors, how many times its needs are held for them on the node */
+	held?: number;
 }
 
 /** Slack for float sums (0.1 + 0.2 cpus must fit in 0.3). */
@@ -162,7 +164,9 @@ export function whyUnrunnable(
 export function matchBatch(
 	rows: readonly QueuedRow[],
 	nodes: NodeSlot[],
-	limits: TypeLimits
+	limits: TypeLimits,
+	/** a row's successors each hold its needs on its node as far as they fit (room-holds.ts) */
+	holdRoom = false
 ): { placed: Placement[]; skipped: QueuedRow[] } {
 	const placed: Placement[] = [];
 	const skipped: QueuedRow[] = [];
@@ -195,14 +199,24 @@ export function matchBatch(
 			skipped.push(row);
 			continue;
 		}
-		node.free.cpus -= row.cpus;
-		node.free.mem -= row.mem;
-		node.free.disk -= row.diskTotal;
+		take(node.free, row);
+		let held = 0;
+		if (holdRoom)
+			while (held < row.successors && fits(node.free, row)) {
+				take(node.free, row);
+				held++;
+			}
 		if (node.room !== undefined) node.room -= 1 + row.successors;
 		if (left !== undefined) limits.remaining.set(row.jobTypeId, left - 1);
-		placed.push({ row, node });
+		placed.push({ row, node, held });
 	}
 	return { placed, skipped };
+}
+
+function take(free: Resources, row: Pick<QueuedRow, "cpus" | "mem" | "diskTotal">): void {
+	free.cpus -= row.cpus;
+	free.mem -= row.mem;
+	free.disk -= row.diskTotal;
 }
 
 function bestNode(nodes: readonly NodeSlot[], row: QueuedRow): NodeSlot | null {

@@ -153,6 +153,23 @@ describe("launch windows (NodeSlot.room)", () => {
 		expect(a.room).toBe(-2);
 	});
 
+	it("holds a row's needs for its successors on its node as far as they fit, when asked", () => {
+		const a = node(1, 2.5);
+		const rows = [row({ cpus: 1, successors: 2 }), row({ cpus: 0.5 })];
+		const { placed } = matchBatch(rows, [a], noLimits(), true);
+		// the first takes 1 and holds 1 of the 2 it would hold (1.5 left after it), the second fits
+		expect(placed.map(p => [p.row, p.held])).toEqual([
+			[rows[0], 1],
+			[rows[1], 0]
+		]);
+		expect(a.free.cpus).toBeCloseTo(0);
+		// without holds, only the rows' own needs are taken
+		const b = node(2, 2.5);
+		const plain = matchBatch([row({ cpus: 1, successors: 2 })], [b], noLimits());
+		expect(plain.placed[0].held).toBe(0);
+		expect(b.free.cpus).toBe(1.5);
+	});
+
 	it("keeps resources the first cap: a window does not place what does not fit", () => {
 		const a = { ...node(1, 1), room: 10 };
 		const { placed } = matchBatch([row({ cpus: 0.6 }), row({ cpus: 0.6 })], [a], noLimits());
