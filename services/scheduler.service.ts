@@ -29,7 +29,7 @@ import {
 } from "../lib/scheduling/dispatch";
 import { finishExecutions } from "../lib/executions/finish";
 import { handOff } from "../lib/scheduling/handoff";
-import { RoomHolds } from "../lib/scheduling/room-holds";
+import { ROOM_HOLD_MS, RoomHolds } from "../lib/scheduling/room-holds";
 import type { FailureRequest, FinishResult, PlacedExe } from "../lib/executions/types";
 import { announceReports, writeReportBatch, type ReportItem } from "../lib/executions/complete";
 import { LeaderLock } from "../lib/db/leader";
@@ -739,7 +739,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			...DEFAULT_LAUNCH_WINDOW,
 			windowMs: this.settings.launchWindowMs
 		});
-		this.roomHolds = new RoomHolds(1000);
+		this.roomHolds = new RoomHolds(ROOM_HOLD_MS);
 		this.windowTimer = null;
 		this.chain = Promise.resolve();
 		this.passing = false;

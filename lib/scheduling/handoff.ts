@@ -14,10 +14,13 @@ import type { Sql } from "../db/run";
  * Room moves from the ended executions to the queued ones within one transaction, so no pass
  * ever sees it free: a pass that read the node's free resources before sees the completions
  * still RUNNING, one that reads after sees the successors RUNNING, and what it places fits
- * either way. So the hand-off needs no lock beyond the pass's own: what the completions on a node
- * freed (their scheduled cpus, memory and disk) is the most it places there, the jobs of each
- * node's recipes in queue order (by the recipe's creation, as a pass would take them) while
- * they fit. It places only what a pass would have placed there first:
+ * either way. The same goes for the room the pass that placed their predecessor held for them
+ * (room-holds.ts), which every pass leaves free until the hand-off has committed. So the
+ * hand-off needs no lock beyond the pass's own: what the completions on a node freed (their
+ * scheduled cpus, memory and disk) plus the room held for their successors (`held`) is the most
+ * it places there, the jobs of each node's recipes in queue order (by the recipe's creation, as
+ * a pass would take them) while they fit. It places only what a pass would have placed there
+ * first:
  * - no job waits with a better priority than it (the head of the queue; a pass would give that
  *   job the room);
  * - the scheduler is not paused; the node is active, not paused and not draining (share-locked,

@@ -26,6 +26,14 @@ interface RoomHold {
 	ended: number | null;
 }
 
+/**
+ * How long a hold lasts without its execution's report: under load a recipe job's way from
+ * placement through its agent's backlog, its run and its report often takes more than 100 ms
+ * (which lapsed most holds, and each recipe's C then waited for a pass: docs/decisions.md, "The
+ * hand-off"); a longer job's successors come when it ends, spread by its run time.
+ */
+export const ROOM_HOLD_MS = 1000;
+
 const NONE: Resources = { cpus: 0, mem: 0, disk: 0 };
 
 export class RoomHolds {
