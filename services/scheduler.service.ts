@@ -112,7 +112,7 @@ interface SchedulerMethods {
 	isLeader(): boolean;
 	onHint(ctx: Context): void;
 	wake(): void;
-	wakeCluster(): void;
+	wakeCluster(ended?: Iterable<number>): void;
 	cutOffLately(): boolean;
 	failAgentExecutions(agentId: string): Promise<void>;
 }
@@ -268,7 +268,17 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 		"nodes.changed"(this: SchedulerThis, ctx: Context) {
 			this.onHint(ctx);
 		},
-		"scheduler.wake"(this: SchedulerThis) {
+		/**
+		 * A wake-up, from another replica or the nodes service; a replica that recorded
+		 * executions' ends names them (`ended`): what they held here is free (room-holds.ts).
+		 */
+		"scheduler.wake"(this: SchedulerThis, ctx: Context<{ ended?: unknown } | undefined>) {
+			const ended = ctx.params?.ended;
+			if (Array.isArray(ended)) {
+				const ids = ended.filter((id): id is number => Number.isInteger(id));
+				if (this.windowed) this.windows.release(ids);
+				this.roomHolds.settle(ids);
+			}
 			this.wake();
 		},
 		/**
@@ -358,10 +368,17 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			else if (ctx.eventType === "emit") this.broker.broadcast("scheduler.wake");
 		},
 
-		/** Wakes the leader wherever it runs. */
-		wakeCluster() {
+		/**
+		 * Wakes the leader wherever it runs; `ended`: the executions whose ends this replica
+		 * recorded, whose holds the leader lets go (its holds and windows are its own).
+		 */
+		wakeCluster(ended?: Iterable<number>) {
 			if (this.isLeader()) this.wake();
-			else this.broker.broadcast("scheduler.wake");
+			else
+				this.broker.broadcast(
+					"scheduler.wake",
+					ended === undefined ? undefined : { ended: [...ended] }
+				);
 		},
 
 		/** Runs work on the leader's connection one piece at a time (its transactions must not mix). */
@@ -721,7 +738,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				warn: (fields, message) => this.logger.warn(fields, message),
 				broadcast: (event, payload) => void this.broker.broadcast(event, payload),
 				emit: (event, payload) => void this.broker.emit(event, payload),
-				wakeScheduler: () => this.wakeCluster()
+				wakeScheduler: () => this.wakeCluster(result.ended)
 			});
 		}
 	},

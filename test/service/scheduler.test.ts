@@ -347,7 +347,7 @@ beforeAll(async () => {
 	eventId = event.id;
 	agent = new StandIn();
 	main = await startBroker({
-		services: ["api", "status", "nodes", "scheduler"],
+		services: ["api", "status", "nodes", "scheduler", "recipe-types", "queue"],
 		extra: [agent.schema()],
 		settings: FAST
 	});
@@ -699,6 +699,63 @@ describe("placement", () => {
 			scheduled: { cpus: 1.5, mem: 512, disk: 100 },
 			used: { cpus: 0, mem: 0, disk: 0 }
 		});
+	});
+});
+
+describe("a recipe's freed jobs", () => {
+	it("are placed in the transaction recording their predecessor's end, in the room it frees and holds", async () => {
+		await registerNode({ cpus: 3, mem: 4096, disk: 10000 });
+		const names: string[] = [];
+		for (let i = 0; i < 3; i++) {
+			const type = await jobType();
+			const [row] = await q<{ name: string }>(`SELECT name FROM job_type WHERE id = $1`, [
+				type.id
+			]);
+			names.push(row.name);
+		}
+		const job = (name: string, type: string, deps: string[]) => ({
+			name,
+			job_type: { name: type, version: "1.0" },
+			dependencies: deps.map(d => ({ name: d, connections: [] }))
+		});
+		const recipeType = await request("POST", `${main.api}/recipe-types/`, {
+			name: `fan-${names[0]}`,
+			version: "1.0",
+			definition: {
+				input_data: [],
+				jobs: [job("A", names[0], []), job("B", names[1], ["A"]), job("C", names[2], ["A"])]
+			}
+		});
+		expect(recipeType.status).toBe(201);
+		const recipe = await request("POST", `${main.api}/queue/new-recipe/`, {
+			recipe_type_id: recipeType.body.id,
+			recipe_data: {}
+		});
+		expect(recipe.status).toBe(201);
+		const jobsOf = () =>
+			q<{ job_name: string; status: string; started: Date | null; ended: Date | null }>(
+				`SELECT rj.job_name, j.status, j.started, j.ended FROM recipe_job rj
+				 JOIN job j ON j.id = rj.job_id WHERE rj.recipe_id = $1 ORDER BY rj.job_name`,
+				[recipe.body.id]
+			);
+		await waitFor(async () => (await jobsOf()).every(j => j.status === "COMPLETED"));
+		const [a, b, c] = await jobsOf();
+		// A's 1 cpu of 3 held 2 more for B and C: both placed when A's end was recorded
+		expect(b.started!.getTime()).toBe(a.ended!.getTime());
+		expect(c.started!.getTime()).toBe(a.ended!.getTime());
+		expect(agent.runs).toHaveLength(3);
+		const scheduler = main.broker.getLocalService("scheduler") as any;
+		expect(scheduler.roomHolds.heldByNode(performance.now()).size).toBe(0);
+	});
+
+	it("leave the room held for them when another replica says it recorded their predecessor's end", async () => {
+		const scheduler = main.broker.getLocalService("scheduler") as any;
+		scheduler.roomHolds.hold(987654, 1, { cpus: 2, mem: 128, disk: 0 });
+		expect(scheduler.roomHolds.heldByNode(performance.now()).get(1)?.cpus).toBe(2);
+		await main.broker.broadcast("scheduler.wake", { ended: [987654, "x"] });
+		// well before the hold would lapse (ROOM_HOLD_MS)
+		await sleep(50);
+		expect(scheduler.roomHolds.heldByNode(performance.now() + 1).size).toBe(0);
 	});
 });
 
