@@ -15,6 +15,7 @@ import {
 	PIPELINED,
 	poolSql,
 	retrying,
+	isTransientDbError,
 	transaction,
 	type Sql
 } from "../lib/db/run";
@@ -30,7 +31,7 @@ import {
 import { finishExecutions } from "../lib/executions/finish";
 import { handOff } from "../lib/scheduling/handoff";
 import { ROOM_HOLD_MS, RoomHolds } from "../lib/scheduling/room-holds";
-import type { FailureRequest, FinishResult, PlacedExe } from "../lib/executions/types";
+import type { FailureRequest, FinishInput, FinishResult, PlacedExe } from "../lib/executions/types";
 import { announceReports, writeReportBatch, type ReportItem } from "../lib/executions/complete";
 import { LeaderLock } from "../lib/db/leader";
 import { intakeGateOf } from "../lib/recipes/intake-gate";
@@ -698,12 +699,28 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				finished: items.flatMap(i => (i.kind === "finished" ? [i.finished] : [])),
 				failures: items.flatMap(i => (i.kind === "failure" ? [i.failure] : []))
 			};
+			// the leader places the recipe jobs completions queue in the room they free
+			const handing = this.settings.handOff && this.isLeader();
+			try {
+				return await this.writeFinished(input, handing);
+			} catch (error) {
+				if (!handing || isTransientDbError(error)) throw error;
+				// a hand-off must never keep ends from being recorded: they wait for a pass instead
+				this.logger.error(
+					{ err: error },
+					"recording ends with the hand-off of their room failed; recording them without it"
+				);
+				return this.writeFinished(input, false);
+			}
+		},
+
+		/** One transaction recording reports' ends and steps, retried on conflicts. */
+		async writeFinished(input: FinishInput, handing: boolean): Promise<FinishResult> {
 			// each failed run's moves undone before the next (lib/db/run.ts retrying)
 			return retrying(async () => {
 				const moves: FileMove[] = [];
 				try {
-					// the leader places the recipe jobs completions queue in the room they free
-					const agents = this.settings.handOff && this.isLeader() ? this.agentIds() : [];
+					const agents = handing ? this.agentIds() : [];
 					return await transaction(this.db, PIPELINED, sql =>
 						finishExecutions(sql, input, {
 							placed: this.placedExecutions,
@@ -714,7 +731,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 									? (tx, endedExeIds, queuedJobIds, last) => {
 											// room held for them stays held until committed
 											const held = this.roomHolds.pin(endedExeIds);
-											return handOff(
+											return this.handOff(
 												tx,
 												{ endedExeIds, queuedJobIds, agents, held },
 												last
@@ -757,6 +774,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			windowMs: this.settings.launchWindowMs
 		});
 		this.roomHolds = new RoomHolds(ROOM_HOLD_MS);
+		this.handOff = handOff;
 		this.windowTimer = null;
 		this.chain = Promise.resolve();
 		this.passing = false;

@@ -703,7 +703,8 @@ describe("placement", () => {
 });
 
 describe("a recipe's freed jobs", () => {
-	it("are placed in the transaction recording their predecessor's end, in the room it frees and holds", async () => {
+	/** A recipe A → B, C of 1-cpu jobs, run to its end; answers its jobs A, B, C. */
+	async function runFan() {
 		await registerNode({ cpus: 3, mem: 4096, disk: 10000 });
 		const names: string[] = [];
 		for (let i = 0; i < 3; i++) {
@@ -739,13 +740,37 @@ describe("a recipe's freed jobs", () => {
 				[recipe.body.id]
 			);
 		await waitFor(async () => (await jobsOf()).every(j => j.status === "COMPLETED"));
-		const [a, b, c] = await jobsOf();
+		return jobsOf();
+	}
+
+	it("are placed in the transaction recording their predecessor's end, in the room it frees and holds", async () => {
+		const [a, b, c] = await runFan();
 		// A's 1 cpu of 3 held 2 more for B and C: both placed when A's end was recorded
 		expect(b.started!.getTime()).toBe(a.ended!.getTime());
 		expect(c.started!.getTime()).toBe(a.ended!.getTime());
 		expect(agent.runs).toHaveLength(3);
 		const scheduler = main.broker.getLocalService("scheduler") as any;
 		expect(scheduler.roomHolds.heldByNode(performance.now()).size).toBe(0);
+	});
+
+	it("wait for a pass when the hand-off fails: the end is recorded all the same", async () => {
+		const scheduler = main.broker.getLocalService("scheduler") as any;
+		const real = scheduler.handOff;
+		let tried = 0;
+		scheduler.handOff = async () => {
+			tried++;
+			throw new Error("the hand-off broke");
+		};
+		try {
+			const [a, b, c] = await runFan();
+			expect(tried).toBe(1);
+			for (const freed of [b, c]) {
+				expect(freed.status).toBe("COMPLETED");
+				expect(freed.started!.getTime()).toBeGreaterThan(a.ended!.getTime());
+			}
+		} finally {
+			scheduler.handOff = real;
+		}
 	});
 
 	it("leave the room held for them when another replica says it recorded their predecessor's end", async () => {
