@@ -71,11 +71,7 @@ export class RoomHolds {
 			const hold = this.holds.get(id);
 			if (!hold || hold.ended !== null || (!hold.pinned && hold.until <= now)) continue;
 			hold.pinned = true;
-			const sum = byNode.get(hold.nodeId) ?? { ...NONE };
-			sum.cpus += hold.room.cpus;
-			sum.mem += hold.room.mem;
-			sum.disk += hold.room.disk;
-			byNode.set(hold.nodeId, sum);
+			addTo(byNode, hold);
 		}
 		return byNode;
 	}
@@ -99,11 +95,7 @@ export class RoomHolds {
 		const byNode = new Map<number, Resources>();
 		for (const hold of this.holds.values()) {
 			if (this.endOf(hold) <= sentAt) continue;
-			const sum = byNode.get(hold.nodeId) ?? { ...NONE };
-			sum.cpus += hold.room.cpus;
-			sum.mem += hold.room.mem;
-			sum.disk += hold.room.disk;
-			byNode.set(hold.nodeId, sum);
+			addTo(byNode, hold);
 		}
 		return byNode;
 	}
@@ -116,4 +108,13 @@ export class RoomHolds {
 	private endOf(hold: RoomHold): number {
 		return hold.ended ?? (hold.pinned ? Infinity : hold.until);
 	}
+}
+
+/** Adds a hold's room to its node's sum. */
+function addTo(byNode: Map<number, Resources>, hold: RoomHold): void {
+	const sum = byNode.get(hold.nodeId) ?? { ...NONE };
+	sum.cpus += hold.room.cpus;
+	sum.mem += hold.room.mem;
+	sum.disk += hold.room.disk;
+	byNode.set(hold.nodeId, sum);
 }

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import type { ProducedFile } from "../../lib/documents/agent-protocol";
+import type { ExecutionFinished, ProducedFile } from "../../lib/documents/agent-protocol";
 import { parseJobInterface } from "../../lib/documents/job-interface";
 import { finishExecutions } from "../../lib/executions/finish";
 import type { FinishResult } from "../../lib/executions/types";
@@ -116,6 +116,49 @@ export async function startJob(
 	return { jobId, exeId: exe.id };
 }
 
+/** An agent's report of an execution that completed (with these files, if any). */
+export function completedReport(
+	jobExeId: number,
+	agentId: string,
+	products: ProducedFile[] = []
+): ExecutionFinished {
+	return {
+		jobExeId,
+		agentId,
+		status: "COMPLETED",
+		exitCode: 0,
+		products,
+		resultsManifest: null,
+		parseResults: [],
+		stdout: "",
+		stderr: "",
+		steps: {}
+	};
+}
+
+/**
+ * Marks a QUEUED job's execution RUNNING on the node with its needs scheduled, as a placement
+ * does (its queue row taken); answers the execution's id.
+ */
+export async function placeQueuedJob(
+	db: Sequelize,
+	jobId: number,
+	nodeId: number,
+	agentId: string
+): Promise<number> {
+	await q(db, `DELETE FROM queue WHERE job_id = $1`, [jobId]);
+	const [exe] = await q<{ id: number }>(
+		db,
+		`UPDATE job_exe e SET status = 'RUNNING', started = now(), node_id = $2, agent_id = $3,
+			cpus_scheduled = j.cpus_required, mem_scheduled = j.mem_required,
+			disk_total_scheduled = j.disk_in_required + j.disk_out_required
+		 FROM job j WHERE j.id = e.job_id AND e.job_id = $1 AND e.status = 'QUEUED' RETURNING e.id`,
+		[jobId, nodeId, agentId]
+	);
+	await q(db, `UPDATE job SET status = 'RUNNING', started = now() WHERE id = $1`, [jobId]);
+	return exe.id;
+}
+
 /** Completes RUNNING executions together, in one report transaction, with the files each made. */
 export function completeExecutions(
 	db: Sequelize,
@@ -125,18 +168,13 @@ export function completeExecutions(
 ): Promise<FinishResult> {
 	return transaction(db, PIPELINED, sql =>
 		finishExecutions(sql, {
-			finished: reports.map(r => ({
-				jobExeId: r.exeId,
-				agentId,
-				status: "COMPLETED" as const,
-				exitCode: 0,
-				products: r.products.map(p => ({ ...p, workspaceId })),
-				resultsManifest: null,
-				parseResults: [],
-				stdout: "",
-				stderr: "",
-				steps: {}
-			}))
+			finished: reports.map(r =>
+				completedReport(
+					r.exeId,
+					agentId,
+					r.products.map(p => ({ ...p, workspaceId }))
+				)
+			)
 		})
 	);
 }

@@ -1,6 +1,6 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
-import { addNode } from "../helpers/completion";
+import { addNode, completedReport, placeQueuedJob } from "../helpers/completion";
 import { claimBatch } from "../../lib/scheduling/claim";
 import { handOff } from "../../lib/scheduling/handoff";
 import { finishExecutions } from "../../lib/executions/finish";
@@ -43,32 +43,8 @@ async function jobsOf(recipeId: number): Promise<Record<string, any>> {
 	return Object.fromEntries(rows.map(r => [r.job_name, r]));
 }
 
-/** Places a QUEUED job's execution on the node with its needs scheduled, as a pass does. */
-async function place(jobId: number): Promise<number> {
-	await query(`DELETE FROM queue WHERE job_id = $1`, [jobId]);
-	const [exe] = await query<{ id: number }>(
-		`UPDATE job_exe e SET status = 'RUNNING', started = now(), node_id = $2, agent_id = $3,
-			cpus_scheduled = j.cpus_required, mem_scheduled = j.mem_required,
-			disk_total_scheduled = j.disk_in_required + j.disk_out_required
-		 FROM job j WHERE j.id = e.job_id AND e.job_id = $1 AND e.status = 'QUEUED' RETURNING e.id`,
-		[jobId, nodeId, AGENT]
-	);
-	await query(`UPDATE job SET status = 'RUNNING', started = now() WHERE id = $1`, [jobId]);
-	return exe.id;
-}
-
-const completed = (exeId: number) => ({
-	jobExeId: exeId,
-	agentId: AGENT,
-	status: "COMPLETED" as const,
-	exitCode: 0,
-	products: [],
-	resultsManifest: null,
-	parseResults: [],
-	stdout: "",
-	stderr: "",
-	steps: {}
-});
+const place = (jobId: number) => placeQueuedJob(tdb.db, jobId, nodeId, AGENT);
+const completed = (exeId: number) => completedReport(exeId, AGENT);
 
 /** Completes executions with the hand-off, as the leading scheduler does. */
 function complete(

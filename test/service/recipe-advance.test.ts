@@ -1,7 +1,7 @@
 import { Client } from "pg";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 import { request, startServices, type TestApi } from "../helpers/broker";
-import { addNode } from "../helpers/completion";
+import { addNode, completedReport, placeQueuedJob } from "../helpers/completion";
 import { applyPlacements, claimBatch } from "../../lib/scheduling/claim";
 import { finishExecutions } from "../../lib/executions/finish";
 import { intakeGateOf } from "../../lib/recipes/intake-gate";
@@ -68,30 +68,8 @@ async function jobsOf(
 	);
 }
 
-/** Marks a QUEUED job's execution RUNNING on the node, as a placement does; answers its id. */
-async function place(jobId: number): Promise<number> {
-	await query(`DELETE FROM queue WHERE job_id = $1`, [jobId]);
-	const [exe] = await query<{ id: number }>(
-		`UPDATE job_exe SET status = 'RUNNING', started = now(), node_id = $2, agent_id = $3
-		 WHERE job_id = $1 AND status = 'QUEUED' RETURNING id`,
-		[jobId, nodeId, AGENT]
-	);
-	await query(`UPDATE job SET status = 'RUNNING', started = now() WHERE id = $1`, [jobId]);
-	return exe.id;
-}
-
-const completed = (exeId: number) => ({
-	jobExeId: exeId,
-	agentId: AGENT,
-	status: "COMPLETED" as const,
-	exitCode: 0,
-	products: [],
-	resultsManifest: null,
-	parseResults: [],
-	stdout: "",
-	stderr: "",
-	steps: {}
-});
+const place = (jobId: number) => placeQueuedJob(tdb.db, jobId, nodeId, AGENT);
+const completed = (exeId: number) => completedReport(exeId, AGENT);
 
 const complete = (exeIds: number[]) =>
 	transaction(tdb.db, PIPELINED, sql =>
