@@ -178,8 +178,17 @@ async function runAt(label: string, env: Record<string, string>) {
 		// P5_DIAG: each table's scans over a phase (its renames to its last INGESTED), before the
 		// bench's own queries of the phase's rows
 		const scans = () =>
-			q<{ relname: string; seq_scan: string; seq_tup_read: string; idx_scan: string }>(
-				`SELECT relname, seq_scan, seq_tup_read, idx_scan FROM pg_stat_user_tables`
+			q<{
+				relname: string;
+				seq_scan: string;
+				seq_tup_read: string;
+				idx_scan: string;
+				autovacuums: string;
+				autoanalyzes: string;
+			}>(
+				`SELECT relname, seq_scan, seq_tup_read, idx_scan, autovacuum_count AS autovacuums,
+					autoanalyze_count AS autoanalyzes
+				 FROM pg_stat_user_tables`
 			);
 		const scansSince = async (before: Awaited<ReturnType<typeof scans>>) => {
 			await q("SELECT pg_stat_clear_snapshot()");
@@ -191,10 +200,14 @@ async function runAt(label: string, env: Record<string, string>) {
 						table: r.relname,
 						seq_scan: Number(r.seq_scan) - Number(b?.seq_scan ?? 0),
 						seq_tup_read: Number(r.seq_tup_read) - Number(b?.seq_tup_read ?? 0),
-						idx_scan: Number(r.idx_scan) - Number(b?.idx_scan ?? 0)
+						idx_scan: Number(r.idx_scan) - Number(b?.idx_scan ?? 0),
+						autovacuums: Number(r.autovacuums) - Number(b?.autovacuums ?? 0),
+						autoanalyzes: Number(r.autoanalyzes) - Number(b?.autoanalyzes ?? 0)
 					};
 				})
-				.filter(r => r.seq_scan > 0 || r.idx_scan > 0)
+				.filter(
+					r => r.seq_scan > 0 || r.idx_scan > 0 || r.autovacuums > 0 || r.autoanalyzes > 0
+				)
 				.sort((x, y) => y.seq_tup_read - x.seq_tup_read);
 		};
 
