@@ -4,13 +4,8 @@ import type { Context, Service, ServiceSchema, ServiceSettingSchema } from "mole
 import path from "path";
 import { DbMixin } from "../mixins/db.mixin";
 import { LIST_PARAMS, listAction, listRequest } from "../mixins/list.mixin";
-import {
-	monitorSetup,
-	recordArrivals,
-	recordIngesting,
-	recordTransferring,
-	settleIngests
-} from "../lib/ingest/record";
+import { monitorSetup, recordArrivals, recordTransferring } from "../lib/ingest/record";
+import { recordIngesting, settleIngests } from "../lib/ingest/settle";
 import type { ArrivedFile, MonitorCall, Settled, TransferringFile } from "../lib/ingest/protocol";
 import {
 	createStrike,
@@ -41,8 +36,8 @@ import { ID_SCHEMA } from "../lib/validation/ids";
 
 /**
  * Ingest: strikes (create, list, details, edit, validation), the ingests' list, details and
- * status, and the side of the strikes' monitors that writes (lib/ingest/record.ts): monitors run
- * on node agents, which hold no database credentials, and report here. Recording an ingest also
+ * status, and the side of the strikes' monitors that writes (lib/ingest/record.ts, settle.ts):
+ * monitors run on node agents, which hold no database credentials, and report here. Recording an ingest also
  * records its INGEST trigger event; the `triggers` service is told after the commit.
  */
 

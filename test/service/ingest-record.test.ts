@@ -1,14 +1,10 @@
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
-import {
-	monitorSetup,
-	recordArrivals,
-	recordIngesting,
-	settleIngests
-} from "../../lib/ingest/record";
+import { monitorSetup, recordArrivals } from "../../lib/ingest/record";
+import { recordIngesting, settleIngests } from "../../lib/ingest/settle";
 import type { ArrivedFile, MonitorCall } from "../../lib/ingest/protocol";
 
 /**
- * The `ingest` service's side of a monitor (lib/ingest/record.ts) over real PostgreSQL: a file
+ * The `ingest` service's side of a monitor (lib/ingest/record.ts, settle.ts) over real PostgreSQL: a file
  * that arrives whole is a move under way (`ingest_move`) until the monitor reports it stored,
  * and its ingest row is then written once; what a monitor that dies mid-move finds again; a
  * repeated report; a source file of the same name stored meanwhile; a file lost mid-move; a file
