@@ -8,19 +8,8 @@ import {
 	type RunAnswer
 } from "../lib/documents/agent-protocol";
 import { DbMixin } from "../mixins/db.mixin";
-import {
-	MicroBatcher,
-	clientSql,
-	CONFLICT_RETRY,
-	PIPELINED,
-	poolSql,
-	retrying,
-	isTransientDbError,
-	transaction,
-	type Sql
-} from "../lib/db/run";
-import { schedulePass, type Unrunnable } from "../lib/scheduling/claim";
-import { ImageSets, WaitingReasons } from "../lib/scheduling/matching";
+import { MicroBatcher, clientSql, poolSql, type Sql } from "../lib/db/run";
+import { PassLoop } from "../lib/scheduling/passes";
 import { ERRORS } from "../lib/executions/failure";
 import {
 	dispatchPlaced,
@@ -28,15 +17,13 @@ import {
 	buildSpecs,
 	PlacedExecutions
 } from "../lib/scheduling/dispatch";
-import { finishExecutions } from "../lib/executions/finish";
-import { handOff } from "../lib/scheduling/handoff";
+import { ReportWriter } from "../lib/scheduling/report-writer";
 import { ROOM_HOLD_MS, RoomHolds } from "../lib/scheduling/room-holds";
-import type { FailureRequest, FinishInput, FinishResult, PlacedExe } from "../lib/executions/types";
-import { announceReports, writeReportBatch, type ReportItem } from "../lib/executions/complete";
+import type { FailureRequest, FinishResult, PlacedExe } from "../lib/executions/types";
+import { announceReports, type ReportItem } from "../lib/executions/complete";
 import { LeaderLock } from "../lib/db/leader";
 import { intakeGateOf } from "../lib/recipes/intake-gate";
 import { findExecutionsOfAgent, findLostExecutions } from "../lib/scheduling/lost";
-import { undoMoves, type FileMove } from "../lib/records/product";
 import {
 	getSchedulerSettings,
 	parseSettingsEdit,
@@ -53,7 +40,7 @@ import {
 	SCHEDULER_DEFINITIONS
 } from "../lib/observability/gauges";
 import { JobMeter } from "../lib/observability/job-meter";
-import { readWaiting, whyWaiting, type LastPass } from "../lib/scheduling/waiting";
+import { readWaiting, whyWaiting } from "../lib/scheduling/waiting";
 import { jsonParams } from "../lib/validation/params";
 import { bodyParams } from "../lib/validation/body";
 
@@ -123,8 +110,8 @@ type SchedulerVars = Record<string, any> & {
 	reach: AgentReachability;
 	reconnectedAt: number;
 	disconnectedAt: number;
-	/** the leader's last pass, for why jobs wait */
-	lastPass: LastPass | null;
+	/** the leader's passes, and the last one's context for why jobs wait */
+	passes: PassLoop;
 };
 type SchedulerThis = Service<SchedulerSettings> & SchedulerMethods & SchedulerVars;
 
@@ -180,7 +167,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				ctx: Context<{ jobIds?: number[]; jobTypeIds?: number[] }>
 			) {
 				if (!this.isLeader()) return { leader: false, jobs: [] };
-				const last = this.lastPass;
+				const last = this.passes.lastPass;
 				const { jobs, nodes } = await readWaiting(
 					poolSql(this.db),
 					ctx.params,
@@ -392,112 +379,9 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			return next;
 		},
 
-		/** Starts a scheduling loop unless one runs; one that runs goes round once more. */
+		/** Starts the leader's scheduling passes (lib/scheduling/passes.ts). */
 		wake() {
-			if (!this.isLeader()) return;
-			if (this.passing) {
-				this.dirty = true;
-				return;
-			}
-			this.passing = true;
-			void this.runPasses();
-		},
-
-		async runPasses() {
-			// control work: the intake of new recipes waits for it (lib/recipes/intake-gate.ts)
-			const gate = intakeGateOf(this.broker);
-			gate.enterControl();
-			try {
-				let again = true;
-				while (again && this.isLeader()) {
-					this.dirty = false;
-					const sql: Sql = this.leaderSql;
-					const passStarted = this.metered ? performance.now() : 0;
-					const passAt = new Date();
-					const result = await this.exclusive(() => {
-						// holds over before its context is read are in what it reads
-						const sentAt = performance.now();
-						this.roomHolds.forgetBefore(sentAt);
-						return schedulePass(
-							sql,
-							{
-								agents: this.agentIds(),
-								leaseMs: this.placementLeaseMs(),
-								batchSize: this.settings.batchSize,
-								maxScanRows: this.settings.maxScanRows,
-								likelyExcluded: this.lastExcluded,
-								images: this.imageSets,
-								room: this.windowed
-									? (id: string) => this.windows.room(id)
-									: undefined,
-								holds: this.settings.handOff
-									? { byNode: () => this.roomHolds.heldByNode(sentAt) }
-									: undefined
-							},
-							(placed: PlacedExe[]) => void this.dispatch(placed)
-						);
-					});
-					if (this.metered) {
-						this.broker.metrics.increment(METRICS.schedulerPasses);
-						this.broker.metrics.observe(
-							METRICS.schedulerPassDuration,
-							(performance.now() - passStarted) / 1000
-						);
-					}
-					this.lastExcluded = result.excluded;
-					// a pass that read nothing (every launch window closed) leaves the last one's reasons
-					if (result.context) this.lastPass = { at: passAt, ctx: result.context };
-					if (result.unrunnable.length > 0) this.sayWhyWaiting(result.unrunnable);
-					if (this.windowed) this.wakeAtWindow();
-					again =
-						this.dirty || (result.placed.length > 0 && result.stop === "scan-limit");
-				}
-			} catch (error) {
-				if (this.isLeader()) {
-					this.logger.warn(
-						{ err: error },
-						"scheduling pass failed; trying again shortly"
-					);
-					setTimeout(() => this.wake(), 200).unref?.();
-				}
-			} finally {
-				this.passing = false;
-				gate.leaveControl();
-			}
-		},
-
-		/**
-		 * Logs the container job types that wait because no node taking work can run them: once
-		 * per type and minute, and when the reason changes (a pass runs many times a second).
-		 */
-		sayWhyWaiting(unrunnable: Unrunnable[]) {
-			for (const u of this.waitingReasons.due(unrunnable))
-				this.logger.warn(
-					{
-						jobTypeId: u.jobTypeId,
-						image: u.image,
-						privileged: u.privileged,
-						reason: u.reason
-					},
-					`container jobs of job type ${u.jobTypeId} stay QUEUED: ${u.reason}`
-				);
-		},
-
-		/**
-		 * Wakes the leader when the first closed launch window opens again: work waits queued
-		 * while every agent has enough to launch, and no report may come to wake it (a burst of
-		 * long-running jobs). Each pass sets it anew: while reports wake passes, it never fires.
-		 */
-		wakeAtWindow() {
-			clearTimeout(this.windowTimer);
-			this.windowTimer = null;
-			const inMs = this.windows.reopensIn(this.agentIds());
-			if (inMs === null) return;
-			this.windowTimer = setTimeout(() => {
-				this.windowTimer = null;
-				this.wake();
-			}, inMs);
-			this.windowTimer.unref?.();
+			this.passes.wake();
 		},
 
 		/**
@@ -639,114 +523,6 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			this.wake();
 		},
 
-		/** Writes a batch of agent reports and control-plane failures in one transaction. */
-		async flushReports(items: ReportItem[]): Promise<boolean[]> {
-			// control work: the intake of new recipes waits for it (lib/recipes/intake-gate.ts)
-			const gate = intakeGateOf(this.broker);
-			gate.enterControl();
-			let written: Awaited<ReturnType<typeof writeReportBatch>>;
-			try {
-				written = await writeReportBatch(
-					items,
-					batch => this.writeReports(batch),
-					(jobExeId: number, error: unknown) =>
-						this.logger.error(
-							{ err: error, jobExeId },
-							"cannot record the end of an execution; failing it"
-						)
-				);
-				// placed in the transaction: to their agents at once
-				if (written.result.handedOff.length > 0)
-					void this.dispatch(written.result.handedOff);
-				// the pass it wakes takes over before the flush lets go
-				this.afterWrite(written.result);
-			} finally {
-				gate.leaveControl();
-			}
-			const { result, failed } = written;
-			this.logLateReports(items, result, failed);
-			return items.map((item, i) => {
-				if (failed.has(i)) throw failed.get(i);
-				return this.answer(item, result);
-			});
-		},
-
-		/**
-		 * Reports of executions that had ended already (failed as node-lost while nobody
-		 * listened, say, and retried): recorded in the log, as nothing else changes.
-		 */
-		logLateReports(items: ReportItem[], result: FinishResult, failed: Map<number, unknown>) {
-			items.forEach((item, i) => {
-				if (item.kind !== "finished" || failed.has(i)) return;
-				const { jobExeId, agentId, status, exitCode } = item.finished;
-				if (!result.ended.has(jobExeId))
-					this.logger.warn(
-						{ jobExeId, agentId, status, exitCode },
-						"a report of an execution that had ended already: nothing changed"
-					);
-			});
-		},
-
-		answer(item: ReportItem, result: FinishResult): boolean {
-			if (item.kind === "step") return result.stepped.has(item.step.jobExeId);
-			if (item.kind === "failure") return result.ended.has(item.failure.jobExeId);
-			return true;
-		},
-
-		async writeReports(items: ReportItem[]): Promise<FinishResult> {
-			const input = {
-				steps: items.flatMap(i => (i.kind === "step" ? [i.step] : [])),
-				finished: items.flatMap(i => (i.kind === "finished" ? [i.finished] : [])),
-				failures: items.flatMap(i => (i.kind === "failure" ? [i.failure] : []))
-			};
-			// the leader places the recipe jobs completions queue in the room they free
-			const handing = this.settings.handOff && this.isLeader();
-			try {
-				return await this.writeFinished(input, handing);
-			} catch (error) {
-				if (!handing || isTransientDbError(error)) throw error;
-				// a hand-off must never keep ends from being recorded: they wait for a pass instead
-				this.logger.error(
-					{ err: error },
-					"recording ends with the hand-off of their room failed; recording them without it"
-				);
-				return this.writeFinished(input, false);
-			}
-		},
-
-		/** One transaction recording reports' ends and steps, retried on conflicts. */
-		async writeFinished(input: FinishInput, handing: boolean): Promise<FinishResult> {
-			// each failed run's moves undone before the next (lib/db/run.ts retrying)
-			return retrying(async () => {
-				const moves: FileMove[] = [];
-				try {
-					const agents = handing ? this.agentIds() : [];
-					return await transaction(this.db, PIPELINED, sql =>
-						finishExecutions(sql, input, {
-							placed: this.placedExecutions,
-							moves,
-							warn: (message: string) => this.logger.warn(message),
-							handOff:
-								agents.length > 0
-									? (tx, endedExeIds, queuedJobIds, last) => {
-											// room held for them stays held until committed
-											const held = this.roomHolds.pin(endedExeIds);
-											return this.handOff(
-												tx,
-												{ endedExeIds, queuedJobIds, agents, held },
-												last
-											).finally(() => this.roomHolds.settle(endedExeIds));
-										}
-									: undefined
-						})
-					);
-				} catch (error) {
-					await undoMoves(moves);
-					throw error;
-				}
-			}, CONFLICT_RETRY);
-		},
-
 		/** Logs and announces what the written reports changed (lib/executions/reports.ts). */
 		afterWrite(result: FinishResult) {
 			this.jobMeter?.ended(result);
@@ -763,10 +539,6 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 	created() {
 		this.leaderClient = null as Client | null;
 		this.leaderSql = null as Sql | null;
-		this.lastExcluded = [] as number[];
-		this.lastPass = null as LastPass | null;
-		this.imageSets = new ImageSets();
-		this.waitingReasons = new WaitingReasons();
 		this.placedExecutions = new PlacedExecutions();
 		this.windowed = this.settings.launchWindowMs > 0;
 		this.windows = new LaunchWindows({
@@ -774,11 +546,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			windowMs: this.settings.launchWindowMs
 		});
 		this.roomHolds = new RoomHolds(ROOM_HOLD_MS);
-		this.handOff = handOff;
-		this.windowTimer = null;
 		this.chain = Promise.resolve();
-		this.passing = false;
-		this.dirty = false;
 		this.lostPending = new Set<number>();
 		this.setAsideUntil = new Map<string, number>();
 		this.reconnectedAt = 0;
@@ -828,11 +596,52 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 				runTime: METRICS.runTime
 			});
 		}
-		this.reports = new MicroBatcher<ReportItem, boolean>(items => this.flushReports(items), {
-			delayMs: this.settings.flushMs,
-			maxItems: this.settings.flushMaxItems,
-			concurrency: this.settings.flushConcurrency
-		});
+		this.passes = new PassLoop(
+			{
+				isLeader: () => this.isLeader(),
+				exclusive: fn => {
+					const sql: Sql = this.leaderSql;
+					return this.exclusive(() => fn(sql));
+				},
+				agentIds: () => this.agentIds(),
+				placementLeaseMs: () => this.placementLeaseMs(),
+				dispatch: placed => void this.dispatch(placed),
+				gate: intakeGateOf(this.broker),
+				passed: this.metered
+					? seconds => {
+							this.broker.metrics.increment(METRICS.schedulerPasses);
+							this.broker.metrics.observe(METRICS.schedulerPassDuration, seconds);
+						}
+					: undefined,
+				warn: (fields, message) => this.logger.warn(fields, message)
+			},
+			{ batchSize: this.settings.batchSize, maxScanRows: this.settings.maxScanRows },
+			this.windowed ? this.windows : null,
+			this.settings.handOff ? this.roomHolds : null
+		);
+		this.reportWriter = new ReportWriter(
+			this.db,
+			{
+				handOff: this.settings.handOff,
+				isLeader: () => this.isLeader(),
+				agentIds: () => this.agentIds(),
+				gate: intakeGateOf(this.broker),
+				dispatch: placed => void this.dispatch(placed),
+				announce: result => this.afterWrite(result),
+				warn: (fields, message) => this.logger.warn(fields, message),
+				error: (fields, message) => this.logger.error(fields, message)
+			},
+			this.roomHolds,
+			this.placedExecutions
+		);
+		this.reports = new MicroBatcher<ReportItem, boolean>(
+			items => this.reportWriter.flush(items),
+			{
+				delayMs: this.settings.flushMs,
+				maxItems: this.settings.flushMaxItems,
+				concurrency: this.settings.flushConcurrency
+			}
+		);
 	},
 
 	async started() {
@@ -853,7 +662,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 			onLost: (reason: string) => {
 				this.leaderClient = null;
 				this.leaderSql = null;
-				this.lastPass = null;
+				this.passes.forget();
 				this.logger.info({ reason }, "scheduler: no longer leading");
 				if (this.metered) this.broker.metrics.set(METRICS.schedulerLeader, 0);
 			},
@@ -866,7 +675,7 @@ const SchedulerService: ServiceSchema<SchedulerSettings, SchedulerMethods, Sched
 
 	async stopped() {
 		if (this.ticker) clearInterval(this.ticker);
-		clearTimeout(this.windowTimer);
+		this.passes.stop();
 		this.reach.stop();
 		await this.lock?.stop();
 		await this.chain;

@@ -755,9 +755,9 @@ describe("a recipe's freed jobs", () => {
 
 	it("wait for a pass when the hand-off fails: the end is recorded all the same", async () => {
 		const scheduler = main.broker.getLocalService("scheduler") as any;
-		const real = scheduler.handOff;
+		const real = scheduler.reportWriter.handOff;
 		let tried = 0;
-		scheduler.handOff = async () => {
+		scheduler.reportWriter.handOff = async () => {
 			tried++;
 			throw new Error("the hand-off broke");
 		};
@@ -769,7 +769,7 @@ describe("a recipe's freed jobs", () => {
 				expect(freed.started!.getTime()).toBeGreaterThan(a.ended!.getTime());
 			}
 		} finally {
-			scheduler.handOff = real;
+			scheduler.reportWriter.handOff = real;
 		}
 	});
 
