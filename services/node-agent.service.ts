@@ -4,7 +4,8 @@ import type { Context, Service, ServiceBroker, ServiceSchema } from "moleculer";
 import { DEFAULT_DRAIN_S, type AgentConfig } from "../lib/launch/config";
 import { NotFoundError } from "../lib/errors";
 import { LeaderView } from "../lib/agent/callers";
-import { NodeAgent, type DrainOutcome } from "../lib/agent/agent";
+import { NodeAgent } from "../lib/agent/agent";
+import { Membership } from "../lib/agent/membership";
 import { DEFAULT_CONTAINER_SETTINGS } from "../lib/agent/containers";
 import { DEFAULT_TASK_UIDS } from "../lib/agent/task-identities";
 import { ExecutionReporter } from "../lib/agent/reporter";
@@ -17,11 +18,6 @@ import {
 	type ExecutionFinished,
 	type ExecutionSpec,
 	type ExecutionStep,
-	type NodeDrain,
-	type NodeHeartbeat,
-	type NodeHeartbeatAnswer,
-	type NodeRegistration,
-	type NodeRegistrationAnswer,
 	type RunAnswer
 } from "../lib/documents/agent-protocol";
 import { launchStrikeMonitor, StrikeMonitor } from "../lib/ingest/monitor";
@@ -32,7 +28,7 @@ import { jsonParams } from "../lib/validation/params";
  * `nodes` service, runs the executions the scheduler hands it (lib/agent/agent.ts), and reports
  * their steps and results to the `scheduler` service. See lib/documents/agent-protocol.ts for the messages.
  *
- * Towards the control plane:
+ * Towards the control plane (registration, heartbeats and drains: lib/agent/membership.ts):
  * - `nodes.register` at start, retried every registerRetryMs until it answers, and again when a
  *   heartbeat answer does not know the node (`ok: false`, no nodeId, or a NOT_FOUND error).
  * - `nodes.heartbeat` every heartbeatMs with the current offer and the executions held here
@@ -84,38 +80,21 @@ interface Settings {
 /** The service's methods, as its handlers and lifecycle call them. */
 interface AgentMethods {
 	launchBuiltin(spec: ExecutionSpec): ReturnType<typeof launchStrikeMonitor>;
-	warnOnce(key: string, message: string): void;
-	pause(ms: number): Promise<void>;
 	resources(): ReturnType<typeof measureResources>;
-	register(): Promise<void>;
-	heartbeat(): Promise<void>;
-	stopEnded(ids: unknown): void;
 	runOne(spec: ExecutionSpec): void;
 	drainBeforeStop(why: string): Promise<void>;
 	hurryDrain(why: string): void;
-	followDrain(drain: boolean): void;
-	announceDrain(): Promise<boolean>;
-	logDrain(outcome: DrainOutcome, what: string): void;
 }
 
 /** The service's state: set in `created` (and the agent, slave id and timers in `started`). */
 interface AgentVars {
 	agent: NodeAgent;
 	slaveId: string;
-	nodeId: number | null;
+	/** registration, heartbeats and drains (lib/agent/membership.ts) */
+	membership: Membership;
 	leaders: LeaderView;
-	warned: Map<string, number>;
-	pauses: Set<() => void>;
 	monitors: Map<number, StrikeMonitor>;
 	reporter: ExecutionReporter;
-	stopping: boolean;
-	/** the process is shutting down: the node drains, and no answer ends it */
-	leaving: boolean;
-	/** the process's drain is over (the announcement is not retried any more) */
-	drained: boolean;
-	registered: boolean;
-	registering: boolean;
-	beating: boolean;
 	beatTimer: NodeJS.Timeout;
 	pruneTimer: NodeJS.Timeout;
 }
@@ -141,10 +120,6 @@ const LEADER_QUESTION_TIMEOUT_MS = 5000;
 /** Whether any node runs the service now (Moleculer's typings ask for a node; it is optional). */
 function serviceRuns(broker: ServiceBroker, name: string): boolean {
 	return broker.registry.hasService(name, undefined as unknown as string);
-}
-
-function isUnknownNode(answer: any): boolean {
-	return !answer || answer.ok === false || answer.nodeId === null;
 }
 
 const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
@@ -248,7 +223,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 		 * so an outage near the lease does not cost the executions held here.
 		 */
 		"$transporter.connected"(this: AgentThis, ctx: Context<{ wasReconnect: boolean }>) {
-			if (ctx.params?.wasReconnect) void this.heartbeat();
+			if (ctx.params?.wasReconnect) void this.membership.heartbeat();
 		},
 
 		/**
@@ -299,30 +274,7 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			return launched;
 		},
 
-		/** A warning, at most once a minute for the same kind of problem. */
-		warnOnce(this: AgentThis, key: string, message: string) {
-			const now = Date.now();
-			if ((this.warned.get(key) ?? 0) > now) return;
-			this.warned.set(key, now + 60_000);
-			this.logger.warn(message);
-		},
-
-		/** Waits `ms`, or less when the service stops. */
-		pause(this: AgentThis, ms: number): Promise<void> {
-			return new Promise(resolve => {
-				if (this.stopping) return resolve();
-				const timer = setTimeout(() => {
-					this.pauses.delete(wake);
-					resolve();
-				}, ms);
-				const wake = () => {
-					clearTimeout(timer);
-					resolve();
-				};
-				this.pauses.add(wake);
-			});
-		},
-
+		/** The node's offer now: what its machine has, within the configured caps. */
 		async resources(this: AgentThis) {
 			const agent: AgentConfig = this.settings.agent;
 			return measureResources(agent.workDir, {
@@ -330,125 +282,6 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 				memMiB: agent.memMiB,
 				diskMiB: agent.diskMiB
 			});
-		},
-
-		/** Registers the node, retrying until it answers (one loop at a time). */
-		async register(this: AgentThis) {
-			if (this.registering) return;
-			this.registering = true;
-			try {
-				while (!this.stopping) {
-					// waiting for the service (rather than calling it) also covers the start of a
-					// process running the control plane too, whose services may still be starting
-					const available = await this.broker
-						.waitForServices(["nodes"], this.settings.registerRetryMs, 50)
-						.then(
-							() => true,
-							() => false
-						);
-					if (this.stopping) return;
-					if (!available) {
-						this.warnOnce(
-							"register",
-							`no nodes service answers: registration retried every ${this.settings.registerRetryMs / 1000} s`
-						);
-						continue;
-					}
-					try {
-						const registration: NodeRegistration = {
-							agentId: this.broker.nodeID,
-							slaveId: this.slaveId,
-							hostname: os.hostname(),
-							port: this.settings.port,
-							resources: await this.resources(),
-							docker: await this.agent.containers.inventory()
-						};
-						if (this.leaving) registration.draining = true;
-						const answer = await this.broker.call<
-							NodeRegistrationAnswer | undefined,
-							NodeRegistration
-						>("nodes.register", registration, {
-							timeout: this.settings.callTimeoutMs
-						});
-						this.nodeId = answer?.nodeId ?? null;
-						this.registered = true;
-						this.warned.delete("register");
-						this.logger.info(
-							`registered as node ${this.nodeId} (slave id ${this.slaveId})`
-						);
-						this.followDrain(answer?.drain === true);
-						return;
-					} catch (error: any) {
-						this.warnOnce(
-							"register",
-							`node registration failed (retrying every ${this.settings.registerRetryMs / 1000} s): ${error?.message ?? error}`
-						);
-					}
-					await this.pause(this.settings.registerRetryMs);
-				}
-			} finally {
-				this.registering = false;
-			}
-		},
-
-		async heartbeat(this: AgentThis) {
-			if (!this.registered || this.stopping || this.beating) return;
-			if (!serviceRuns(this.broker, "nodes")) {
-				this.warnOnce("heartbeat", "no nodes service answers: heartbeats wait for one");
-				return;
-			}
-			this.beating = true;
-			try {
-				const beat: NodeHeartbeat = {
-					agentId: this.broker.nodeID,
-					slaveId: this.slaveId,
-					resources: await this.resources(),
-					running: this.agent.running(),
-					docker: await this.agent.containers.inventory()
-				};
-				if (this.leaving) beat.draining = true;
-				const answer = await this.broker.call<
-					NodeHeartbeatAnswer | { ok: false } | undefined,
-					NodeHeartbeat
-				>("nodes.heartbeat", beat, {
-					// a beat lost in a NATS outage holds the next ones no longer than a beat
-					timeout: Math.min(this.settings.callTimeoutMs, this.settings.heartbeatMs)
-				});
-				this.warned.delete("heartbeat");
-				if (isUnknownNode(answer)) {
-					this.logger.info(
-						"the control plane does not know this node: registering again"
-					);
-					this.registered = false;
-					void this.register();
-					return;
-				}
-				this.stopEnded((answer as NodeHeartbeatAnswer).cancel);
-				this.followDrain((answer as NodeHeartbeatAnswer).drain === true);
-			} catch (error: any) {
-				if (error?.type === "NOT_FOUND" || (error?.code === 404 && !error?.retryable)) {
-					this.registered = false;
-					void this.register();
-					return;
-				}
-				this.warnOnce("heartbeat", `heartbeat failed: ${error?.message ?? error}`);
-			} finally {
-				this.beating = false;
-			}
-		},
-
-		/**
-		 * Cancels the executions a heartbeat answer says have ended on the control plane (its
-		 * record is the truth): a process started for one whose cancel never arrived, or came
-		 * before the run and was forgotten, is killed and reported CANCELED.
-		 */
-		stopEnded(this: AgentThis, ids: unknown) {
-			if (!Array.isArray(ids)) return;
-			const stopped: number[] = this.agent.cancelEnded(ids.filter(Number.isInteger));
-			if (stopped.length > 0)
-				this.logger.warn(
-					`executions ${stopped.join(", ")} have ended on the control plane but ran here: canceled`
-				);
 		},
 
 		runOne(this: AgentThis, spec: ExecutionSpec) {
@@ -475,141 +308,21 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 		},
 
 		/**
-		 * The process is shutting down (lib/launch/launch.ts, on its first SIGTERM or SIGINT): the node
-		 * drains (see the service's comment) and this resolves once it is over, the control plane
-		 * told (or drainAnnounceMs more spent trying).
+		 * The process is shutting down (lib/launch/launch.ts, on its first SIGTERM or SIGINT): the
+		 * node drains (see the service's comment); resolves once it is over.
 		 */
-		async drainBeforeStop(this: AgentThis, why: string) {
-			if (!this.agent || this.stopping) return;
-			this.leaving = true;
-			const waitS = this.settings.agent.drainS;
-			this.logger.warn(
-				`${why}: the node drains: runs arriving now are handed back, running executions get ${waitS} s (AGENT_DRAIN_S) to end, then are stopped (node-shutdown); a second SIGTERM or SIGINT stops them at once`
-			);
-			const told = this.announceDrain();
-			const outcome = await this.agent.drain({
-				why,
-				waitMs: waitS * 1000,
-				reportMs: this.settings.drainReportMs
-			});
-			// the node must not take work once the process is gone: the control plane is given a
-			// moment more to hear it, if one runs
-			let timer: NodeJS.Timeout | undefined;
-			const known = await Promise.race([
-				told,
-				new Promise<boolean>(resolve =>
-					serviceRuns(this.broker, "nodes")
-						? (timer = setTimeout(resolve, this.settings.drainAnnounceMs, false))
-						: resolve(false)
-				)
-			]);
-			clearTimeout(timer);
-			this.drained = true;
-			if (!known)
-				this.logger.warn(
-					"the control plane could not be told that this node drains: it will find the node gone"
-				);
-			// runs it placed before it knew, handed back meanwhile, are reported before the stop
-			await this.agent.idle(this.settings.drainAnnounceMs);
-			this.logDrain(
-				this.agent.drainOutcome() ?? outcome,
-				"the drain is over: the agent stops"
-			);
+		drainBeforeStop(this: AgentThis, why: string) {
+			return this.membership.drainBeforeStop(why);
 		},
 
 		/** A second signal during the drain: what still runs is killed now and reported. */
 		hurryDrain(this: AgentThis, why: string) {
-			if (!this.agent) return;
-			this.logger.warn(`${why}: the executions still running are stopped at once`);
-			this.agent.hurry(why);
-		},
-
-		/**
-		 * Follows the control plane's word on whether the node drains (a user's drain), unless the
-		 * process is shutting down (its own drain is not called off).
-		 */
-		followDrain(this: AgentThis, drain: boolean) {
-			if (this.leaving || drain === this.agent.draining) return;
-			if (!drain) {
-				this.agent.undrain();
-				this.logger.warn("the node's drain is over: runs are taken again");
-				return;
-			}
-			const waitS = this.settings.agent.drainS;
-			this.logger.warn(
-				`the control plane drains this node: runs arriving now are handed back, running executions get ${waitS} s (AGENT_DRAIN_S) to end, then are stopped (node-shutdown); the agent keeps running`
-			);
-			void this.agent
-				.drain({
-					why: "a user drains the node",
-					waitMs: waitS * 1000,
-					reportMs: this.settings.drainReportMs
-				})
-				.then(outcome =>
-					this.logDrain(
-						outcome,
-						outcome.undone
-							? "the drain was called off"
-							: "the drain is over: runs are handed back until it ends"
-					)
-				);
-		},
-
-		/**
-		 * Tells the control plane that the node drains (nodes.drain), again every registerRetryMs
-		 * until it answers, the drain is over or the service stops; a node it does not know is
-		 * registered again (saying it drains). Resolves true once it answered.
-		 */
-		async announceDrain(this: AgentThis): Promise<boolean> {
-			while (!this.stopping && !this.drained) {
-				if (serviceRuns(this.broker, "nodes"))
-					try {
-						await this.broker.call<unknown, NodeDrain>(
-							"nodes.drain",
-							{ agentId: this.broker.nodeID, slaveId: this.slaveId },
-							{ timeout: this.settings.callTimeoutMs }
-						);
-						this.logger.info("the control plane knows that this node drains");
-						return true;
-					} catch (error: any) {
-						if (
-							error?.type === "NOT_FOUND" ||
-							(error?.code === 404 && !error?.retryable)
-						) {
-							this.registered = false;
-							void this.register();
-						}
-						this.warnOnce(
-							"drain",
-							`the control plane could not be told that this node drains (retrying every ${this.settings.registerRetryMs / 1000} s): ${error?.message ?? error}`
-						);
-					}
-				else
-					this.warnOnce(
-						"drain",
-						"no nodes service answers: the control plane is told that this node drains when one does"
-					);
-				await this.pause(this.settings.registerRetryMs);
-			}
-			return false;
-		},
-
-		logDrain(this: AgentThis, outcome: DrainOutcome, what: string) {
-			this.logger.warn(
-				{
-					ended: outcome.ended,
-					stopped: outcome.stopped,
-					handedBack: outcome.handedBack,
-					undelivered: outcome.undelivered
-				},
-				`${what}: ${outcome.ended} executions ended by themselves, ${outcome.stopped} were stopped (node-shutdown), ${outcome.handedBack} runs handed back${outcome.undelivered > 0 ? `, ${outcome.undelivered} reports not acknowledged` : ""}`
-			);
+			this.membership.hurryDrain(why);
 		}
 	},
 
 	created(this: AgentThis) {
 		this.settings.agent = { ...DEFAULT_AGENT, ...this.settings.agent };
-		this.warned = new Map<string, number>();
 		this.leaders = new LeaderView(async (sender: string) => {
 			const senderHasNodes = this.broker.registry
 				.getServiceList({ onlyAvailable: true })
@@ -624,24 +337,46 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 			);
 			return (answer?.leader as string | null) ?? null;
 		});
-		this.pauses = new Set<() => void>();
-		this.stopping = false;
-		this.leaving = false;
-		this.drained = false;
-		this.registered = false;
-		this.registering = false;
-		this.beating = false;
-		this.nodeId = null;
+		const settings: Settings = this.settings;
+		this.membership = new Membership(
+			{
+				agentId: this.broker.nodeID,
+				hostname: os.hostname(),
+				port: settings.port,
+				call: (action, params, timeoutMs) =>
+					this.broker.call(action, params, { timeout: timeoutMs }),
+				waitForNodes: ms =>
+					this.broker.waitForServices(["nodes"], ms, 50).then(
+						() => true,
+						() => false
+					),
+				nodesRun: () => serviceRuns(this.broker, "nodes"),
+				resources: () => this.resources(),
+				agent: () => this.agent,
+				slaveId: () => this.slaveId,
+				info: message => this.logger.info(message),
+				warn: message => this.logger.warn(message),
+				warnWith: (fields, message) => this.logger.warn(fields, message)
+			},
+			{
+				heartbeatMs: settings.heartbeatMs,
+				registerRetryMs: settings.registerRetryMs,
+				callTimeoutMs: settings.callTimeoutMs,
+				drainS: settings.agent.drainS,
+				drainReportMs: settings.drainReportMs,
+				drainAnnounceMs: settings.drainAnnounceMs
+			}
+		);
 		this.monitors = new Map<number, StrikeMonitor>();
 		this.reporter = new ExecutionReporter({
 			call: (action, params) =>
 				this.broker.call(action, params, { timeout: this.settings.callTimeoutMs }),
 			serviceRuns: name => serviceRuns(this.broker, name),
-			warnOnce: (key, message) => this.warnOnce(key, message),
+			warnOnce: (key, message) => this.membership.warnOnce(key, message),
 			info: (fields, message) => this.logger.info(fields, message),
 			error: message => this.logger.error(message),
-			pause: ms => this.pause(ms),
-			stopping: () => this.stopping,
+			pause: ms => this.membership.pause(ms),
+			stopping: () => this.membership.stopping,
 			finishRetryMs: this.settings.finishRetryMs
 		});
 	},
@@ -690,16 +425,14 @@ const NodeAgentService: ServiceSchema<Settings, AgentMethods, AgentVars> = {
 		await this.agent.prune();
 		this.pruneTimer = setInterval(() => void this.agent.prune(), 3600 * 1000);
 		this.pruneTimer.unref();
-		this.beatTimer = setInterval(() => void this.heartbeat(), settings.heartbeatMs);
-		void this.register();
+		this.beatTimer = setInterval(() => void this.membership.heartbeat(), settings.heartbeatMs);
+		void this.membership.register();
 	},
 
 	async stopped(this: AgentThis) {
-		this.stopping = true;
+		this.membership.stop();
 		clearInterval(this.beatTimer);
 		clearInterval(this.pruneTimer);
-		for (const wake of this.pauses) wake();
-		this.pauses.clear();
 		await this.agent?.stop();
 	}
 };
