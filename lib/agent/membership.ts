@@ -6,7 +6,8 @@ import type {
 	NodeRegistrationAnswer,
 	Resources
 } from "../documents/agent-protocol";
-import type { DrainOutcome, NodeAgent } from "./agent";
+import type { NodeAgent } from "./agent";
+import type { DrainOutcome } from "./drain";
 
 /** What a node's membership uses of the agent's process (services/node-agent.service.ts). */
 export interface MembershipLink {
