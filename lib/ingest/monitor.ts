@@ -3,6 +3,7 @@ import path from "path";
 import { runSqsMonitor } from "./sqs-monitor";
 import type { Launched } from "../agent/launcher";
 import type { FsMoved } from "./fs-batch";
+import { BATCH_MAX, BATCHES_AT_ONCE, batchesOf, mapLimited } from "./batches";
 import { FsThread } from "./fs-thread";
 import { Folder } from "./file-paths";
 import { exists, settlementsOf } from "./recovery";
@@ -47,40 +48,6 @@ export interface MonitorOptions {
 /** The control plane says this monitor's execution is not the strike's live one: stop. */
 function isRefusal(error: any): boolean {
 	return error?.type === "CONFLICT" || error?.code === 409;
-}
-
-/** Batches of one burst handled at once. */
-const BATCHES_AT_ONCE = 3;
-
-/**
- * Files per call: each call costs its transactions' fixed part (guard, rules, plans, commit)
- * whatever its size (docs/decisions.md, "Strike and ingest").
- */
-export const BATCH_MAX = 1000;
-
-/**
- * Characters of file names per call at most: a call and its answer carry each name (and its
- * target), and a message over NATS must stay under its max_payload (1 MB), names of up to 250
- * characters of up to 3 bytes each included.
- */
-export const BATCH_NAME_CHARS = 64 * 1024;
-
-/** `names` in batches of at most `max` files and `nameChars` characters of names, in order. */
-export function batchesOf(names: string[], max: number, nameChars = BATCH_NAME_CHARS): string[][] {
-	const batches: string[][] = [];
-	let batch: string[] = [];
-	let chars = 0;
-	for (const name of names) {
-		if (batch.length >= max || (batch.length > 0 && chars + name.length > nameChars)) {
-			batches.push(batch);
-			batch = [];
-			chars = 0;
-		}
-		batch.push(name);
-		chars += name.length;
-	}
-	if (batch.length > 0) batches.push(batch);
-	return batches;
 }
 
 interface Transfer {
@@ -527,28 +494,6 @@ function delay(ms: number): Promise<void> {
 	return new Promise(resolve => setTimeout(resolve, ms).unref());
 }
 
-/** fn over items, at most `limit` at once, answers in order. */
-async function mapLimited<T, R>(
-	items: T[],
-	limit: number,
-	fn: (item: T) => Promise<R>
-): Promise<R[]> {
-	const out: R[] = new Array(items.length);
-	let next = 0;
-	const worker = async () => {
-		while (next < items.length) {
-			const i = next++;
-			out[i] = await fn(items[i]);
-		}
-	};
-	await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-	return out;
-}
-
-/**
- * The monitor as a launched task, for the agent's execution: it runs until the execution is
- * canceled or the agent stops (kill), exit code 0, or until the control plane refuses it, 1.
- */
 /** Why a monitor cannot watch `directory`, or null when it is a directory. */
 async function missingDirectory(directory: string): Promise<string | null> {
 	try {
@@ -563,6 +508,10 @@ async function missingDirectory(directory: string): Promise<string | null> {
 	}
 }
 
+/**
+ * The monitor as a launched task, for the agent's execution: it runs until the execution is
+ * canceled or the agent stops (kill), exit code 0, or until the control plane refuses it, 1.
+ */
 export function launchStrikeMonitor(monitor: StrikeMonitor): Launched {
 	const abort = new AbortController();
 	const exited = monitor.run(abort.signal).then(

@@ -1,12 +1,8 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import {
-	batchesOf,
-	launchStrikeMonitor,
-	StrikeMonitor,
-	type MonitorLink
-} from "../../../lib/ingest/monitor";
+import { batchesOf } from "../../../lib/ingest/batches";
+import { launchStrikeMonitor, StrikeMonitor, type MonitorLink } from "../../../lib/ingest/monitor";
 import type { ArrivedFile, OpenIngest, Settled } from "../../../lib/ingest/protocol";
 
 let root: string;
