@@ -3,7 +3,7 @@
  * (lib/ingest/monitor.ts), and how many of a burst's calls run at once.
  */
 
-/** Batches of one burst handled at once. */
+/** Batches handled at once, each by a worker of its own (lib/ingest/monitor.ts kick). */
 export const BATCHES_AT_ONCE = 3;
 
 /**
@@ -19,38 +19,25 @@ export const BATCH_MAX = 1000;
  */
 export const BATCH_NAME_CHARS = 64 * 1024;
 
-/** `names` in batches of at most `max` files and `nameChars` characters of names, in order. */
-export function batchesOf(names: string[], max: number, nameChars = BATCH_NAME_CHARS): string[][] {
-	const batches: string[][] = [];
-	let batch: string[] = [];
+/**
+ * The next batch: the marked names, in the order they were marked, whose file no batch under way
+ * holds (`busy`, by `fileOf`: a file sent under the transfer suffix and under its own name is one
+ * file, handled by one batch at a time), at most `max` files and `nameChars` characters of names.
+ */
+export function nextBatch(
+	marked: Iterable<string>,
+	busy: ReadonlySet<string>,
+	max: number,
+	fileOf: (name: string) => string = name => name,
+	nameChars = BATCH_NAME_CHARS
+): string[] {
+	const batch: string[] = [];
 	let chars = 0;
-	for (const name of names) {
-		if (batch.length >= max || (batch.length > 0 && chars + name.length > nameChars)) {
-			batches.push(batch);
-			batch = [];
-			chars = 0;
-		}
+	for (const name of marked) {
+		if (batch.length >= max || (batch.length > 0 && chars + name.length > nameChars)) break;
+		if (busy.has(fileOf(name))) continue;
 		batch.push(name);
 		chars += name.length;
 	}
-	if (batch.length > 0) batches.push(batch);
-	return batches;
-}
-
-/** fn over items, at most `limit` at once, answers in order. */
-export async function mapLimited<T, R>(
-	items: T[],
-	limit: number,
-	fn: (item: T) => Promise<R>
-): Promise<R[]> {
-	const out: R[] = new Array(items.length);
-	let next = 0;
-	const worker = async () => {
-		while (next < items.length) {
-			const i = next++;
-			out[i] = await fn(items[i]);
-		}
-	};
-	await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-	return out;
+	return batch;
 }

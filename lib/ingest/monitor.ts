@@ -3,7 +3,7 @@ import path from "path";
 import { runSqsMonitor } from "./sqs-monitor";
 import type { Launched } from "../agent/launcher";
 import type { FsMoved } from "./fs-batch";
-import { BATCH_MAX, BATCHES_AT_ONCE, batchesOf, mapLimited } from "./batches";
+import { BATCH_MAX, BATCHES_AT_ONCE, nextBatch } from "./batches";
 import { FsThread } from "./fs-thread";
 import { Folder } from "./file-paths";
 import { exists, settlementsOf } from "./recovery";
@@ -70,8 +70,10 @@ export class StrikeMonitor {
 	 */
 	private readonly leaving = new Set<string>();
 	private readonly transfers = new Map<string, Transfer>();
-	private running: Promise<void> | null = null;
-	private again = false;
+	/** the workers handling batches (kick) */
+	private readonly workers = new Set<Promise<void>>();
+	/** the files of the batches under way (fileOf) */
+	private readonly inFlight = new Set<string>();
 	private refusal: Error | null = null;
 	/** why the monitor cannot watch its directory (it is missing), ending its execution */
 	private failure: string | null = null;
@@ -137,7 +139,7 @@ export class StrikeMonitor {
 			this.stopped = true;
 			if (timer) clearTimeout(timer);
 			this.watcher?.close();
-			await this.running;
+			await this.idle();
 			await this.files.stop();
 		}
 		this.link.info(`strike ${this.task.strikeId}: monitor stopped`);
@@ -250,37 +252,64 @@ export class StrikeMonitor {
 
 	/** Resolves once every marked file has been handled. */
 	private async idle(): Promise<void> {
-		while (this.running) await this.running;
+		while (this.workers.size > 0) await Promise.all([...this.workers]);
 	}
 
+	/**
+	 * Starts workers for the marked files, up to BATCHES_AT_ONCE: each takes the next batch of
+	 * names no other batch holds, as soon as its last batch is done, until none is left.
+	 */
 	private kick(): void {
-		if (this.running) {
-			this.again = true;
-			return;
+		while (!this.stopped && this.workers.size < BATCHES_AT_ONCE && this.takeable()) {
+			const worker: Promise<void> = this.work().finally(() => {
+				this.workers.delete(worker);
+				if (this.dirty.size > 0) this.kick();
+			});
+			this.workers.add(worker);
 		}
-		this.running = (async () => {
-			try {
-				do {
-					this.again = false;
-					// a moment for the rest of a burst of events to arrive
-					await new Promise(resolve => setImmediate(resolve));
-					const names = [...this.dirty];
-					this.dirty.clear();
-					const batches = batchesOf(names, this.batchMax);
-					// a burst's batches overlap: one's files move while the next is recorded (each
-					// name is in one batch only; the service locks the ingests it changes)
-					await mapLimited(batches, BATCHES_AT_ONCE, batch =>
-						this.stopped ? Promise.resolve() : this.handle(batch)
-					);
-				} while ((this.again || this.dirty.size > 0) && !this.stopped);
-			} catch (error) {
-				this.link.warn(
-					`strike ${this.task.strikeId}: handling files failed: ${(error as Error)?.stack ?? error}`
+	}
+
+	/** Whether a marked name's file is not in a batch under way. */
+	private takeable(): boolean {
+		for (const name of this.dirty) if (!this.inFlight.has(this.fileOf(name))) return true;
+		return false;
+	}
+
+	/**
+	 * The file a name is of: a name with the transfer suffix is the file it will be named when
+	 * whole. Its two names go to one batch at a time: a batch that recorded it TRANSFERRING is
+	 * done before another records its arrival, which takes that ingest up.
+	 */
+	private fileOf(name: string): string {
+		const { suffix } = this;
+		return suffix && name.endsWith(suffix) && name.length > suffix.length
+			? name.slice(0, -suffix.length)
+			: name;
+	}
+
+	private async work(): Promise<void> {
+		// a moment for the rest of a burst of events to arrive
+		await new Promise(resolve => setImmediate(resolve));
+		try {
+			while (!this.stopped) {
+				const batch = nextBatch(this.dirty, this.inFlight, this.batchMax, name =>
+					this.fileOf(name)
 				);
-			} finally {
-				this.running = null;
+				if (batch.length === 0) return;
+				const files = batch.map(name => this.fileOf(name));
+				for (const name of batch) this.dirty.delete(name);
+				for (const file of files) this.inFlight.add(file);
+				try {
+					await this.handle(batch);
+				} finally {
+					for (const file of files) this.inFlight.delete(file);
+				}
 			}
-		})();
+		} catch (error) {
+			this.link.warn(
+				`strike ${this.task.strikeId}: handling files failed: ${(error as Error)?.stack ?? error}`
+			);
+		}
 	}
 
 	/** One batch: sizes read, transfers reported, arrivals recorded, moved and settled. */

@@ -1,7 +1,7 @@
 import fs from "fs";
 import os from "os";
 import path from "path";
-import { batchesOf } from "../../../lib/ingest/batches";
+import { nextBatch } from "../../../lib/ingest/batches";
 import { launchStrikeMonitor, StrikeMonitor, type MonitorLink } from "../../../lib/ingest/monitor";
 import type { ArrivedFile, OpenIngest, Settled } from "../../../lib/ingest/protocol";
 
@@ -13,20 +13,35 @@ beforeEach(() => {
 
 afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
 
-describe("batchesOf", () => {
-	it("cuts names in order into batches of at most max files", () => {
+describe("nextBatch", () => {
+	it("takes the marked names in order, at most max of them", () => {
 		const names = Array.from({ length: 2500 }, (_, i) => `f-${i}`);
-		const batches = batchesOf(names, 1000);
-		expect(batches.map(b => b.length)).toEqual([1000, 1000, 500]);
-		expect(batches.flat()).toEqual(names);
+		expect(nextBatch(names, new Set(), 1000)).toEqual(names.slice(0, 1000));
+		expect(nextBatch(names.slice(2000), new Set(), 1000)).toEqual(names.slice(2000));
+		expect(nextBatch([], new Set(), 1000)).toEqual([]);
+	});
+
+	it("leaves out the names a batch under way holds", () => {
+		expect(nextBatch(["a", "b", "c", "d"], new Set(["a", "c"]), 1000)).toEqual(["b", "d"]);
+		expect(nextBatch(["a", "b", "c"], new Set(["a", "b", "c"]), 1000)).toEqual([]);
+		expect(nextBatch(["a", "b", "c", "d"], new Set(["b"]), 2)).toEqual(["a", "c"]);
 	});
 
 	it("makes a batch of long names smaller: at most nameChars characters of names", () => {
 		const long = Array.from({ length: 10 }, (_, i) => `${i}`.padEnd(250, "x"));
-		expect(batchesOf(long, 1000, 1000).map(b => b.length)).toEqual([4, 4, 2]);
+		const same = (name: string) => name;
+		expect(nextBatch(long, new Set(), 1000, same, 1000)).toEqual(long.slice(0, 4));
 		// a name longer than the limit still goes, alone
-		expect(batchesOf(["a".repeat(20), "b"], 1000, 10)).toEqual([["a".repeat(20)], ["b"]]);
-		expect(batchesOf([], 1000)).toEqual([]);
+		expect(nextBatch(["a".repeat(20), "b"], new Set(), 1000, same, 10)).toEqual([
+			"a".repeat(20)
+		]);
+	});
+
+	it("leaves out a name whose file a batch under way holds under its other name", () => {
+		const fileOf = (name: string) => name.replace(/_tmp$/, "");
+		expect(nextBatch(["x", "y_tmp", "z"], new Set(["x", "y"]), 1000, fileOf)).toEqual(["z"]);
+		// both names of one file may go in one batch
+		expect(nextBatch(["x_tmp", "x"], new Set(), 1000, fileOf)).toEqual(["x_tmp", "x"]);
 	});
 });
 
@@ -178,5 +193,133 @@ describe("StrikeMonitor", () => {
 		expect(warned).toEqual([status.failed]);
 		expect(calls).toEqual(["ingest.monitorSetup"]);
 		expect(fs.existsSync(path.join(root, "nfs"))).toBe(false);
+	});
+
+	it("takes files that arrive during a batch in a batch of their own at once, each name in one batch", async () => {
+		const watched = path.join(root, "incoming");
+		fs.mkdirSync(watched);
+		for (const name of ["a.dat", "b.dat"]) fs.writeFileSync(path.join(watched, name), name);
+		const arrivals: string[][] = [];
+		let firstPending = false;
+		let release: () => void = () => undefined;
+		const settled: Settled[] = [];
+		let nextId = 1;
+		const link: MonitorLink = {
+			async call<T>(action: string, params: Record<string, unknown>): Promise<T> {
+				if (action === "ingest.monitorSetup")
+					return { directory: watched, transferSuffix: "_tmp", open: [] } as T;
+				if (action === "ingest.arrived") {
+					const files = (params.files as ArrivedFile[]).map(f => f.name);
+					arrivals.push(files);
+					if (arrivals.length === 1) {
+						// the first batch waits until the test lets it go
+						firstPending = true;
+						await new Promise<void>(r => (release = r));
+						firstPending = false;
+					}
+					return {
+						decisions: files.map(name => ({
+							name,
+							ingestId: nextId++,
+							action: "aside",
+							status: "DEFERRED"
+						}))
+					} as T;
+				}
+				if (action === "ingest.settle") {
+					settled.push(...(params.results as Settled[]));
+					return { answers: [] } as T;
+				}
+				throw new Error(`unexpected call ${action}`);
+			},
+			info: () => undefined,
+			warn: () => undefined
+		};
+		const monitor = new StrikeMonitor({ strikeId: 1, jobExeId: 2 }, link, {
+			rescanMs: 60_000
+		});
+		const abort = new AbortController();
+		const running = monitor.run(abort.signal);
+		const until = async (done: () => boolean) => {
+			const deadline = Date.now() + 5000;
+			while (!done() && Date.now() < deadline) await new Promise(r => setTimeout(r, 10));
+		};
+		await until(() => firstPending);
+		for (const name of ["c.dat", "d.dat"]) fs.writeFileSync(path.join(watched, name), name);
+		await until(() => arrivals.length >= 2);
+		// taken while the first batch is still under way, not after it
+		const secondWhileFirstPending = arrivals.length >= 2 && firstPending;
+		release();
+		await until(() => settled.length >= 4);
+		abort.abort();
+		expect(await running).toBe(0);
+		expect(secondWhileFirstPending).toBe(true);
+		expect(arrivals[0].sort()).toEqual(["a.dat", "b.dat"]);
+		expect(arrivals.flat().sort()).toEqual(["a.dat", "b.dat", "c.dat", "d.dat"]);
+		expect(settled.map(r => r.status)).toEqual([
+			"DEFERRED",
+			"DEFERRED",
+			"DEFERRED",
+			"DEFERRED"
+		]);
+	});
+
+	it("records a file's arrival only after the batch that saw it under the transfer suffix is done", async () => {
+		const watched = path.join(root, "incoming");
+		fs.mkdirSync(watched);
+		const calls: string[] = [];
+		let transferringPending = false;
+		let release: () => void = () => undefined;
+		const settled: Settled[] = [];
+		const link: MonitorLink = {
+			async call<T>(action: string, params: Record<string, unknown>): Promise<T> {
+				if (action === "ingest.monitorSetup")
+					return { directory: watched, transferSuffix: "_tmp", open: [] } as T;
+				calls.push(action);
+				if (action === "ingest.transferring") {
+					transferringPending = true;
+					await new Promise<void>(r => (release = r));
+					transferringPending = false;
+					return { ok: true } as T;
+				}
+				if (action === "ingest.arrived") {
+					const [file] = params.files as ArrivedFile[];
+					return {
+						decisions: [
+							{ name: file.name, ingestId: 1, action: "aside", status: "DEFERRED" }
+						]
+					} as T;
+				}
+				if (action === "ingest.settle") {
+					settled.push(...(params.results as Settled[]));
+					return { answers: [] } as T;
+				}
+				throw new Error(`unexpected call ${action}`);
+			},
+			info: () => undefined,
+			warn: () => undefined
+		};
+		const monitor = new StrikeMonitor({ strikeId: 1, jobExeId: 2 }, link, {
+			rescanMs: 60_000
+		});
+		const abort = new AbortController();
+		const running = monitor.run(abort.signal);
+		const until = async (done: () => boolean) => {
+			const deadline = Date.now() + 5000;
+			while (!done() && Date.now() < deadline) await new Promise(r => setTimeout(r, 10));
+		};
+		await new Promise(r => setTimeout(r, 50));
+		fs.writeFileSync(path.join(watched, "x.dat_tmp"), "x");
+		await until(() => transferringPending);
+		fs.renameSync(path.join(watched, "x.dat_tmp"), path.join(watched, "x.dat"));
+		// time for a worker that would take x.dat beside the batch under way
+		await new Promise(r => setTimeout(r, 200));
+		const beforeRelease = [...calls];
+		release();
+		await until(() => settled.length > 0);
+		abort.abort();
+		expect(await running).toBe(0);
+		expect(beforeRelease).toEqual(["ingest.transferring"]);
+		expect(calls).toEqual(["ingest.transferring", "ingest.arrived", "ingest.settle"]);
 	});
 });
