@@ -208,9 +208,15 @@ export async function loadPassContext(
 	return { paused: !!row.paused, queued: row.queued, nodes, limits, unrunnable };
 }
 
+/**
+ * A queue row as a pass reads it. `uses_docker` is its job type's, looked up by key: a container
+ * job queued after the pass's context was read, its type's needs unknown to the pass, is left to
+ * the next pass, not placed on a node that may not run it (matchBatch).
+ */
 const CLAIM_COLUMNS = `id, job_exe_id, job_id, job_type_id, priority, cpus_required, mem_required,
 	disk_in_required, disk_out_required, disk_total_required, queued::text AS queued_key, successors,
-	(extract(epoch FROM queued) * 1000000)::float8 AS queued_us`;
+	(extract(epoch FROM queued) * 1000000)::float8 AS queued_us,
+	(SELECT jt.uses_docker FROM job_type jt WHERE jt.id = queue.job_type_id) AS uses_docker`;
 
 /**
  * With job types excluded (paused, or at max_scheduled), the head of each other job type's queue
@@ -280,7 +286,8 @@ export async function claimBatch(
 		diskTotal: Number(r.disk_total_required),
 		queuedKey: r.queued_key,
 		successors: r.successors,
-		queuedUs: r.queued_us
+		queuedUs: r.queued_us,
+		usesDocker: r.uses_docker === true
 	}));
 }
 

@@ -70,6 +70,8 @@ export interface QueuedRow {
 	successors: number;
 	/** the queued time in µs since 1970, for its rank (PlacedExe.rank) */
 	queuedUs: number;
+	/** its job type runs containers: placed only where `limits.docker` says it can run */
+	usesDocker?: boolean;
 }
 
 /**
@@ -181,6 +183,11 @@ export function matchBatch(
 		}
 		const left = limits.remaining.get(row.jobTypeId);
 		if (left !== undefined && left <= 0) {
+			skipped.push(row);
+			continue;
+		}
+		// a container job whose type's needs the pass did not read (queued after it read them)
+		if (row.usesDocker && limits.docker?.has(row.jobTypeId) !== true) {
 			skipped.push(row);
 			continue;
 		}

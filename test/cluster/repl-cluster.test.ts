@@ -97,10 +97,12 @@ it("joins with the operator's identity, prints no credential, and follows a job'
 			repl.output().includes("joined the cluster as operator")
 		);
 		repl.proc.stdin!.write("info\n");
-		await until("info printed", () => repl.output().includes("Broker options"));
+		// printed in chunks: the transporter's line comes after "Broker options"
+		await until("info printed, with the operator's NATS user", () =>
+			/transporter\s+: "NATS .*\(user operator/.test(repl.output())
+		);
 		const password = cluster.credentials("operator").pass;
 		expect(repl.output()).not.toContain(password);
-		expect(repl.output()).toMatch(/transporter\s+: "NATS .*\(user operator/);
 		repl.proc.stdin!.write(`logs ${exeId} -f\n`);
 		await until("the first line followed", () => /^(scale \$ )?one$/m.test(repl.output()));
 		expect(repl.output()).not.toMatch(/^two$/m);

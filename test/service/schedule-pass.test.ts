@@ -222,6 +222,33 @@ describe("a scheduling pass with container job types", () => {
 		]);
 	});
 
+	it("leaves a container job queued after the pass read its context to the next pass", async () => {
+		const container = await jobType(false, "scale-x:1");
+		const process = await jobType();
+		const first = await queueJob(process, 100);
+		let late: number | null = null;
+		// the container job is queued between the pass's context and its read of the queue
+		const racing: Sql = {
+			async query(text: string, values?: unknown[]) {
+				const rows = await sql.query(text, values);
+				if (text.includes("AS paused") && late === null)
+					late = await queueJob(container, 1);
+				return rows as any;
+			}
+		};
+		const pass = await schedulePass(racing, options([]));
+		// not placed on the node, which has no engine: it waits for a pass that read its needs
+		expect(pass.placed.map(p => p.job_id)).toEqual([first]);
+		const [{ n }] = await q<{ n: number }>(
+			`SELECT count(*)::int AS n FROM queue WHERE job_id = $1`,
+			[late]
+		);
+		expect(n).toBe(1);
+		const next = await schedulePass(sql, options([]));
+		expect(next.placed).toEqual([]);
+		expect(next.unrunnable.map(u => u.jobTypeId)).toEqual([container.id]);
+	});
+
 	it("reads a node's images only when their hash is new to it", async () => {
 		const images = normalizeImages(["scale-x:1", "alpine:3"]);
 		await q(

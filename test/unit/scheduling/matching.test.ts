@@ -268,6 +268,19 @@ describe("container job types", () => {
 		expect(skipped).toEqual([missing]);
 	});
 
+	it("leaves a container row whose type's needs the pass did not read to the next pass", () => {
+		// its type's needs unknown: queued after the pass read them, with no other row of it
+		const roomy = dockerNode(1, engine({ pull: true }), 8);
+		const late = row({ jobTypeId: 9, usesDocker: true });
+		const process = row({ jobTypeId: 1 });
+		const { placed, skipped } = matchBatch([late, process], [roomy], noLimits());
+		expect(placed.map(p => p.row.id)).toEqual([process.id]);
+		expect(skipped).toEqual([late]);
+		// with its needs read, it is placed
+		const again = matchBatch([late], [roomy], limitsFor(new Map([[9, need("busybox")]])));
+		expect(again.placed.map(p => p.row.id)).toEqual([late.id]);
+	});
+
 	it("takes the resources of a placement from the node whichever list found it", () => {
 		const b = dockerNode(2, engine({ list: ["scale-x:1"] }), 2);
 		const limits = limitsFor(new Map([[7, need("scale-x:1")]]));
