@@ -9,7 +9,8 @@ import {
 	type QueuedRow,
 	type Resources,
 	type TypeLimits,
-	ImageSets
+	ImageSets,
+	TypeKinds
 } from "./matching";
 import type { PlacedExe } from "../executions/types";
 import type { Rank } from "../documents/agent-protocol";
@@ -51,6 +52,11 @@ export interface PassOptions {
 	 * read again only when their hash is not among them. A pass without it reads them all.
 	 */
 	images?: ImageSets;
+	/**
+	 * Which job types run containers, read by earlier passes (kept by the leader): read again
+	 * only when a job type changed. A pass without it reads them.
+	 */
+	kinds?: TypeKinds;
 	/**
 	 * How many more executions an agent takes now (its launch window, launch-window.ts;
 	 * Infinity: no window). Absent: no windows.
@@ -97,7 +103,8 @@ const QUEUED_CONTAINERS = `t.uses_docker AND NOT t.is_paused
 // first: a flag for "a container type has queued work" and the nodes read with or without their
 // engine by it. Its statement carried the nodes' sub-select twice, and PostgreSQL sets up every
 // sub-plan at each execution, run or not: ~110 µs of the server's time per pass against ~65
-// before; this one ~65–70 (docs/decisions.md, "Container jobs go where their image is").
+// before; this one ~65–70 (docs/decisions.md, "Container jobs go where their image is"). Which
+// job types run containers rides on it too, read only when the job_type generation moved (TypeKinds).
 const PASS_CONTEXT_SQL = `SELECT
 			(SELECT is_paused FROM scheduler WHERE id = 1) AS paused,
 			q.queued,
@@ -126,8 +133,14 @@ const PASS_CONTEXT_SQL = `SELECT
 					'docker', CASE WHEN ${QUEUED_CONTAINERS}
 						THEN json_build_array(t.docker_image, t.docker_privileged) END))
 				FROM job_type t WHERE t.is_paused OR t.max_scheduled IS NOT NULL
-					OR (${QUEUED_CONTAINERS})), '[]') AS types
-		 FROM (SELECT EXISTS (SELECT 1 FROM queue) AS queued) q`;
+					OR (${QUEUED_CONTAINERS})), '[]') AS types,
+			g.generation::text AS type_generation,
+			CASE WHEN g.generation IS DISTINCT FROM $4::bigint THEN (SELECT json_build_array(
+					coalesce(array_agg(t.id) FILTER (WHERE t.uses_docker), '{}'),
+					coalesce(array_agg(t.id) FILTER (WHERE NOT t.uses_docker), '{}'))
+				FROM job_type t) END AS type_kinds
+		 FROM (SELECT EXISTS (SELECT 1 FROM queue) AS queued) q,
+			(SELECT (SELECT generation FROM list_generation WHERE name = 'job_type') AS generation) g`;
 
 /**
  * Everything one pass needs to know before reading the queue, in one round trip: the scheduler's
@@ -139,15 +152,19 @@ const PASS_CONTEXT_SQL = `SELECT
  */
 export async function loadPassContext(
 	sql: Sql,
-	opts: Pick<PassOptions, "agents" | "leaseMs" | "images" | "room" | "holds">
+	opts: Pick<PassOptions, "agents" | "leaseMs" | "images" | "kinds" | "room" | "holds">
 ): Promise<PassContext> {
 	const images = opts.images ?? new ImageSets();
+	const kinds = opts.kinds ?? new TypeKinds();
 	const [row] = await sql.query<{
 		paused: boolean | null;
 		queued: boolean;
 		nodes: any[];
 		types: any[];
-	}>(PASS_CONTEXT_SQL, [opts.agents, Math.round(opts.leaseMs), images.known()]);
+		type_generation: string;
+		type_kinds: [number[], number[]] | null;
+	}>(PASS_CONTEXT_SQL, [opts.agents, Math.round(opts.leaseMs), images.known(), kinds.known()]);
+	kinds.update(row.type_generation, row.type_kinds);
 	const paused = new Set<number>();
 	const remaining = new Map<number, number>();
 	let docker: Map<number, DockerNeed> | null = null;
@@ -185,7 +202,7 @@ export async function loadPassContext(
 		return slot;
 	});
 	if (row.queued) images.retain(hashes);
-	const limits: TypeLimits = { paused, remaining };
+	const limits: TypeLimits = { paused, remaining, kinds };
 	const unrunnable: Unrunnable[] = [];
 	if (docker !== null) {
 		limits.docker = docker;
@@ -208,15 +225,9 @@ export async function loadPassContext(
 	return { paused: !!row.paused, queued: row.queued, nodes, limits, unrunnable };
 }
 
-/**
- * A queue row as a pass reads it. `uses_docker` is its job type's, looked up by key: a container
- * job queued after the pass's context was read, its type's needs unknown to the pass, is left to
- * the next pass, not placed on a node that may not run it (matchBatch).
- */
 const CLAIM_COLUMNS = `id, job_exe_id, job_id, job_type_id, priority, cpus_required, mem_required,
 	disk_in_required, disk_out_required, disk_total_required, queued::text AS queued_key, successors,
-	(extract(epoch FROM queued) * 1000000)::float8 AS queued_us,
-	(SELECT jt.uses_docker FROM job_type jt WHERE jt.id = queue.job_type_id) AS uses_docker`;
+	(extract(epoch FROM queued) * 1000000)::float8 AS queued_us`;
 
 /**
  * With job types excluded (paused, or at max_scheduled), the head of each other job type's queue
@@ -286,8 +297,7 @@ export async function claimBatch(
 		diskTotal: Number(r.disk_total_required),
 		queuedKey: r.queued_key,
 		successors: r.successors,
-		queuedUs: r.queued_us,
-		usesDocker: r.uses_docker === true
+		queuedUs: r.queued_us
 	}));
 }
 

@@ -2,7 +2,7 @@ import type { Sql } from "../db/run";
 import type { PlacedExe } from "../executions/types";
 import { schedulePass, type Unrunnable } from "./claim";
 import type { LaunchWindows } from "./launch-window";
-import { ImageSets, WaitingReasons } from "./matching";
+import { ImageSets, TypeKinds, WaitingReasons } from "./matching";
 import type { RoomHolds } from "./room-holds";
 import type { LastPass } from "./waiting";
 
@@ -44,6 +44,7 @@ export class PassLoop {
 	private dirty = false;
 	private lastExcluded: number[] = [];
 	private readonly images = new ImageSets();
+	private readonly kinds = new TypeKinds();
 	private readonly waitingReasons = new WaitingReasons();
 	private windowTimer: NodeJS.Timeout | null = null;
 
@@ -98,6 +99,7 @@ export class PassLoop {
 							maxScanRows: this.options.maxScanRows,
 							likelyExcluded: this.lastExcluded,
 							images: this.images,
+							kinds: this.kinds,
 							room: windows ? (id: string) => windows.room(id) : undefined,
 							holds: roomHolds
 								? { byNode: () => roomHolds.heldByNode(sentAt) }

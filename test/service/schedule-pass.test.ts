@@ -1,7 +1,7 @@
 import { Client } from "pg";
 import { loadPassContext, schedulePass, type PassOptions } from "../../lib/scheduling/claim";
 import { imagesHash, normalizeImages } from "../../lib/documents/images";
-import { ImageSets } from "../../lib/scheduling/matching";
+import { ImageSets, TypeKinds } from "../../lib/scheduling/matching";
 import { clientSql, type Sql } from "../../lib/db/run";
 import { createTestDatabase, type TestDatabase } from "../helpers/db";
 
@@ -227,13 +227,18 @@ describe("a scheduling pass with container job types", () => {
 		const process = await jobType();
 		const first = await queueJob(process, 100);
 		let late: number | null = null;
-		// the container job is queued between the pass's context and its read of the queue
+		let contextRead: Promise<unknown> | null = null;
+		// the container job is queued after the pass's context was read, before its read of the
+		// queue (which is sent beside the context: held until the context is in)
 		const racing: Sql = {
 			async query(text: string, values?: unknown[]) {
-				const rows = await sql.query(text, values);
-				if (text.includes("AS paused") && late === null)
+				if (text.includes("AS paused"))
+					return (contextRead = sql.query(text, values)) as any;
+				if (late === null && contextRead !== null && text.includes("FROM queue")) {
+					await contextRead;
 					late = await queueJob(container, 1);
-				return rows as any;
+				}
+				return sql.query(text, values) as any;
 			}
 		};
 		const pass = await schedulePass(racing, options([]));
@@ -247,6 +252,31 @@ describe("a scheduling pass with container job types", () => {
 		const next = await schedulePass(sql, options([]));
 		expect(next.placed).toEqual([]);
 		expect(next.unrunnable.map(u => u.jobTypeId)).toEqual([container.id]);
+	});
+
+	it("reads which job types run containers again only when a job type changed", async () => {
+		const process = await jobType();
+		const kinds = new TypeKinds();
+		const { sql: rec, contexts } = recording();
+		const opts = { ...options([]), kinds };
+		const first = await queueJob(process, 100);
+		expect((await schedulePass(rec, opts)).placed.map(p => p.job_id)).toEqual([first]);
+		expect(kinds.usesDocker(process.id)).toBe(false);
+		// unchanged: not read again
+		await schedulePass(rec, opts);
+		expect(contexts[1].type_kinds).toBeNull();
+		// a container type created after the kinds were read, its job queued: read at the next pass
+		const container = await jobType(false, "scale-x:1");
+		await queueJob(container, 1);
+		const third = await schedulePass(rec, opts);
+		const [containers, processes] = contexts[2].type_kinds as [number[], number[]];
+		expect([containers.includes(container.id), processes.includes(process.id)]).toEqual([
+			true,
+			true
+		]);
+		expect(kinds.usesDocker(container.id)).toBe(true);
+		expect(third.placed).toEqual([]);
+		expect(third.unrunnable.map(u => u.jobTypeId)).toEqual([container.id]);
 	});
 
 	it("reads a node's images only when their hash is new to it", async () => {

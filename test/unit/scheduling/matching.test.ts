@@ -10,7 +10,8 @@ import {
 	type NodeDocker,
 	type NodeSlot,
 	type QueuedRow,
-	type TypeLimits
+	type TypeLimits,
+	TypeKinds
 } from "../../../lib/scheduling/matching";
 import { normalizeImage, normalizeImages } from "../../../lib/documents/images";
 
@@ -271,14 +272,30 @@ describe("container job types", () => {
 	it("leaves a container row whose type's needs the pass did not read to the next pass", () => {
 		// its type's needs unknown: queued after the pass read them, with no other row of it
 		const roomy = dockerNode(1, engine({ pull: true }), 8);
-		const late = row({ jobTypeId: 9, usesDocker: true });
+		const kinds = new TypeKinds();
+		kinds.update("4", [[9], [1]]);
+		const late = row({ jobTypeId: 9 });
 		const process = row({ jobTypeId: 1 });
-		const { placed, skipped } = matchBatch([late, process], [roomy], noLimits());
+		const { placed, skipped } = matchBatch([late, process], [roomy], { ...noLimits(), kinds });
 		expect(placed.map(p => p.row.id)).toEqual([process.id]);
 		expect(skipped).toEqual([late]);
 		// with its needs read, it is placed
-		const again = matchBatch([late], [roomy], limitsFor(new Map([[9, need("busybox")]])));
+		const again = matchBatch([late], [roomy], {
+			...limitsFor(new Map([[9, need("busybox")]])),
+			kinds
+		});
 		expect(again.placed.map(p => p.row.id)).toEqual([late.id]);
+	});
+
+	it("leaves a row of a job type created after the pass read the kinds to the next pass", () => {
+		const roomy = dockerNode(1, engine({ pull: true }), 8);
+		const kinds = new TypeKinds();
+		kinds.update("4", [[], [1]]);
+		const newer = row({ jobTypeId: 2 });
+		const known = row({ jobTypeId: 1 });
+		const { placed, skipped } = matchBatch([newer, known], [roomy], { ...noLimits(), kinds });
+		expect(placed.map(p => p.row.id)).toEqual([known.id]);
+		expect(skipped).toEqual([newer]);
 	});
 
 	it("takes the resources of a placement from the node whichever list found it", () => {
@@ -340,5 +357,29 @@ describe("WaitingReasons", () => {
 		now = 61_000;
 		expect(reasons.due([w(1, "no image"), w(2)])).toEqual([w(1, "no image")]);
 		expect(reasons.due([])).toEqual([]);
+	});
+});
+
+describe("TypeKinds", () => {
+	it("knows nothing until read, then each type's kind until a job type changes", () => {
+		const kinds = new TypeKinds();
+		expect(kinds.known()).toBeNull();
+		expect(kinds.usesDocker(1)).toBeUndefined();
+		kinds.update("3", [[2], [1]]);
+		expect(kinds.known()).toBe("3");
+		expect([kinds.usesDocker(1), kinds.usesDocker(2), kinds.usesDocker(3)]).toEqual([
+			false,
+			true,
+			undefined
+		]);
+		// unchanged: the statement sends no kinds
+		kinds.update("3", null);
+		expect(kinds.usesDocker(2)).toBe(true);
+		// read again at a new generation: what it read replaces what it had
+		kinds.update("4", [[], [1, 2]]);
+		expect([kinds.known(), kinds.usesDocker(2)]).toEqual(["4", false]);
+		// a new generation without kinds (not sent by the statement) forgets them: read next pass
+		kinds.update("5", null);
+		expect([kinds.known(), kinds.usesDocker(1)]).toEqual([null, undefined]);
 	});
 });
