@@ -50,7 +50,7 @@ export class JobRequeuedDuringCancelError extends Error {
 /**
  * Cancels a job inside the caller's transaction, every step guarded on the old state, taking
  * row locks in the order the scheduler's placing statement does (queue row, then execution, then
- * job: applyPlacements in lib/scheduling/claim.ts): its queue row is deleted, its live execution
+ * job: applyPlacements in lib/scheduling/place.ts): its queue row is deleted, its live execution
  * (if any) becomes CANCELED (ended now), and the job CANCELED (ended and last_status_change now). Throws NotFoundError for an unknown job and
  * BadRequestError for a COMPLETED or CANCELED one (both text/plain); a refusal rolls back.
  *

@@ -185,7 +185,7 @@ export async function queuePending(
 			successors: item.successors
 		};
 	});
-	// the jobs by key (`id = ANY($3)`), not a hash over a scan of `job`: lib/scheduling/claim.ts
+	// the jobs by key (`id = ANY($3)`), not a hash over a scan of `job`: lib/scheduling/place.ts
 	const run = last && sql.commitWith ? sql.commitWith.bind(sql) : sql.query.bind(sql);
 	const queueing = run<{ id: number }>(
 		`WITH r AS (

@@ -90,7 +90,7 @@ export function serializeRunningExe(row: any) {
  * Current while the execution's row (`xmin`), its job type and error are. The record shows its
  * job's columns too, yet the job's row is not read for the version: while an execution is
  * RUNNING its job changes only in the transactions that change the execution (placement sets
- * both RUNNING in one statement, lib/scheduling/claim.ts; completion, failure, retry and cancel
+ * both RUNNING in one statement, lib/scheduling/place.ts; completion, failure, retry and cancel
  * end the execution with its job, lib/executions/finish.ts and lib/queue/cancel.ts; requeue and
  * the recipes' BLOCKED/PENDING touch only jobs with no live execution). Probing each running
  * execution's job for its `xmin` was ~0.28 ms of PostgreSQL's ~0.95 per GET /nodes/status/.

@@ -1,4 +1,4 @@
-import { placeTakenSql } from "./claim";
+import { placeTakenSql } from "./place";
 import type { PlacedExe } from "../executions/types";
 import type { Rank } from "../documents/agent-protocol";
 import type { Resources } from "./matching";

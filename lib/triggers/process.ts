@@ -60,7 +60,7 @@ export interface Processed {
 /*
  * Both name the events by `id = ANY($1)` beside the join on the unnest, so that PostgreSQL reads
  * them by key: on the join alone it hashed a scan of the whole table (7 of the 11 ms of a batch
- * of 500 at 40,000 events, and growing with the table). See lib/scheduling/claim.ts.
+ * of 500 at 40,000 events, and growing with the table). See lib/scheduling/place.ts.
  */
 /** A copy of each event `$1[i]` naming the rule `$2[i]`, processed, in order. */
 export const COPY_EVENTS_SQL = `INSERT INTO trigger_event (type, rule_id, description, occurred,
