@@ -204,46 +204,26 @@ describe("StrikeMonitor", () => {
 		let release: () => void = () => undefined;
 		const settled: Settled[] = [];
 		let nextId = 1;
-		const link: MonitorLink = {
-			async call<T>(action: string, params: Record<string, unknown>): Promise<T> {
-				if (action === "ingest.monitorSetup")
-					return { directory: watched, transferSuffix: "_tmp", open: [] } as T;
-				if (action === "ingest.arrived") {
-					const files = (params.files as ArrivedFile[]).map(f => f.name);
-					arrivals.push(files);
-					if (arrivals.length === 1) {
-						// the first batch waits until the test lets it go
-						firstPending = true;
-						await new Promise<void>(r => (release = r));
-						firstPending = false;
-					}
-					return {
-						decisions: files.map(name => ({
-							name,
-							ingestId: nextId++,
-							action: "aside",
-							status: "DEFERRED"
-						}))
-					} as T;
-				}
-				if (action === "ingest.settle") {
-					settled.push(...(params.results as Settled[]));
-					return { answers: [] } as T;
-				}
-				throw new Error(`unexpected call ${action}`);
-			},
-			info: () => undefined,
-			warn: () => undefined
-		};
-		const monitor = new StrikeMonitor({ strikeId: 1, jobExeId: 2 }, link, {
-			rescanMs: 60_000
+		const link = stubLink(watched, settled, async (action, params) => {
+			if (action !== "ingest.arrived") throw new Error(`unexpected call ${action}`);
+			const files = (params.files as ArrivedFile[]).map(f => f.name);
+			arrivals.push(files);
+			if (arrivals.length === 1) {
+				// the first batch waits until the test lets it go
+				firstPending = true;
+				await new Promise<void>(r => (release = r));
+				firstPending = false;
+			}
+			return {
+				decisions: files.map(name => ({
+					name,
+					ingestId: nextId++,
+					action: "aside",
+					status: "DEFERRED"
+				}))
+			};
 		});
-		const abort = new AbortController();
-		const running = monitor.run(abort.signal);
-		const until = async (done: () => boolean) => {
-			const deadline = Date.now() + 5000;
-			while (!done() && Date.now() < deadline) await new Promise(r => setTimeout(r, 10));
-		};
+		const { abort, running } = startMonitor(link);
 		await until(() => firstPending);
 		for (const name of ["c.dat", "d.dat"]) fs.writeFileSync(path.join(watched, name), name);
 		await until(() => arrivals.length >= 2);
@@ -271,43 +251,27 @@ describe("StrikeMonitor", () => {
 		let transferringPending = false;
 		let release: () => void = () => undefined;
 		const settled: Settled[] = [];
-		const link: MonitorLink = {
-			async call<T>(action: string, params: Record<string, unknown>): Promise<T> {
-				if (action === "ingest.monitorSetup")
-					return { directory: watched, transferSuffix: "_tmp", open: [] } as T;
-				calls.push(action);
+		const link = stubLink(
+			watched,
+			settled,
+			async (action, params) => {
 				if (action === "ingest.transferring") {
 					transferringPending = true;
 					await new Promise<void>(r => (release = r));
 					transferringPending = false;
-					return { ok: true } as T;
+					return { ok: true };
 				}
-				if (action === "ingest.arrived") {
-					const [file] = params.files as ArrivedFile[];
-					return {
-						decisions: [
-							{ name: file.name, ingestId: 1, action: "aside", status: "DEFERRED" }
-						]
-					} as T;
-				}
-				if (action === "ingest.settle") {
-					settled.push(...(params.results as Settled[]));
-					return { answers: [] } as T;
-				}
-				throw new Error(`unexpected call ${action}`);
+				if (action !== "ingest.arrived") throw new Error(`unexpected call ${action}`);
+				const [file] = params.files as ArrivedFile[];
+				return {
+					decisions: [
+						{ name: file.name, ingestId: 1, action: "aside", status: "DEFERRED" }
+					]
+				};
 			},
-			info: () => undefined,
-			warn: () => undefined
-		};
-		const monitor = new StrikeMonitor({ strikeId: 1, jobExeId: 2 }, link, {
-			rescanMs: 60_000
-		});
-		const abort = new AbortController();
-		const running = monitor.run(abort.signal);
-		const until = async (done: () => boolean) => {
-			const deadline = Date.now() + 5000;
-			while (!done() && Date.now() < deadline) await new Promise(r => setTimeout(r, 10));
-		};
+			calls
+		);
+		const { abort, running } = startMonitor(link);
 		await new Promise(r => setTimeout(r, 50));
 		fs.writeFileSync(path.join(watched, "x.dat_tmp"), "x");
 		await until(() => transferringPending);
@@ -323,3 +287,43 @@ describe("StrikeMonitor", () => {
 		expect(calls).toEqual(["ingest.transferring", "ingest.arrived", "ingest.settle"]);
 	});
 });
+
+/**
+ * A monitor's link for the tests of its batches: its setup watches `watched` (transfer suffix
+ * `_tmp`), settles are kept in `settled`, every other call goes to `on` (and its action, past the
+ * setup, into `calls`).
+ */
+function stubLink(
+	watched: string,
+	settled: Settled[],
+	on: (action: string, params: Record<string, unknown>) => Promise<unknown>,
+	calls: string[] = []
+): MonitorLink {
+	return {
+		async call<T>(action: string, params: Record<string, unknown>): Promise<T> {
+			if (action === "ingest.monitorSetup")
+				return { directory: watched, transferSuffix: "_tmp", open: [] } as T;
+			calls.push(action);
+			if (action === "ingest.settle") {
+				settled.push(...(params.results as Settled[]));
+				return { answers: [] } as T;
+			}
+			return (await on(action, params)) as T;
+		},
+		info: () => undefined,
+		warn: () => undefined
+	};
+}
+
+/** Runs a monitor of strike 1 on `link`, rescanning only after a minute. */
+function startMonitor(link: MonitorLink): { abort: AbortController; running: Promise<number> } {
+	const monitor = new StrikeMonitor({ strikeId: 1, jobExeId: 2 }, link, { rescanMs: 60_000 });
+	const abort = new AbortController();
+	return { abort, running: monitor.run(abort.signal) };
+}
+
+/** Waits until `done` answers true, 5 s at most. */
+async function until(done: () => boolean): Promise<void> {
+	const deadline = Date.now() + 5000;
+	while (!done() && Date.now() < deadline) await new Promise(r => setTimeout(r, 10));
+}
