@@ -13,7 +13,9 @@ import { measureResources, readSlaveId } from "../lib/agent/resources";
 import {
 	RUN_PARAMS,
 	JOB_EXE_ID_SCHEMA,
-	STRIKE_ID_SCHEMA,
+	STRIKE_ID_SCHEMA
+} from "../lib/documents/agent-protocol-schemas";
+import {
 	LOG_TAIL_BYTES,
 	type ExecutionFinished,
 	type ExecutionSpec,

@@ -3,10 +3,9 @@ import type { Client } from "pg";
 import {
 	type ExecutionFinished,
 	type ExecutionStep,
-	FINISHED_PARAMS,
-	STEP_SCHEMA,
 	type RunAnswer
 } from "../lib/documents/agent-protocol";
+import { FINISHED_PARAMS, STEP_SCHEMA } from "../lib/documents/agent-protocol-schemas";
 import { DbMixin } from "../mixins/db.mixin";
 import { MicroBatcher, clientSql, poolSql, type Sql } from "../lib/db/run";
 import { PassLoop } from "../lib/scheduling/passes";
