@@ -14,7 +14,8 @@ import {
 } from "./launcher";
 import { LaunchMeter } from "./launch-meter";
 import { LaunchOrder } from "./launch-order";
-import { LogTail } from "./log-tail";
+import { LogTails } from "./log-tails";
+import { ExecutionMemory } from "./execution-memory";
 import { TaskDirs } from "./task";
 import { DEFAULT_TASK_UIDS, taskIdentities, type TaskIdentities } from "./task-identities";
 import {
@@ -77,12 +78,6 @@ export interface AgentOptions {
 	launchBuiltin?: (spec: ExecutionSpec) => Launched;
 }
 
-/**
- * Finished execution ids remembered to make `run` idempotent, and cancels remembered ahead of
- * their run (the oldest of each are forgotten beyond this).
- */
-const REMEMBERED = 10_000;
-
 /** Where task directories go when tasks cannot reach the work directory (openTaskRoot). */
 const MOVED_TASK_ROOT = "/var/lib/scale-agent";
 
@@ -128,15 +123,12 @@ export class NodeAgent {
 	private readonly executions = new Map<number, Execution>();
 	/** canceled before they arrived, not started: their CANCELED report not yet acknowledged */
 	private readonly refused = new Set<number>();
-	private readonly finished = new Set<number>();
-	/** cancels of executions not held here, by id: until when they keep its run from starting */
-	private readonly earlyCancels = new Map<number, number>();
+	/** finished here, and cancels that came before their run */
+	private readonly memory: ExecutionMemory;
 	/** executions held here whose cancel has been asked for */
 	private readonly cancelAsked = new Set<number>();
-	/** the executions whose logs are followed, one tail each */
-	private readonly tails = new Map<number, LogTail>();
-	/** each reader's stream of an execution's logs (reader: the calling node), to let go of */
-	private readonly followed = new Map<string, { tail: LogTail; out: Readable }>();
+	/** the executions whose logs are followed, and each reader's stream of them */
+	private readonly tails: LogTails;
 	/** step events not sent yet */
 	/** by execution: one that ends drops its own at once, whatever else waits */
 	private outbox = new Map<number, ExecutionStep[]>();
@@ -153,6 +145,8 @@ export class NodeAgent {
 	});
 
 	constructor(private readonly options: AgentOptions) {
+		this.tails = new LogTails(options.logCapBytes ?? LOG_TAIL_BYTES);
+		this.memory = new ExecutionMemory(options.cancelMemoryMs ?? 60_000);
 		const chosen = createLauncher(options.launchers, options.launcher ?? "auto");
 		const slowMs = options.slowLaunchMs ?? 0;
 		this.launcher = slowMs > 0 ? new PacedLauncher(chosen.launcher, slowMs) : chosen.launcher;
@@ -234,9 +228,9 @@ export class NodeAgent {
 	run(spec: ExecutionSpec): "started" | "known" | "canceled" | "handed back" | "stopping" {
 		const id = spec.jobExeId;
 		if (this.stopping) return "stopping";
-		if (this.executions.has(id) || this.refused.has(id) || this.finished.has(id))
+		if (this.executions.has(id) || this.refused.has(id) || this.memory.finished(id))
 			return "known";
-		if (this.takeEarlyCancel(id)) {
+		if (this.memory.takeEarlyCancel(id)) {
 			this.refuse(spec);
 			return "canceled";
 		}
@@ -318,7 +312,7 @@ export class NodeAgent {
 			this.meter.dropped(id);
 			this.executions.delete(id);
 			this.cancelAsked.delete(id);
-			this.remember(id);
+			this.memory.finish(id);
 		}
 		await this.cleanUp(execution, report.status).catch(error =>
 			this.options.warn?.(
@@ -356,36 +350,11 @@ export class NodeAgent {
 				await this.options.deliver(report);
 			} finally {
 				this.refused.delete(id);
-				this.remember(id);
+				this.memory.finish(id);
 			}
 		})().catch(error => this.options.warn?.(`execution ${id}: ${error?.stack ?? error}`));
 		this.work.add(work);
 		void work.finally(() => this.work.delete(work));
-	}
-
-	/** Whether a cancel of this id came before it, not long ago (it is used up either way). */
-	private takeEarlyCancel(id: number): boolean {
-		const until = this.earlyCancels.get(id);
-		if (until === undefined) return false;
-		this.earlyCancels.delete(id);
-		return until >= Date.now();
-	}
-
-	private rememberCancel(id: number): void {
-		const now = Date.now();
-		// the oldest first: the expired ones, and any beyond the cap, go
-		for (const [old, until] of this.earlyCancels) {
-			if (until >= now && this.earlyCancels.size < REMEMBERED) break;
-			this.earlyCancels.delete(old);
-		}
-		this.earlyCancels.delete(id);
-		this.earlyCancels.set(id, now + (this.options.cancelMemoryMs ?? 60_000));
-	}
-
-	private remember(id: number): void {
-		this.finished.add(id);
-		if (this.finished.size > REMEMBERED)
-			this.finished.delete(this.finished.values().next().value as number);
 	}
 
 	private async cleanUp(execution: Execution, status: ExecutionFinished["status"]) {
@@ -418,8 +387,8 @@ export class NodeAgent {
 			if (found) this.cancelAsked.add(jobExeId);
 			return found;
 		}
-		if (!this.refused.has(jobExeId) && !this.finished.has(jobExeId))
-			this.rememberCancel(jobExeId);
+		if (!this.refused.has(jobExeId) && !this.memory.finished(jobExeId))
+			this.memory.rememberCancel(jobExeId);
 		return false;
 	}
 
@@ -433,59 +402,26 @@ export class NodeAgent {
 
 	/**
 	 * A follower of an execution's logs as they are written (frames, lib/agent/log-tail.ts),
-	 * ending when the execution ends; null when this agent does not run it. All followers of one
-	 * execution share one watch and one read of its files.
+	 * ending when the execution ends; null when this agent does not run it.
 	 */
 	followLogs(jobExeId: number, reader = ""): Readable | null {
 		const execution = this.executions.get(jobExeId);
-		if (!execution) return null;
-		let tail = this.tails.get(jobExeId);
-		if (!tail) {
-			tail = new LogTail(
-				{
-					stdoutPath: execution.stdoutPath,
-					stderrPath: execution.stderrPath,
-					finished: execution.run(),
-					historyBytes: this.options.logCapBytes ?? LOG_TAIL_BYTES
-				},
-				() => this.tails.delete(jobExeId)
-			);
-			this.tails.set(jobExeId, tail);
-		}
-		// one stream per reader and execution: a reader that opens another lets go of the first
-		const key = `${reader}\u0000${jobExeId}`;
-		this.unfollowLogs(jobExeId, reader);
-		const out = tail.follow();
-		this.followed.set(key, { tail, out });
-		out.on("close", () => {
-			if (this.followed.get(key)?.out === out) this.followed.delete(key);
-		});
-		return out;
+		return execution ? this.tails.follow(jobExeId, execution, reader) : null;
 	}
 
-	/**
-	 * Ends `reader`'s stream of an execution's logs (its last follower left): the files are
-	 * read no more once no reader follows them. False when it had none.
-	 */
+	/** Ends `reader`'s stream of an execution's logs; false when it had none. */
 	unfollowLogs(jobExeId: number, reader = ""): boolean {
-		const key = `${reader}\u0000${jobExeId}`;
-		const followed = this.followed.get(key);
-		if (!followed) return false;
-		this.followed.delete(key);
-		followed.tail.release(followed.out);
-		return true;
+		return this.tails.unfollow(jobExeId, reader);
 	}
 
 	/** A reader gone (its node left the cluster): its streams end. */
 	readerGone(reader: string): void {
-		for (const key of [...this.followed.keys()])
-			if (key.startsWith(`${reader}\u0000`))
-				this.unfollowLogs(Number(key.slice(reader.length + 1)), reader);
+		this.tails.readerGone(reader);
 	}
 
 	/** The streams of followed logs this agent sends (one per reader and execution). */
 	get logStreams(): number {
-		return this.followed.size;
+		return this.tails.streams;
 	}
 
 	/** Live logs of an execution here, or null when this agent does not have it (any more). */
