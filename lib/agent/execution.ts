@@ -1,20 +1,11 @@
 import fs from "fs";
 import path from "path";
-import { FieldError } from "../errors";
-import { splitCommandArguments, substituteArguments } from "../documents/job-interface";
-import { mergeArtifacts, parseArtifactLines, type ResultsManifest } from "../documents/results";
+import type { ResultsManifest } from "../documents/results";
 import type { ContainerExit, Containers } from "./containers";
 import { ExecutionFailure } from "./execution-failure";
-import { artifactLines, copyAtomically, openAgentFile, readTail } from "./files";
-import {
-	stageInputs,
-	planProducts,
-	readManifest,
-	removeProducts,
-	workspaceOf,
-	type TaskDirs
-} from "./task";
-import { uploadFile } from "../storage/s3";
+import { openAgentFile, readTail } from "./files";
+import { commandOf, prepareTaskDir, readResults, storeProducts } from "./steps";
+import { stageInputs, planProducts, removeProducts, workspaceOf, type TaskDirs } from "./task";
 import { LaunchError, type Launched, type Launcher, type TaskIdentity } from "./launcher";
 import type { LaunchOrder } from "./launch-order";
 import type { TaskIdentities } from "./task-identities";
@@ -26,20 +17,6 @@ import type {
 	ProducedFile,
 	Step
 } from "../documents/agent-protocol";
-
-/**
- * Makes a directory that did not exist, or replaces one left by an earlier run of the same
- * execution id (stale). The common case costs one system call.
- */
-async function makeFreshDir(dir: string): Promise<void> {
-	try {
-		await fs.promises.mkdir(dir);
-	} catch (error: any) {
-		if (error?.code === "EEXIST") await fs.promises.rm(dir, { recursive: true, force: true });
-		else if (error?.code !== "ENOENT") throw error;
-		await fs.promises.mkdir(dir, { recursive: true });
-	}
-}
 
 /** What every execution of one agent shares. */
 export interface ExecutionContext {
@@ -372,28 +349,14 @@ export class Execution {
 					`every task identity of this agent is in use (${this.ctx.identities.description})`
 				);
 		}
-		try {
-			this.recycled = (await this.ctx.taskDirs?.take(this.taskDir)) === true;
-			if (!this.recycled) {
-				await makeFreshDir(this.taskDir);
-				await fs.promises.mkdir(this.outputDir);
-			}
-			// the task's directory and its outputs are the execution's, and no one else's
-			if (this.identity) {
-				const { uid, gid } = this.identity;
-				fs.chownSync(this.taskDir, uid, gid);
-				fs.chownSync(this.outputDir, uid, gid);
-				// a container of the image's own user, whoever that is, must write its outputs
-				const anyUser = this.writer() === undefined && spec.jobType.usesDocker;
-				fs.chmodSync(this.taskDir, anyUser ? 0o711 : 0o700);
-				if (anyUser) fs.chmodSync(this.outputDir, 0o777);
-			}
-		} catch (error) {
-			throw new ExecutionFailure(
-				"filesystem-io",
-				`could not make the task directory ${this.taskDir}: ${(error as Error).message}`
-			);
-		}
+		// a container of the image's own user, whoever that is, must write its outputs
+		this.recycled = await prepareTaskDir(
+			this.taskDir,
+			this.outputDir,
+			this.ctx.taskDirs,
+			this.identity,
+			this.writer() === undefined && spec.jobType.usesDocker
+		);
 		const values = await stageInputs(
 			this.spec,
 			this.inputsDir,
@@ -404,28 +367,9 @@ export class Execution {
 		// a required output will need its workspace: better to fail before running than after
 		for (const output of spec.interface.output_data)
 			if (output.required) workspaceOf(this.spec, output.name);
-		let words: string[];
-		try {
-			words = substituteArguments(splitCommandArguments(spec.interface.command_arguments), {
-				inputs: values,
-				jobOutputDir: this.outputDir
-			});
-		} catch (error) {
-			const message = error instanceof FieldError ? error.message : String(error);
-			throw new ExecutionFailure(
-				"task-launch",
-				`the command arguments cannot be used: ${message}`
-			);
-		}
-		const command = spec.interface.command;
-		const display = words.join(" ");
-		if (spec.jobType.usesDocker && !spec.jobType.dockerImage)
-			throw new ExecutionFailure(
-				"docker-task-launch",
-				`the job type ${spec.jobType.name} ${spec.jobType.version} uses Docker but has no docker image`
-			);
-		this.stepCompleted("pre", 0, display);
-		return { command, args: words, display };
+		const launch = commandOf(spec, values, this.outputDir);
+		this.stepCompleted("pre", 0, launch.display);
+		return launch;
 	}
 
 	/** The uid the job's files are written by, when known (see resolveConfined). */
@@ -560,44 +504,17 @@ export class Execution {
 
 	private async post(): Promise<{ products: ProducedFile[]; manifest: ResultsManifest | null }> {
 		this.stepStarted("post");
-		const manifest = await readManifest(this.outputDir);
-		const printed = parseArtifactLines(await artifactLines(this.stdoutPath));
-		const merged =
-			manifest || printed.length > 0
-				? mergeArtifacts(
-						manifest ?? {
-							version: "1.1",
-							output_data: [],
-							parse_results: [],
-							errors: []
-						},
-						printed
-					)
-				: null;
+		const merged = await readResults(this.outputDir, this.stdoutPath);
 		const planned = await planProducts(this.spec, merged, {
 			outputDir: this.outputDir,
 			taskDir: this.taskDir,
 			owner: this.writer()
 		});
-		const products: ProducedFile[] = [];
-		try {
-			for (const plan of planned) {
-				if (this.canceled || this.stopped) break;
-				if (plan.s3)
-					Object.assign(
-						plan.product,
-						await uploadFile(plan.s3, plan.product.filePath, plan.from)
-					);
-				else plan.product.size = await copyAtomically(plan.from, plan.to);
-				products.push(plan.product);
-			}
-		} catch (error) {
-			await removeProducts(this.spec, products);
-			throw new ExecutionFailure(
-				"filesystem-io",
-				`could not copy the outputs into their workspace: ${(error as Error).message}`
-			);
-		}
+		const products = await storeProducts(
+			this.spec,
+			planned,
+			() => this.canceled || this.stopped
+		);
 		this.stepCompleted("post", 0);
 		return { products, manifest: merged };
 	}
