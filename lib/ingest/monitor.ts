@@ -2,15 +2,15 @@ import { promises as fs, watch, type FSWatcher } from "fs";
 import path from "path";
 import { runSqsMonitor } from "./sqs-monitor";
 import type { Launched } from "../agent/launcher";
-import type { FsMoved } from "./fs-batch";
 import { BATCH_MAX, BATCHES_AT_ONCE, nextBatch } from "./batches";
 import { FsThread } from "./fs-thread";
 import { Folder } from "./file-paths";
-import { exists, settlementsOf } from "./recovery";
+import { settlementsOf } from "./recovery";
+import { asideFolder, copyAcross, outcomeOf, type BatchContext } from "./outcomes";
 import {
 	ASIDE_FOLDERS,
+	isRefusal,
 	type ArrivedFile,
-	type AsideStatus,
 	type Decision,
 	type MonitorCall,
 	type MonitorSetup,
@@ -43,11 +43,6 @@ export interface MonitorOptions {
 	batchMax?: number;
 	/** how often a growing file's size is reported; default 1 s */
 	progressMs?: number;
-}
-
-/** The control plane says this monitor's execution is not the strike's live one: stop. */
-function isRefusal(error: any): boolean {
-	return error?.type === "CONFLICT" || error?.code === 409;
 }
 
 interface Transfer {
@@ -366,14 +361,20 @@ export class StrikeMonitor {
 				const from = this.folder.path(d.name);
 				return d.action === "ingest"
 					? { from, to: d.target, linkOnly: true }
-					: { from, folder: this.asideFolder(d.status), tag: String(d.ingestId) };
+					: {
+							from,
+							folder: asideFolder(this.directory, d.status),
+							tag: String(d.ingestId)
+						};
 			})
 		);
-		const waiting = await this.copyAcross(decisions, moved);
+		const batch = this.batchContext();
+		const waiting = await copyAcross(batch, decisions, moved);
 		const results: Settled[] = [];
 		for (let i = 0; i < decisions.length; i++) {
 			if (waiting.has(i)) continue;
-			const result = await this.outcome(
+			const result = await outcomeOf(
+				batch,
 				decisions[i],
 				moved[i],
 				sizes.get(decisions[i].name) ?? 0
@@ -383,106 +384,17 @@ export class StrikeMonitor {
 		await this.settle(results);
 	}
 
-	/**
-	 * The files of a batch that would be copied to reach their workspace (another file system):
-	 * shown INGESTING (`ingest.ingesting`), then copied, their outcomes put in `moved`. Answers
-	 * the indexes of those left in the directory because the control plane could not be told,
-	 * tried again at the next rescan.
-	 */
-	private async copyAcross(decisions: Decision[], moved: FsMoved[]): Promise<Set<number>> {
-		const copies = decisions.flatMap((d, i) => {
-			const m = moved[i];
-			return d.action === "ingest" && "error" in m && m.error.copyNeeded ? [i] : [];
-		});
-		if (copies.length === 0) return new Set();
-		const shown = await this.call("ingest.ingesting", {
-			ingestIds: copies.map(i => decisions[i].ingestId)
-		});
-		if (!shown) {
-			for (const i of copies) this.leaving.delete(decisions[i].name);
-			return new Set(copies);
-		}
-		const copied = await this.files.move(
-			copies.map(i => {
-				const d = decisions[i] as Extract<Decision, { action: "ingest" }>;
-				return { from: this.folder.path(d.name), to: d.target };
-			})
-		);
-		copies.forEach((i, k) => (moved[i] = copied[k]));
-		return new Set();
-	}
-
-	private asideFolder(status: AsideStatus): string {
-		return path.join(this.directory, ASIDE_FOLDERS[status]);
-	}
-
-	/**
-	 * What a file's move where the service decided came to; null to try again at the next
-	 * rescan. A stored file's size is the one it had when it arrived (`size`): the move links the
-	 * same inode, and a file is whole once it is named without the transfer suffix.
-	 */
-	private async outcome(
-		decision: Decision,
-		moved: FsMoved,
-		size: number
-	): Promise<Settled | null> {
-		const { ingestId } = decision;
-		if ("to" in moved)
-			return decision.action === "ingest"
-				? { ingestId, status: "INGESTED", size }
-				: {
-						ingestId,
-						status: decision.status,
-						...(decision.reason ? { reason: decision.reason } : {})
-					};
-		this.leaving.delete(decision.name);
-		const from = this.folder.path(decision.name);
-		const lost: Settled = { ingestId, status: "ERRORED", reason: "the file is lost" };
-		if (decision.action === "aside") {
-			if (!(await exists(from))) return lost;
-			this.link.warn(
-				`strike ${this.task.strikeId}: cannot move ${from} aside: ${moved.error.message}; left in place`
-			);
-			return null;
-		}
-		const stored = moved.error.targetExists
-			? await this.alreadyStored(from, decision.target)
-			: null;
-		if (stored !== null) return { ingestId, status: "INGESTED", size: stored };
-		if (!(await exists(from))) return lost;
-		return this.putAside(ingestId, from, "ERRORED", describe(moved.error, decision.target));
-	}
-
-	/**
-	 * The size of the stored file when `to` already holds this very file (a move done by an
-	 * earlier monitor whose report was lost: same size), removing the leftover at `from`.
-	 */
-	private async alreadyStored(from: string, to: string): Promise<number | null> {
-		const [a, b] = await Promise.all([
-			fs.stat(from).catch(() => null),
-			fs.stat(to).catch(() => null)
-		]);
-		if (!b || (a && a.size !== b.size)) return null;
-		if (a) await fs.unlink(from).catch(() => undefined);
-		return b.size;
-	}
-
-	private async putAside(
-		ingestId: number,
-		from: string,
-		status: AsideStatus,
-		reason?: string
-	): Promise<Settled | null> {
-		const [moved] = await this.files.move([
-			{ from, folder: this.asideFolder(status), tag: String(ingestId) }
-		]);
-		if (!("to" in moved)) {
-			this.link.warn(
-				`strike ${this.task.strikeId}: cannot move ${from} aside: ${moved.error.message}; left in place`
-			);
-			return null;
-		}
-		return { ingestId, status, ...(reason ? { reason } : {}) };
+	/** What the outcomes of a batch's moves need of this monitor (lib/ingest/outcomes.ts). */
+	private batchContext(): BatchContext {
+		return {
+			strikeId: this.task.strikeId,
+			directory: this.directory,
+			folder: this.folder,
+			files: this.files,
+			leaving: this.leaving,
+			call: (action, params) => this.call(action, params),
+			warn: message => this.link.warn(message)
+		};
 	}
 
 	private async settle(results: Settled[]): Promise<void> {
@@ -493,7 +405,7 @@ export class StrikeMonitor {
 				? [
 						{
 							from: a.moveAside,
-							folder: this.asideFolder("DUPLICATE"),
+							folder: asideFolder(this.directory, "DUPLICATE"),
 							tag: String(a.ingestId)
 						}
 					]
@@ -512,11 +424,6 @@ export class StrikeMonitor {
 	private async recover(open: OpenIngest[]): Promise<void> {
 		await this.settle(await settlementsOf(open, this.directory, this.suffix));
 	}
-}
-
-function describe(error: { targetExists: boolean; message: string }, target: string): string {
-	if (error.targetExists) return `the workspace already holds another file at ${target}`;
-	return `cannot store it at ${target}: ${error.message}`;
 }
 
 function delay(ms: number): Promise<void> {

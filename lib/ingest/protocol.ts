@@ -100,3 +100,8 @@ export interface SettleAnswer {
 	 */
 	moveAside?: string;
 }
+
+/** The control plane says a monitor's execution is not the strike's live one: it stops. */
+export function isRefusal(error: any): boolean {
+	return error?.type === "CONFLICT" || error?.code === 409;
+}

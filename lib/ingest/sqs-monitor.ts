@@ -1,5 +1,5 @@
 import { createdObjects, SqsQueue, type QueueMessage, type SqsPlace } from "../storage/sqs";
-import type { MonitorCall } from "./protocol";
+import { isRefusal, type MonitorCall } from "./protocol";
 
 /**
  * An S3 strike's monitor (configuration 2.0), on the agent that runs the strike's job: it reads
@@ -25,10 +25,6 @@ const WAIT_S = 2;
 const CONSUMERS = 4;
 /** Objects per call to the service (its batch limit). */
 const OBJECTS_PER_CALL = 500;
-
-function isRefusal(error: any): boolean {
-	return error?.type === "CONFLICT" || error?.code === 409;
-}
 
 /** Runs until `signal` aborts (answers 0) or the control plane refuses it (answers 1). */
 export async function runSqsMonitor(
