@@ -2,6 +2,7 @@ import fs from "fs";
 import os from "os";
 import path from "path";
 import { Folder } from "../../../lib/ingest/file-paths";
+import type { FsMoved } from "../../../lib/ingest/fs-batch";
 import { FsThread } from "../../../lib/ingest/fs-thread";
 import { copyAcross, outcomeOf, type BatchContext } from "../../../lib/ingest/outcomes";
 import type { Decision } from "../../../lib/ingest/protocol";
@@ -110,18 +111,14 @@ describe("outcomeOf", () => {
 });
 
 describe("copyAcross", () => {
+	/** a move left undone: it would have been a copy to another file system */
+	const crossDevice = (): FsMoved => ({
+		error: { code: "EXDEV", message: "cross-device", targetExists: false, copyNeeded: true }
+	});
+
 	it("shows the files to copy INGESTING, then copies them", async () => {
 		fs.writeFileSync(path.join(watched, "a.dat"), "across");
-		const moved = [
-			{
-				error: {
-					code: "EXDEV",
-					message: "cross-device",
-					targetExists: false,
-					copyNeeded: true
-				}
-			}
-		];
+		const moved: FsMoved[] = [crossDevice()];
 		const waiting = await copyAcross(context(), [ingest("a.dat")], moved);
 		expect([...waiting]).toEqual([]);
 		expect(calls).toEqual(["ingest.ingesting"]);
@@ -132,16 +129,7 @@ describe("copyAcross", () => {
 	it("leaves them in the directory when the control plane could not be told", async () => {
 		fs.writeFileSync(path.join(watched, "a.dat"), "across");
 		const ctx = context(null);
-		const moved = [
-			{
-				error: {
-					code: "EXDEV",
-					message: "cross-device",
-					targetExists: false,
-					copyNeeded: true
-				}
-			}
-		];
+		const moved: FsMoved[] = [crossDevice()];
 		expect([...(await copyAcross(ctx, [ingest("a.dat")], moved))]).toEqual([0]);
 		expect(ctx.leaving.has("a.dat")).toBe(false);
 		expect(fs.existsSync(path.join(workspace, "a.dat"))).toBe(false);
