@@ -10,6 +10,16 @@ import { ID_SCHEMA } from "../validation/ids";
 const TEXT = { type: "string", minLength: 1 };
 const AMOUNT = { type: "number", minimum: 0 };
 
+/** The inputs or outputs of the interface: each named, of one of `types`, required or not. */
+const dataItems = (types: string[], more: Record<string, unknown> = {}) => ({
+	type: "array",
+	items: {
+		type: "object",
+		required: ["name", "type", "required"],
+		properties: { name: TEXT, type: { enum: types }, required: { type: "boolean" }, ...more }
+	}
+});
+
 const STAGED_FILE = {
 	type: "object",
 	required: ["fileId", "hostPath", "fileName"],
@@ -64,31 +74,8 @@ export const EXECUTION_SPEC_SCHEMA = {
 			properties: {
 				command: TEXT,
 				command_arguments: { type: "string" },
-				input_data: {
-					type: "array",
-					items: {
-						type: "object",
-						required: ["name", "type", "required"],
-						properties: {
-							name: TEXT,
-							type: { enum: ["property", "file", "files"] },
-							required: { type: "boolean" }
-						}
-					}
-				},
-				output_data: {
-					type: "array",
-					items: {
-						type: "object",
-						required: ["name", "type", "required"],
-						properties: {
-							name: TEXT,
-							type: { enum: ["file", "files"] },
-							required: { type: "boolean" },
-							media_type: { type: "string" }
-						}
-					}
-				}
+				input_data: dataItems(["property", "file", "files"]),
+				output_data: dataItems(["file", "files"], { media_type: { type: "string" } })
 			}
 		},
 		inputs: {
